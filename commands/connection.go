@@ -1,0 +1,393 @@
+package commands
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Version is the Redis version cellserver answers to in HELLO and INFO:
+// the Redis it imitates (SPEC: Redis 7.0).
+const Version = "7.0.15"
+
+func registerConnection(t *Table) {
+	rows := []Command{
+		{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale, Handler: ping,
+			Summary: "Replies PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
+		{Name: "echo", Arity: 2, Flags: FlagFast, Handler: echo,
+			Summary: "Replies the message.", Args: []Arg{{Name: "message", Type: "string"}}},
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoMulti | FlagStale, Handler: quit,
+			Summary: "Closes the connection."},
+		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: hello,
+			Summary: "Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
+			Args: []Arg{{Name: "protover", Type: "integer", Optional: true},
+				{Name: "auth", Type: "block", Token: "AUTH", Optional: true, Args: []Arg{{Name: "username", Type: "string"}, {Name: "password", Type: "string"}}},
+				{Name: "clientname", Type: "string", Token: "SETNAME", Optional: true}}},
+		{Name: "auth", Arity: -2, MaxArgs: 3, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: auth,
+			Summary: "Authenticates the connection.",
+			Args:    []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
+		{Name: "select", Arity: 2, Flags: FlagFast, Handler: selectDB,
+			Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
+		{Name: "client", Arity: -2, Handler: client,
+			Summary: "Connection management: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, MAINT_NOTIFICATIONS.",
+			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
+	}
+	for _, r := range rows {
+		r.Group, r.Since, r.Complexity = "connection", "1.0.0", "O(1)"
+		t.Register(r)
+	}
+}
+
+func ping(c *Client, args [][]byte) {
+	if len(args) == 2 {
+		c.W.WriteBulk(args[1])
+		return
+	}
+	c.W.WriteString("PONG")
+}
+
+func echo(c *Client, args [][]byte) { c.W.WriteBulk(args[1]) }
+
+func quit(c *Client, _ [][]byte) {
+	c.writeOK()
+	c.closeAfter = true
+}
+
+func selectDB(c *Client, args [][]byte) {
+	n, ok := parseInt(args[1])
+	switch {
+	case !ok:
+		c.fail(errNotInteger)
+	case n != 0:
+		c.fail(errDBIndex)
+	default:
+		c.writeOK()
+	}
+}
+
+// checkPassword reports whether user/pass are the default user's
+// credentials; user "" means the one-argument AUTH form.
+func (c *Client) checkPassword(user, pass []byte) bool {
+	want := c.host.RequirePass()
+	if len(user) > 0 && string(user) != "default" {
+		return false
+	}
+	if want == "" {
+		return true // the default user has no password
+	}
+	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
+}
+
+func auth(c *Client, args [][]byte) {
+	var user, pass []byte
+	if len(args) == 3 {
+		user, pass = args[1], args[2]
+	} else {
+		pass = args[1]
+		if c.host.RequirePass() == "" {
+			c.fail(errAuthNoPassword)
+			return
+		}
+	}
+	if !c.checkPassword(user, pass) {
+		c.fail(errWrongPass)
+		return
+	}
+	c.authenticated = true
+	c.writeOK()
+}
+
+func hello(c *Client, args [][]byte) {
+	proto := c.resp
+	i := 1
+	if len(args) > 1 {
+		n, ok := parseInt(args[1])
+		if !ok {
+			c.fail("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if n != 2 && n != 3 {
+			c.fail(errNoProto)
+			return
+		}
+		proto = int(n)
+		i = 2
+	}
+	var name []byte
+	setName, authed := false, c.authenticated
+	for ; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "auth") && i+2 < len(args):
+			if !c.checkPassword(args[i+1], args[i+2]) {
+				c.fail(errWrongPass)
+				return
+			}
+			authed = true
+			i += 2
+		case equalFold(args[i], "setname") && i+1 < len(args):
+			name, setName = args[i+1], true
+			if !validClientName(name) {
+				c.fail(errClientName)
+				return
+			}
+			i++
+		default:
+			c.fail("ERR Syntax error in HELLO option '" + clip(args[i], 128) + "'")
+			return
+		}
+	}
+	if !authed {
+		c.fail(errHelloNoAuth)
+		return
+	}
+	c.authenticated = true
+	c.resp = proto
+	c.mu.Lock()
+	c.respShared = proto
+	if setName {
+		c.name = string(name)
+	}
+	c.mu.Unlock()
+
+	c.writeMap(7)
+	c.W.WriteBulkString("server")
+	c.W.WriteBulkString("redis")
+	c.W.WriteBulkString("version")
+	c.W.WriteBulkString(Version)
+	c.W.WriteBulkString("proto")
+	c.W.WriteInt(proto)
+	c.W.WriteBulkString("id")
+	c.W.WriteInt64(c.id)
+	c.W.WriteBulkString("mode")
+	c.W.WriteBulkString("standalone")
+	c.W.WriteBulkString("role")
+	c.W.WriteBulkString("master")
+	c.W.WriteBulkString("modules")
+	c.W.WriteArray(0)
+}
+
+// validClientName: no spaces, newlines or other bytes outside '!'..'~'.
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func client(c *Client, args [][]byte) {
+	sub := args[1]
+	n := len(args)
+	switch {
+	case equalFold(sub, "id") && n == 2:
+		c.W.WriteInt64(c.id)
+	case equalFold(sub, "getname") && n == 2:
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			c.writeNull()
+		} else {
+			c.W.WriteBulkString(name)
+		}
+	case equalFold(sub, "setname") && n == 3:
+		if !validClientName(args[2]) {
+			c.fail(errClientName)
+			return
+		}
+		c.mu.Lock()
+		c.name = string(args[2])
+		c.mu.Unlock()
+		c.writeOK()
+	case equalFold(sub, "setinfo") && n == 4:
+		clientSetInfo(c, args[2], args[3])
+	case equalFold(sub, "info") && n == 2:
+		c.writeVerbatim(c.infoLine(time.Now()) + "\n")
+	case equalFold(sub, "list"):
+		clientList(c, args[2:])
+	case equalFold(sub, "kill") && n >= 3:
+		clientKill(c, args[2:])
+	case (equalFold(sub, "maint_notifications") || equalFold(sub, "no-evict") || equalFold(sub, "no-touch")) && n >= 3:
+		// Accepted for client compatibility: cellserver sends no
+		// maintenance notifications and evicts nothing.
+		c.writeOK()
+	case equalFold(sub, "help") && n == 2:
+		lines := []string{
+			"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
+			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>",
+			"INFO", "LIST [TYPE NORMAL] [ID <id> ...]",
+			"KILL <ip:port> | KILL <ID|ADDR|LADDR|SKIPME|TYPE|USER> <value> ...",
+			"MAINT_NOTIFICATIONS <on|off> ...", "HELP",
+		}
+		c.W.WriteArray(len(lines))
+		for _, l := range lines {
+			c.W.WriteString(l)
+		}
+	default:
+		known := false
+		for _, s := range []string{"id", "getname", "setname", "setinfo", "info", "list", "kill", "maint_notifications", "no-evict", "no-touch", "help"} {
+			known = known || equalFold(sub, s)
+		}
+		if known {
+			c.fail(errArity("client|" + strings.ToLower(string(sub))))
+			return
+		}
+		c.fail(errUnknownSubcommand(sub, "CLIENT"))
+	}
+}
+
+func clientSetInfo(c *Client, attr, value []byte) {
+	if !validClientName(value) && len(value) > 0 {
+		c.fail("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case equalFold(attr, "lib-name"):
+		c.libName = string(value)
+	case equalFold(attr, "lib-ver"):
+		c.libVer = string(value)
+	default:
+		c.W.WriteError("ERR Unrecognized option '" + clip(attr, 128) + "'")
+		return
+	}
+	c.writeOK()
+}
+
+// infoLine is the client's line in CLIENT LIST / CLIENT INFO.
+func (c *Client) infoLine(now time.Time) string {
+	c.mu.Lock()
+	name, lib, ver, resp := c.name, c.libName, c.libVer, c.respShared
+	c.mu.Unlock()
+	cmd := "NULL"
+	if p := c.lastCmd.Load(); p != nil {
+		cmd = p.Name
+	}
+	var b strings.Builder
+	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
+	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=-1 name=" + name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
+	b.WriteString(" idle=" + strconv.FormatInt(max(0, now.Unix()-c.lastActive.Load()), 10))
+	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 tot-mem=0 events=r")
+	b.WriteString(" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(resp))
+	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
+	return b.String()
+}
+
+func clientList(c *Client, args [][]byte) {
+	var ids map[int64]bool
+	for i := 0; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "type") && i+1 < len(args):
+			i++
+			if !equalFold(args[i], "normal") {
+				if equalFold(args[i], "master") || equalFold(args[i], "replica") || equalFold(args[i], "pubsub") {
+					ids = map[int64]bool{} // no such clients here
+					continue
+				}
+				c.fail("ERR Unknown client type '" + clip(args[i], 128) + "'")
+				return
+			}
+		case equalFold(args[i], "id") && i+1 < len(args):
+			if ids == nil {
+				ids = map[int64]bool{}
+			}
+			for i++; i < len(args); i++ {
+				id, ok := parseInt(args[i])
+				if !ok || id <= 0 {
+					c.fail("ERR Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	now := time.Now()
+	var b strings.Builder
+	for _, cl := range c.host.Clients() {
+		if ids == nil || ids[cl.id] {
+			b.WriteString(cl.infoLine(now))
+			b.WriteByte('\n')
+		}
+	}
+	c.writeVerbatim(b.String())
+}
+
+func clientKill(c *Client, args [][]byte) {
+	if len(args) == 1 { // the old form: CLIENT KILL ip:port
+		for _, cl := range c.host.Clients() {
+			if cl.addr == string(args[0]) {
+				cl.Kill()
+				c.writeOK()
+				return
+			}
+		}
+		c.fail(errNoSuchClient)
+		return
+	}
+	if len(args)%2 != 0 {
+		c.fail(errSyntax)
+		return
+	}
+	var match []func(*Client) bool
+	skipMe := true
+	for i := 0; i < len(args); i += 2 {
+		k, v := args[i], string(args[i+1])
+		switch {
+		case equalFold(k, "id"):
+			id, ok := parseInt(args[i+1])
+			if !ok || id <= 0 {
+				c.fail("ERR client-id should be greater than 0")
+				return
+			}
+			match = append(match, func(cl *Client) bool { return cl.id == id })
+		case equalFold(k, "addr"):
+			match = append(match, func(cl *Client) bool { return cl.addr == v })
+		case equalFold(k, "laddr"):
+			match = append(match, func(cl *Client) bool { return cl.laddr == v })
+		case equalFold(k, "user"):
+			match = append(match, func(*Client) bool { return v == "default" })
+		case equalFold(k, "type"):
+			normal := strings.EqualFold(v, "normal")
+			if !normal && !strings.EqualFold(v, "master") && !strings.EqualFold(v, "replica") && !strings.EqualFold(v, "pubsub") {
+				c.fail("ERR Unknown client type '" + v + "'")
+				return
+			}
+			match = append(match, func(*Client) bool { return normal })
+		case equalFold(k, "skipme"):
+			switch strings.ToLower(v) {
+			case "yes":
+				skipMe = true
+			case "no":
+				skipMe = false
+			default:
+				c.fail(errSyntax)
+				return
+			}
+		default:
+			c.fail(errSyntax)
+			return
+		}
+	}
+	killed := int64(0)
+	for _, cl := range c.host.Clients() {
+		if skipMe && cl == c {
+			continue
+		}
+		ok := true
+		for _, m := range match {
+			ok = ok && m(cl)
+		}
+		if ok {
+			cl.Kill()
+			killed++
+		}
+	}
+	c.W.WriteInt64(killed)
+}

@@ -1,0 +1,11 @@
+// Package commands owns the command table: every command's name, arity,
+// flags, key positions, documentation and handler, and the one Dispatch
+// that checks arity, authentication and MULTI queuing before any handler
+// runs. It turns engine results and errors into RESP replies; every reply
+// error text is defined once, in errors.go.
+//
+// Package commands knows nothing of sockets: it writes replies to a
+// *redcon.Writer and reaches server-wide state (clients, settings, stats,
+// shutdown) through the Host interface. It must not import server, persist
+// or cluster.
+package commands

@@ -1,0 +1,76 @@
+package commands
+
+// Every reply error cellserver sends, with its prefix. Texts with a %s or
+// %q verb are completed by the function next to their use.
+const (
+	// redis-cell's own texts (no ERR prefix).
+	errCellUsage      = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+	errCellParseInt   = "Cell error: Store error: Couldn't parse as integer: "
+	errCellZeroRate   = "Cell error: Store error: Zero rates are not supported"
+	errCellNegBurst   = "Cell error: Store error: max_burst must not be negative"
+	errCellNegCount   = "Cell error: Store error: count must not be negative"
+	errCellNegPeriod  = "Cell error: Store error: period must not be negative"
+	errCellBurstRange = "Cell error: Store error: max_burst is out of range"
+	errCellPeriodRng  = "Cell error: Store error: period is out of range"
+	errCellQtyRange   = "Cell error: Store error: quantity is out of range"
+
+	errWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errNotInteger    = "ERR value is not an integer or out of range"
+	errSyntax        = "ERR syntax error"
+	errExactLimit    = "ERR limit above 100000 is not supported with EXACT"
+	errInvalidCursor = "ERR invalid cursor"
+	errDBIndex       = "ERR DB index is out of range"
+	errClockRange    = "ERR clock value is out of range"
+
+	errNoAuth         = "NOAUTH Authentication required."
+	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errWrongPass      = "WRONGPASS invalid username-password pair or user is disabled."
+	errAuthNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	errNoProto        = "NOPROTO unsupported protocol version"
+	errClientName     = "ERR Client names cannot contain spaces, newlines or special characters."
+	errNoSuchClient   = "ERR No such client"
+
+	errMultiNested = "ERR MULTI calls can not be nested"
+	errExecNoMulti = "ERR EXEC without MULTI"
+	errDiscardNo   = "ERR DISCARD without MULTI"
+	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
+	errNotInMulti  = "ERR Command not allowed inside a transaction"
+)
+
+func errArity(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+func errPositive(arg string) string { return "ERR " + arg + " must be a positive integer" }
+
+func errRange(arg string) string { return "ERR " + arg + " is out of range" }
+
+func errUnknownSubcommand(sub []byte, cmd string) string {
+	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."
+}
+
+// errUnknownCommand words an unknown command as Redis 7 does, quoting the
+// first arguments up to about 128 bytes.
+func errUnknownCommand(args [][]byte) string {
+	s := "ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: "
+	quoted := 0
+	for _, a := range args[1:] {
+		if quoted >= 128 {
+			break
+		}
+		q := "'" + clip(a, 128-quoted) + "' "
+		quoted += len(q) - 3
+		s += q
+	}
+	return s
+}
+
+func clip(b []byte, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}

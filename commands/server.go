@@ -1,0 +1,318 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// ErrUnknownSetting is what Host.ConfigSet returns (wrapped or not) for a
+// name that is not a setting.
+var ErrUnknownSetting = errors.New("unknown setting")
+
+func registerServer(t *Table) {
+	rows := []Command{
+		{Name: "info", Arity: -1, Flags: FlagStale, Handler: info, Complexity: "O(1)",
+			Summary: "Server information and statistics, Redis's layout plus a limiter section.",
+			Args:    []Arg{{Name: "section", Type: "string", Optional: true, Multiple: true}}},
+		{Name: "command", Arity: -1, Flags: FlagStale, Handler: command, Complexity: "O(N)",
+			Summary: "Describes the commands: COMMAND, COMMAND COUNT|INFO|DOCS|LIST.",
+			Args:    []Arg{{Name: "subcommand", Type: "string", Optional: true}, {Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
+		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagStale, Handler: config, Complexity: "O(N)",
+			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT.",
+			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
+		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
+			Summary: "The server's clock: seconds and microseconds."},
+		{Name: "shutdown", Arity: -1, MaxArgs: 4, Flags: FlagAdmin | FlagNoAuth | FlagStale, Handler: shutdown, Complexity: "O(1)",
+			Summary: "Stops the server.", Args: []Arg{{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
+				{Name: "nosave", Type: "pure-token", Token: "NOSAVE"}, {Name: "save", Type: "pure-token", Token: "SAVE"}}}}},
+	}
+	for _, r := range rows {
+		r.Group, r.Since = "server", "1.0.0"
+		if r.Name == "shutdown" {
+			r.Flags &^= FlagNoAuth // SHUTDOWN needs AUTH like any other
+		}
+		t.Register(r)
+	}
+}
+
+func registerDebug(t *Table) {
+	t.Register(Command{Name: "debug", Arity: -2, Flags: FlagAdmin, Handler: debug,
+		Group: "server", Since: "1.0.0", Complexity: "O(1)",
+		Summary: "DEBUG CLOCK SET <unix_ns> | ADVANCE <ns> | REAL | GET: drives the server's clock (tests only).",
+		Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}})
+}
+
+func timeCmd(c *Client, _ [][]byte) {
+	now := c.host.Engine().Clock().Now()
+	c.W.WriteArray(2)
+	c.W.WriteBulkString(strconv.FormatInt(now/1e9, 10))
+	c.W.WriteBulkString(strconv.FormatInt(now%1e9/1e3, 10))
+}
+
+func shutdown(c *Client, args [][]byte) {
+	for _, a := range args[1:] {
+		if !equalFold(a, "nosave") && !equalFold(a, "save") && !equalFold(a, "now") && !equalFold(a, "force") {
+			c.fail(errSyntax)
+			return
+		}
+	}
+	c.host.Logf("warning", "User requested shutdown...")
+	c.host.RequestShutdown()
+	c.closeAfter = true // Redis replies nothing: the connection just closes
+}
+
+func debug(c *Client, args [][]byte) {
+	clock := c.host.DebugClock()
+	if !equalFold(args[1], "clock") || len(args) < 3 || clock == nil {
+		c.fail(errUnknownSubcommand(args[1], "DEBUG"))
+		return
+	}
+	op, rest := args[2], args[3:]
+	switch {
+	case equalFold(op, "get") && len(rest) == 0:
+		c.W.WriteInt64(clock.Now())
+	case equalFold(op, "real") && len(rest) == 0:
+		clock.Real()
+		c.writeOK()
+	case equalFold(op, "set") && len(rest) == 1:
+		ns, ok := parseInt(rest[0])
+		if !ok {
+			c.fail(errNotInteger)
+			return
+		}
+		clock.Set(ns)
+		c.writeOK()
+	case equalFold(op, "advance") && len(rest) == 1:
+		ns, ok := parseInt(rest[0])
+		if !ok {
+			c.fail(errNotInteger)
+			return
+		}
+		if clock.Advance(ns) != nil {
+			c.fail(errClockRange)
+			return
+		}
+		c.writeOK()
+	default:
+		c.fail("ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET")
+	}
+}
+
+func config(c *Client, args [][]byte) {
+	sub := args[1]
+	switch {
+	case equalFold(sub, "get") && len(args) >= 3:
+		seen := map[string]bool{}
+		var pairs [][2]string
+		for _, p := range args[2:] {
+			for _, kv := range c.host.ConfigGet(strings.ToLower(string(p))) {
+				if !seen[kv[0]] {
+					seen[kv[0]] = true
+					pairs = append(pairs, kv)
+				}
+			}
+		}
+		c.writeMap(len(pairs))
+		for _, kv := range pairs {
+			c.W.WriteBulkString(kv[0])
+			c.W.WriteBulkString(kv[1])
+		}
+	case equalFold(sub, "set") && len(args) >= 4 && len(args)%2 == 0:
+		for i := 2; i < len(args); i += 2 {
+			name := strings.ToLower(string(args[i]))
+			if err := c.host.ConfigSet(name, string(args[i+1])); err != nil {
+				if errors.Is(err, ErrUnknownSetting) {
+					c.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[i], 128) + "'")
+				} else {
+					c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+				}
+				return
+			}
+		}
+		c.writeOK()
+	case equalFold(sub, "resetstat") && len(args) == 2:
+		c.host.ResetStats()
+		c.writeOK()
+	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat"):
+		c.fail(errArity("config|" + strings.ToLower(string(sub))))
+	default:
+		c.fail(errUnknownSubcommand(sub, "CONFIG"))
+	}
+}
+
+// infoSections are INFO's sections in order; the bool says whether INFO
+// with no argument ("default") includes it.
+var infoSections = []struct {
+	name    string
+	deflt   bool
+	section func(c *Client, b *strings.Builder, st HostStats, es engine.Stats)
+}{
+	{"server", true, infoServer},
+	{"clients", true, infoClients},
+	{"memory", true, infoMemory},
+	{"persistence", true, infoPersistence},
+	{"stats", true, infoStats},
+	{"commandstats", false, infoCommandstats},
+	{"limiter", true, infoLimiter},
+	{"keyspace", true, infoKeyspace},
+}
+
+func info(c *Client, args [][]byte) {
+	want := map[string]bool{}
+	for _, a := range args[1:] {
+		want[strings.ToLower(string(a))] = true
+	}
+	all := want["all"] || want["everything"]
+	deflt := len(want) == 0 || want["default"]
+	st := c.host.Stats()
+	es := c.view.Stats()
+	var b strings.Builder
+	for _, s := range infoSections {
+		if !(all || want[s.name] || deflt && s.deflt) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString("# " + strings.ToUpper(s.name[:1]) + s.name[1:] + "\r\n")
+		s.section(c, &b, st, es)
+	}
+	c.writeVerbatim(b.String())
+}
+
+func field(b *strings.Builder, name string, v any) {
+	fmt.Fprintf(b, "%s:%v\r\n", name, v)
+}
+
+func infoServer(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+	up := time.Since(st.Started)
+	field(b, "redis_version", Version)
+	field(b, "cellserver_version", st.Version)
+	field(b, "redis_mode", "standalone")
+	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
+	field(b, "arch_bits", strconv.IntSize)
+	field(b, "go_version", runtime.Version())
+	field(b, "process_id", st.PID)
+	field(b, "tcp_port", st.Port)
+	field(b, "server_time_usec", time.Now().UnixMicro())
+	field(b, "uptime_in_seconds", int64(up/time.Second))
+	field(b, "uptime_in_days", int64(up/(24*time.Hour)))
+	field(b, "hz", 10)
+	field(b, "executable", st.Executable)
+	field(b, "config_file", st.ConfigFile)
+}
+
+func infoClients(c *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+	field(b, "connected_clients", len(c.host.Clients()))
+	field(b, "maxclients", st.MaxClients)
+	field(b, "blocked_clients", 0)
+}
+
+func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+	field(b, "used_memory", st.UsedMemory)
+	field(b, "used_memory_human", humanBytes(st.UsedMemory))
+	field(b, "used_memory_rss", st.UsedMemoryRSS)
+	field(b, "used_memory_rss_human", humanBytes(st.UsedMemoryRSS))
+	field(b, "maxmemory", 0)
+	field(b, "mem_allocator", "go")
+}
+
+func infoPersistence(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+	field(b, "loading", 0)
+	if st.PersistenceNotes != "" {
+		b.WriteString(st.PersistenceNotes)
+		return
+	}
+	field(b, "rdb_changes_since_last_save", 0)
+	field(b, "rdb_bgsave_in_progress", 0)
+	field(b, "rdb_last_bgsave_status", "ok")
+	field(b, "aof_enabled", 0)
+}
+
+func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
+	var calls, rejected int64
+	for _, cc := range c.table.countsAll(c.host, st) {
+		calls += cc.Calls
+		rejected += cc.Rejected
+	}
+	field(b, "total_connections_received", st.ConnsReceived)
+	field(b, "total_commands_processed", calls)
+	field(b, "rejected_connections", st.ConnsRejected)
+	field(b, "expired_keys", es.ExpiredKeys)
+	field(b, "evicted_keys", 0)
+	field(b, "total_error_replies", rejected)
+}
+
+func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+	counts := c.table.countsAll(c.host, st)
+	for i, cmd := range c.table.list {
+		cc := counts[i]
+		if cc.Calls+cc.Rejected+cc.Failed == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,rejected_calls=%d,failed_calls=%d\r\n", cmd.Name, cc.Calls, cc.Rejected, cc.Failed)
+	}
+}
+
+var kindNames = [...]struct {
+	k    engine.Kind
+	name string
+}{
+	{engine.KindGCRA, "cl_throttle"}, {engine.KindTokenBucket, "tb_take"},
+	{engine.KindSlidingWindow, "sw_hit"}, {engine.KindSlidingLog, "sw_hit_exact"},
+	{engine.KindFixedWindow, "fw_incr"},
+}
+
+func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
+	field(b, "shards", c.host.Engine().Shards())
+	for _, kn := range kindNames {
+		field(b, kn.name+"_keys", es.KeysByKind[kn.k])
+		field(b, kn.name+"_allowed", es.Allowed[kn.k])
+		field(b, kn.name+"_limited", es.Limited[kn.k])
+	}
+}
+
+func infoKeyspace(_ *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
+	if es.Keys > 0 {
+		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", es.Keys, es.Keys)
+	}
+}
+
+// countsAll sums the per-command counters of live and departed clients.
+func (t *Table) countsAll(h Host, st HostStats) []CommandCounts {
+	out := make([]CommandCounts, len(t.list))
+	copy(out, st.CommandsRetired)
+	for _, cl := range h.Clients() {
+		for i, cc := range cl.Counts() {
+			out[i].Calls += cc.Calls
+			out[i].Rejected += cc.Rejected
+			out[i].Failed += cc.Failed
+		}
+	}
+	return out
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2fG", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.2fM", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
+
+// Executable returns the running binary's path, "" if unknown.
+func Executable() string {
+	p, _ := os.Executable()
+	return p
+}

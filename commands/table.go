@@ -1,0 +1,213 @@
+package commands
+
+import (
+	"sort"
+	"strings"
+)
+
+// Flag describes a command for COMMAND and for Dispatch.
+type Flag uint16
+
+const (
+	FlagWrite    Flag = 1 << iota // changes keys
+	FlagReadOnly                  // reads keys only
+	FlagAdmin                     // server administration
+	FlagNoAuth                    // allowed before AUTH
+	FlagFast                      // O(1) or O(log N)
+	FlagNoMulti                   // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
+	FlagStale                     // allowed while loading
+)
+
+var flagNames = []struct {
+	f    Flag
+	name string
+}{
+	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagAdmin, "admin"},
+	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"}, {FlagStale, "stale"},
+	{FlagNoMulti, "no_multi"},
+}
+
+// Arg documents one argument for COMMAND DOCS (and redis-cli's hints).
+type Arg struct {
+	Name     string
+	Type     string // "key", "integer", "string", "pure-token", "oneof"
+	Token    string // for pure-token and oneof members: the literal word
+	Optional bool
+	Multiple bool
+	Args     []Arg // members of a oneof
+}
+
+// Command is one row of the command table.
+type Command struct {
+	Name  string // lower case, e.g. "cl.throttle"
+	Arity int    // Redis's convention, counting the name: n exact, -n at least n
+	// MaxArgs, when non-zero, is the most arguments (counting the name)
+	// the command takes; more is an arity error.
+	MaxArgs int
+	// ArityError, when set, replaces the standard arity error text.
+	ArityError string
+	Flags      Flag
+	// FirstKey, LastKey and Step locate the keys among the arguments
+	// (1-based; LastKey -1 means the last argument), as COMMAND reports.
+	FirstKey, LastKey, Step int
+	Group                   string // for COMMAND DOCS: "rate-limit", "generic", "connection", ...
+	Summary                 string
+	Since                   string
+	Complexity              string
+	Args                    []Arg
+	Handler                 func(c *Client, args [][]byte)
+
+	id int // index in the table, for per-command statistics
+}
+
+// Table is the set of commands a server answers. Build it with NewTable;
+// it is read-only afterwards and safe for concurrent use.
+type Table struct {
+	byName map[string]*Command
+	list   []*Command // in registration order
+	host   Host
+}
+
+// Options choose optional parts of the table.
+type Options struct {
+	// EnableDebug registers DEBUG (DEBUG CLOCK). Default: off, and DEBUG is
+	// an unknown command.
+	EnableDebug bool
+}
+
+// NewTable returns the table of every command, answering server-wide
+// questions through host.
+func NewTable(host Host, opt Options) *Table {
+	t := &Table{byName: make(map[string]*Command), host: host}
+	registerLimiter(t)
+	registerKeyspace(t)
+	registerConnection(t)
+	registerServer(t)
+	registerMulti(t)
+	if opt.EnableDebug {
+		registerDebug(t)
+	}
+	return t
+}
+
+// Register adds c to the table. It panics if the name is taken or the row
+// is incomplete: the table is built at start, so that is a programming error.
+func (t *Table) Register(c Command) {
+	if c.Name == "" || c.Handler == nil || c.Arity == 0 || c.Name != strings.ToLower(c.Name) {
+		panic("commands: incomplete command row " + c.Name)
+	}
+	if _, dup := t.byName[c.Name]; dup {
+		panic("commands: " + c.Name + " registered twice")
+	}
+	c.id = len(t.list)
+	p := &c
+	t.byName[c.Name] = p
+	t.list = append(t.list, p)
+}
+
+// Len returns the number of commands in the table.
+func (t *Table) Len() int { return len(t.list) }
+
+// Lookup finds a command by name, in any case, without allocating.
+func (t *Table) Lookup(name []byte) *Command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return t.byName[string(buf[:len(name)])]
+}
+
+// sorted returns the commands by name.
+func (t *Table) sorted() []*Command {
+	out := append([]*Command(nil), t.list...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (c *Command) arityOK(n int) bool {
+	if c.Arity > 0 && n != c.Arity || c.Arity < 0 && n < -c.Arity {
+		return false
+	}
+	return c.MaxArgs == 0 || n <= c.MaxArgs
+}
+
+func (c *Command) arityError() string {
+	if c.ArityError != "" {
+		return c.ArityError
+	}
+	return errArity(c.Name)
+}
+
+// Dispatch runs one command for client c: it looks the command up, checks
+// arity, authentication and MULTI queuing, then calls the handler, which
+// writes exactly one reply. It never panics on anything a client sends: a
+// handler that panics is answered with an error and logged by the host.
+func (t *Table) Dispatch(c *Client, args [][]byte) {
+	if len(args) == 0 {
+		return
+	}
+	cmd := t.Lookup(args[0])
+	if cmd == nil {
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.unknown.Add(1)
+		c.W.WriteError(errUnknownCommand(args))
+		return
+	}
+	c.lastCmd.Store(cmd)
+	if !c.authenticated && cmd.Flags&FlagNoAuth == 0 {
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errNoAuth)
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(cmd.arityError())
+		return
+	}
+	if c.multi && cmd.Flags&FlagNoMulti == 0 {
+		c.queue = append(c.queue, queued{cmd: cmd, args: copyArgs(args)})
+		c.W.WriteString("QUEUED")
+		return
+	}
+	t.call(c, cmd, args)
+}
+
+// call runs cmd's handler, turning a panic into an error reply so that no
+// request can take the server down.
+func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.stats.failed[cmd.id].Add(1)
+			c.W.WriteError("ERR internal error in '" + cmd.Name + "'")
+			t.host.Logf("warning", "panic in %s: %v", cmd.Name, r)
+		}
+	}()
+	c.stats.calls[cmd.id].Add(1)
+	c.cur = cmd
+	cmd.Handler(c, args)
+}
+
+func copyArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		out[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// Config configures an Engine. The zero value is a valid configuration.
+type Config struct {
+	// Shards is the number of shards, a power of two from 1 to SlotCount.
+	// Each shard has its own lock and owns SlotCount/Shards hash slots.
+	// Default: 256.
+	Shards int
+	// Clock tells the time. Default: SystemClock.
+	Clock Clock
+	// SweepInterval is how often the background sweep runs. Default: 100ms.
+	SweepInterval time.Duration
+	// SweepBudget is the most entries one sweep tick examines across all
+	// shards. Default: 65536.
+	SweepBudget int
+}
+
+// DefaultShards is Config.Shards' default.
+const DefaultShards = 256
+
+// ErrBadShards reports a Config.Shards that is not a power of two in range.
+var ErrBadShards = errors.New("engine: shards must be a power of two from 1 to 16384")
+
+// EnsureDefaults fills the zero fields of c with their defaults.
+func (c *Config) EnsureDefaults() {
+	if c.Shards == 0 {
+		c.Shards = DefaultShards
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = 100 * time.Millisecond
+	}
+	if c.SweepBudget == 0 {
+		c.SweepBudget = 65536
+	}
+}
+
+// Validate reports the first setting of c that is out of range.
+func (c *Config) Validate() error {
+	if c.Shards < 1 || c.Shards > SlotCount || c.Shards&(c.Shards-1) != 0 {
+		return ErrBadShards
+	}
+	if c.SweepInterval < 0 || c.SweepBudget < 0 {
+		return errors.New("engine: sweep settings must not be negative")
+	}
+	return nil
+}
+
+// Engine is the sharded limiter store. Its methods are safe for concurrent
+// use; each takes the lock of the one shard its key lives in, except the
+// keyspace-wide ones (Keys, Scan, DBSize, Flush), which take the shard locks
+// one at a time. Atomic runs a function with every shard locked.
+type Engine struct {
+	View // unlocked view: every call takes its shard's lock
+
+	cfg    Config
+	shards []shard
+	clock  Clock
+
+	sweepMu   sync.Mutex // serializes sweeps; guards sweepNext
+	sweepNext int        // the shard the next sweep tick starts at
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// New returns an engine for cfg (defaults filled in), or cfg's error.
+// Call Start to run the background expiry sweep and Close to stop it.
+func New(cfg Config) (*Engine, error) {
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards)}
+	for i := range e.shards {
+		e.shards[i].m = make(map[string]entry)
+	}
+	e.View = View{e: e}
+	return e, nil
+}
+
+// Clock returns the engine's clock.
+func (e *Engine) Clock() Clock { return e.clock }
+
+// Shards returns the number of shards.
+func (e *Engine) Shards() int { return len(e.shards) }
+
+// shardOf returns the shard that owns slot.
+func (e *Engine) shardOf(slot int) *shard {
+	return &e.shards[slot&(len(e.shards)-1)]
+}
+
+func (e *Engine) shardFor(key []byte) *shard { return e.shardOf(Slot(key)) }
+
+// Atomic runs fn with every shard locked, so that everything fn does
+// through tx happens at one instant for every other client (MULTI/EXEC).
+// tx must not be used after fn returns.
+func (e *Engine) Atomic(fn func(tx *View)) {
+	for i := range e.shards {
+		e.shards[i].mu.Lock()
+	}
+	defer func() {
+		for i := range e.shards {
+			e.shards[i].mu.Unlock()
+		}
+	}()
+	tx := &View{e: e, held: true}
+	fn(tx)
+	tx.e = nil
+}
+
+// Start runs the background expiry sweep until Close.
+func (e *Engine) Start() {
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	if e.stop != nil {
+		return
+	}
+	e.stop, e.done = make(chan struct{}), make(chan struct{})
+	go e.sweepLoop(e.stop, e.done)
+}
+
+// Close stops the background sweep and waits for it to end. The engine's
+// data stays readable.
+func (e *Engine) Close() error {
+	e.sweepMu.Lock()
+	stop, done := e.stop, e.done
+	e.stop = nil
+	e.sweepMu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	return nil
+}
+
+func (e *Engine) sweepLoop(stop, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(e.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			e.Sweep(e.cfg.SweepBudget)
+		}
+	}
+}
+
+// Stats are the engine's counters, summed over shards.
+type Stats struct {
+	Keys        int64
+	ExpiredKeys int64 // removed because they expired, lazily or by sweep
+	Allowed     [KindFixedWindow + 1]int64
+	Limited     [KindFixedWindow + 1]int64
+	KeysByKind  [KindFixedWindow + 1]int64
+}
+
+// Stats sums the shards' counters, taking each shard's lock in turn.
+func (v *View) Stats() Stats {
+	var s Stats
+	for i := range v.e.shards {
+		sh := &v.e.shards[i]
+		v.lock(sh)
+		s.Keys += int64(len(sh.m))
+		s.ExpiredKeys += sh.expired
+		for k := range s.Allowed {
+			s.Allowed[k] += sh.allowed[k]
+			s.Limited[k] += sh.limited[k]
+			s.KeysByKind[k] += sh.kinds[k]
+		}
+		v.unlock(sh)
+	}
+	return s
+}

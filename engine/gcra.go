@@ -1,0 +1,132 @@
+package engine
+
+// This file is CL.THROTTLE: the generic cell rate algorithm exactly as
+// redis-cell v0.5.0 computes it, with its integer-nanosecond arithmetic,
+// its f64 steps and its rounding of durations to seconds. Where redis-cell
+// overflows or crashes, the functions here return an error instead.
+
+// GCRARequest holds CL.THROTTLE's arguments as parsed from the wire.
+type GCRARequest struct {
+	MaxBurst int64
+	Count    int64 // per Period
+	Period   int64 // seconds
+	Quantity int64 // negative: a refund
+}
+
+// GCRAParams are the derived constants of one request, all in nanoseconds
+// except Limit.
+type GCRAParams struct {
+	Interval  int64 // T, the emission interval
+	Tolerance int64 // τ = T·(max_burst+1)
+	Limit     int64 // max_burst+1
+	Increment int64 // T·quantity
+}
+
+// Params validates req and derives its constants. The checks run in the
+// order redis-cell's own would, then cellserver's additions: zero rate,
+// negative arguments, 64-bit overflow.
+func (req GCRARequest) Params() (GCRAParams, error) {
+	if req.Count == 0 || req.Period == 0 {
+		return GCRAParams{}, ErrZeroRate
+	}
+	switch {
+	case req.MaxBurst < 0:
+		return GCRAParams{}, ErrNegativeMaxBurst
+	case req.Count < 0:
+		return GCRAParams{}, ErrNegativeCount
+	case req.Period < 0:
+		return GCRAParams{}, ErrNegativePeriod
+	}
+	periodNs, ok := mulChecked(req.Period, nsPerSec)
+	if !ok {
+		return GCRAParams{}, ErrPeriodRange
+	}
+	var p GCRAParams
+	p.Interval = rustAsI64(float64(periodNs) / float64(req.Count))
+	if p.Interval == 0 {
+		return GCRAParams{}, ErrZeroRate
+	}
+	if p.Limit, ok = addChecked(req.MaxBurst, 1); !ok {
+		return GCRAParams{}, ErrMaxBurstRange
+	}
+	if p.Tolerance, ok = mulChecked(p.Interval, p.Limit); !ok {
+		return GCRAParams{}, ErrMaxBurstRange
+	}
+	if p.Increment, ok = mulChecked(p.Interval, req.Quantity); !ok {
+		return GCRAParams{}, ErrQuantityRange
+	}
+	return p, nil
+}
+
+// GCRAOutcome says what CL.THROTTLE did and what to store.
+type GCRAOutcome struct {
+	Result Result
+	Write  Write
+	TAT    int64 // the value to store when Write is WriteStore
+	// ExpireMs is the key's expiry (Unix ms) when Write is WriteStore.
+	ExpireMs int64
+}
+
+// GCRA applies one CL.THROTTLE request at now (Unix ns) to a key whose
+// stored theoretical arrival time is tat (exists false: no key). Reply
+// durations are in whole seconds, rounded as redis-cell rounds them.
+func GCRA(tat int64, exists bool, now int64, p GCRAParams) (GCRAOutcome, error) {
+	if !exists {
+		tat = now
+	}
+	newTAT, ok := addChecked(max(tat, now), p.Increment)
+	if !ok {
+		return GCRAOutcome{}, ErrQuantityRange
+	}
+	allowAt, ok := subChecked(newTAT, p.Tolerance)
+	if !ok {
+		return GCRAOutcome{}, ErrQuantityRange
+	}
+	diff, ok := subChecked(now, allowAt)
+	if !ok {
+		return GCRAOutcome{}, ErrQuantityRange
+	}
+
+	var out GCRAOutcome
+	var ttl int64
+	retry := int64(-1)
+	if diff < 0 {
+		out.Result.Limited = true
+		if p.Increment <= p.Tolerance {
+			retry = cellSeconds(-diff)
+		}
+		ttl = tat - now // tat > now here: limited implies tat ≥ newTAT−inc > now
+	} else {
+		if newTAT < now {
+			// An over-refund: redis-cell would store a TAT in the past
+			// with no expiry; cellserver keeps nothing, as for a full key.
+			out.Write = WriteDelete
+			out.Result = Result{Limit: p.Limit, Remaining: p.Limit, RetryAfter: -1}
+			return out, nil
+		}
+		ttl = newTAT - now
+		out.Write = WriteStore
+		out.TAT = newTAT
+		out.ExpireMs = floorDiv(now, nsPerMs) + ttl/nsPerMs
+	}
+
+	out.Result.Limit = p.Limit
+	out.Result.RetryAfter = retry
+	out.Result.ResetAfter = cellSeconds(ttl)
+	if next := p.Tolerance - ttl; next > -p.Interval {
+		out.Result.Remaining = rustAsI64(float64(next/1000) / float64(p.Interval/1000))
+	}
+	return out, nil
+}
+
+// cellSeconds turns a duration in ns into the whole seconds redis-cell
+// replies: the f64 sum of its whole seconds and fraction, truncated, plus
+// one only when the sub-second part is at least 1 ms.
+func cellSeconds(d int64) int64 {
+	s, ns := d/nsPerSec, d%nsPerSec
+	secs := rustAsI64(float64(s) + float64(ns)/1e9)
+	if ns >= nsPerMs {
+		secs++
+	}
+	return secs
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Record is one key's state in a form that can leave the engine: exported
+// slot by slot, encoded with AppendBinary, decoded with DecodeRecord and
+// imported elsewhere. Snapshots and cluster hand-off both move keys this way.
+type Record struct {
+	Key      []byte
+	Kind     Kind
+	ExpireMs int64 // Unix ms
+	A, B, C  int64 // kind-specific, as in entry
+	Hits     []Hit // KindSlidingLog only
+}
+
+// ErrBadRecord reports an encoded record that cannot be decoded.
+var ErrBadRecord = errors.New("engine: malformed record")
+
+const recordVersion = 1
+
+// AppendBinary appends r's encoding to buf: a version byte, the kind, the
+// key's length and bytes, then the expiry, A, B, C and the hits as varints.
+func (r Record) AppendBinary(buf []byte) []byte {
+	buf = append(buf, recordVersion, byte(r.Kind))
+	buf = binary.AppendUvarint(buf, uint64(len(r.Key)))
+	buf = append(buf, r.Key...)
+	for _, x := range [...]int64{r.ExpireMs, r.A, r.B, r.C} {
+		buf = binary.AppendVarint(buf, x)
+	}
+	buf = binary.AppendUvarint(buf, uint64(len(r.Hits)))
+	for _, h := range r.Hits {
+		buf = binary.AppendVarint(buf, h.At)
+		buf = binary.AppendVarint(buf, h.N)
+	}
+	return buf
+}
+
+// DecodeRecord decodes one record from the front of b and returns it with
+// the number of bytes it used. The record's Key and Hits do not alias b.
+func DecodeRecord(b []byte) (Record, int, error) {
+	d := decoder{b: b}
+	var r Record
+	if d.byte() != recordVersion {
+		return Record{}, 0, ErrBadRecord
+	}
+	r.Kind = Kind(d.byte())
+	if r.Kind < KindGCRA || r.Kind > KindFixedWindow {
+		return Record{}, 0, ErrBadRecord
+	}
+	n := d.uvarint()
+	if n > uint64(len(d.b)-d.i) {
+		return Record{}, 0, ErrBadRecord
+	}
+	r.Key = append([]byte{}, d.b[d.i:d.i+int(n)]...)
+	d.i += int(n)
+	r.ExpireMs, r.A, r.B, r.C = d.varint(), d.varint(), d.varint(), d.varint()
+	hits := d.uvarint()
+	if hits > uint64(len(d.b)-d.i)/2 { // each hit takes at least two bytes
+		return Record{}, 0, ErrBadRecord
+	}
+	if hits > 0 {
+		r.Hits = make([]Hit, hits)
+		for i := range r.Hits {
+			r.Hits[i] = Hit{At: d.varint(), N: d.varint()}
+		}
+	}
+	if d.bad {
+		return Record{}, 0, ErrBadRecord
+	}
+	return r, d.i, nil
+}
+
+type decoder struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+func (d *decoder) byte() byte {
+	if d.i >= len(d.b) {
+		d.bad = true
+		return 0
+	}
+	d.i++
+	return d.b[d.i-1]
+}
+
+func (d *decoder) uvarint() uint64 {
+	x, n := binary.Uvarint(d.b[min(d.i, len(d.b)):])
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.i += n
+	return x
+}
+
+func (d *decoder) varint() int64 {
+	x, n := binary.Varint(d.b[min(d.i, len(d.b)):])
+	if n <= 0 {
+		d.bad = true
+		return 0
+	}
+	d.i += n
+	return x
+}
+
+func (e entry) record(key string) Record {
+	r := Record{Key: []byte(key), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
+	if e.log != nil {
+		r.Hits = append([]Hit(nil), e.log...)
+	}
+	return r
+}
+
+// ExportSlot returns a copy of every live key in hash slot slot.
+func (v *View) ExportSlot(slot int) []Record {
+	if slot < 0 || slot >= SlotCount {
+		return nil
+	}
+	sh := v.e.shardOf(slot)
+	v.lock(sh)
+	defer v.unlock(sh)
+	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	var out []Record
+	for k, e := range sh.m {
+		if nowMs <= e.expireMs && Slot([]byte(k)) == slot {
+			out = append(out, e.record(k))
+		}
+	}
+	return out
+}
+
+// CountKeysInSlot returns the number of live keys in hash slot slot.
+func (v *View) CountKeysInSlot(slot int) int {
+	return len(v.ExportSlot(slot))
+}
+
+// DeleteSlot removes every key in hash slot slot and returns how many.
+func (v *View) DeleteSlot(slot int) int {
+	if slot < 0 || slot >= SlotCount {
+		return 0
+	}
+	sh := v.e.shardOf(slot)
+	v.lock(sh)
+	defer v.unlock(sh)
+	n := 0
+	for k, e := range sh.m {
+		if Slot([]byte(k)) == slot {
+			sh.removeLocked(k, e.kind)
+			n++
+		}
+	}
+	return n
+}
+
+// Import stores r, replacing whatever key r.Key held. A record that has
+// already expired is dropped. It reports whether the key was stored.
+func (v *View) Import(r Record) (bool, error) {
+	if r.Kind < KindGCRA || r.Kind > KindFixedWindow || (r.Kind == KindSlidingLog) != (len(r.Hits) > 0) {
+		return false, ErrBadRecord
+	}
+	sh := v.e.shardFor(r.Key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	old, ok := sh.getLocked(r.Key, nowMs)
+	if nowMs > r.ExpireMs {
+		return false, nil
+	}
+	e := entry{kind: r.Kind, expireMs: r.ExpireMs, a: r.A, b: r.B, c: r.C}
+	if len(r.Hits) > 0 {
+		e.log = append([]Hit(nil), r.Hits...)
+	}
+	if !ok {
+		old.kind = KindNone
+	}
+	sh.putLocked(r.Key, e, old.kind)
+	return true, nil
+}

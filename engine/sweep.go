@@ -1,0 +1,36 @@
+package engine
+
+// sweepSample is how many entries one sweep step looks at in one shard;
+// a step that finds more than a quarter of them expired is repeated, up to
+// sweepMaxPerShard entries per shard per tick (Redis's active-expiry rule).
+const (
+	sweepSample      = 20
+	sweepMaxPerShard = 400
+)
+
+// Sweep removes expired keys, examining at most budget entries in all and
+// holding any one shard's lock for at most sweepMaxPerShard of them. Each
+// call continues from the shard where the previous one stopped. It returns
+// the number of keys removed.
+func (e *Engine) Sweep(budget int) int {
+	e.sweepMu.Lock()
+	defer e.sweepMu.Unlock()
+	removed := 0
+	for visited := 0; visited < len(e.shards) && budget > 0; visited++ {
+		sh := &e.shards[e.sweepNext]
+		e.sweepNext = (e.sweepNext + 1) % len(e.shards)
+		sh.mu.Lock()
+		nowMs := floorDiv(e.clock.Now(), nsPerMs)
+		for spent := 0; spent < sweepMaxPerShard && budget > 0; {
+			n, r := sh.sweepLocked(nowMs, min(sweepSample, budget))
+			spent += n
+			budget -= n
+			removed += r
+			if n < sweepSample || r*4 <= n {
+				break
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return removed
+}

@@ -1,0 +1,260 @@
+package engine
+
+// View is the engine's command surface. The Engine's own View takes each
+// key's shard lock per call; the View handed to an Atomic function runs
+// with every lock already held (held is true) and takes none.
+type View struct {
+	e    *Engine
+	held bool
+}
+
+func (v *View) lock(s *shard) {
+	if !v.held {
+		s.mu.Lock()
+	}
+}
+
+func (v *View) unlock(s *shard) {
+	if !v.held {
+		s.mu.Unlock()
+	}
+}
+
+// Throttle applies CL.THROTTLE with validated parameters p to key.
+func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	if ok && e.kind != KindGCRA {
+		return Result{}, ErrWrongType
+	}
+	out, err := GCRA(e.a, ok, now, p)
+	if err != nil {
+		return Result{}, err
+	}
+	switch out.Write {
+	case WriteStore:
+		sh.putLocked(key, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT}, e.kind)
+	case WriteDelete:
+		if ok {
+			sh.removeLocked(string(key), e.kind)
+		}
+	}
+	sh.count(KindGCRA, out.Result.Limited)
+	return out.Result, nil
+}
+
+// TokenBucket applies TB.TAKE with a validated request r to key.
+func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	if ok && e.kind != KindTokenBucket {
+		return Result{}, ErrWrongType
+	}
+	st, out, err := TokenBucket(TokenBucketState{FullAt: e.a, Rem: e.b}, ok, now, r)
+	if err != nil {
+		return Result{}, err
+	}
+	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem})
+	return out.Result, nil
+}
+
+// SlidingWindow applies SW.HIT with a validated request r to key: the
+// sliding log when r.Exact, the two-counter window otherwise.
+func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error) {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	if r.Exact {
+		if ok && e.kind != KindSlidingLog {
+			return Result{}, ErrWrongType
+		}
+		hits, out, err := SlidingLog(e.log, now, r)
+		if err != nil {
+			return Result{}, err
+		}
+		sh.applyLocked(key, e.kind, ok, out, entry{kind: KindSlidingLog, log: hits})
+		return out.Result, nil
+	}
+	if ok && e.kind != KindSlidingWindow {
+		return Result{}, ErrWrongType
+	}
+	st, out, err := SlidingWindow(SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, ok, now, r)
+	if err != nil {
+		return Result{}, err
+	}
+	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr})
+	return out.Result, nil
+}
+
+// FixedWindow applies FW.INCR with a validated request r to key.
+func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	if ok && e.kind != KindFixedWindow {
+		return Result{}, ErrWrongType
+	}
+	st, out, err := FixedWindow(FixedWindowState{Start: e.a, Count: e.b}, ok, now, r)
+	if err != nil {
+		return Result{}, err
+	}
+	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count})
+	return out.Result, nil
+}
+
+// applyLocked carries out an algorithm's Outcome on key, which held a
+// live entry of kind old when existed.
+func (s *shard) applyLocked(key []byte, old Kind, existed bool, out Outcome, next entry) {
+	switch out.Write {
+	case WriteStore:
+		next.expireMs = out.ExpireMs
+		s.putLocked(key, next, old)
+	case WriteDelete:
+		if existed {
+			s.removeLocked(string(key), old)
+		}
+	}
+	s.count(next.kind, out.Result.Limited)
+}
+
+func (s *shard) count(k Kind, limited bool) {
+	if limited {
+		s.limited[k]++
+	} else {
+		s.allowed[k]++
+	}
+}
+
+// lookup returns key's live entry, taking its shard's lock as needed.
+func (v *View) lookup(key []byte) (entry, bool, int64) {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	e, ok := sh.getLocked(key, nowMs)
+	return e, ok, nowMs
+}
+
+// Get returns the TAT stored under a CL.THROTTLE key (what GET replies),
+// false when there is no key, and ErrWrongType for another kind.
+func (v *View) Get(key []byte) (int64, bool, error) {
+	e, ok, _ := v.lookup(key)
+	if !ok {
+		return 0, false, nil
+	}
+	if e.kind != KindGCRA {
+		return 0, false, ErrWrongType
+	}
+	return e.a, true, nil
+}
+
+// Type returns the kind of key, KindNone when it does not exist.
+func (v *View) Type(key []byte) Kind {
+	e, _, _ := v.lookup(key)
+	return e.kind
+}
+
+// Exists reports whether key exists.
+func (v *View) Exists(key []byte) bool {
+	_, ok, _ := v.lookup(key)
+	return ok
+}
+
+// PTTL returns key's remaining time to live in ms, or -2 when it does not
+// exist. (Every key cellserver holds has an expiry.)
+func (v *View) PTTL(key []byte) int64 {
+	e, ok, nowMs := v.lookup(key)
+	if !ok {
+		return -2
+	}
+	return e.expireMs - nowMs
+}
+
+// Del removes key and reports whether it existed.
+func (v *View) Del(key []byte) bool {
+	sh := v.e.shardFor(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	e, ok := sh.getLocked(key, floorDiv(v.e.clock.Now(), nsPerMs))
+	if ok {
+		sh.removeLocked(string(key), e.kind)
+	}
+	return ok
+}
+
+// DBSize returns the number of keys, counting expired keys that have not
+// been removed yet (as Redis's DBSIZE does).
+func (v *View) DBSize() int64 {
+	var n int64
+	for i := range v.e.shards {
+		sh := &v.e.shards[i]
+		v.lock(sh)
+		n += int64(len(sh.m))
+		v.unlock(sh)
+	}
+	return n
+}
+
+// Flush removes every key.
+func (v *View) Flush() {
+	for i := range v.e.shards {
+		sh := &v.e.shards[i]
+		v.lock(sh)
+		sh.clearLocked()
+		v.unlock(sh)
+	}
+}
+
+// Keys calls fn with every live key that keep accepts (nil: all) and whose
+// kind is want (KindNone: any). It holds one shard's lock at a time and
+// copies keys before calling fn, which may keep them.
+func (v *View) Keys(keep func(key []byte) bool, want Kind, fn func(key []byte)) {
+	for i := range v.e.shards {
+		for _, k := range v.shardKeys(i, keep, want) {
+			fn(k)
+		}
+	}
+}
+
+// Scan returns the live keys of the shards from cursor on, whole shards at
+// a time until it has at least count keys, and the cursor to continue from
+// (0 when done). A key that exists for the whole of a scan is returned at
+// least once, as Redis promises.
+func (v *View) Scan(cursor uint64, count int, keep func(key []byte) bool, want Kind) (uint64, [][]byte) {
+	var out [][]byte
+	i := cursor
+	for ; i < uint64(len(v.e.shards)) && len(out) < count; i++ {
+		out = append(out, v.shardKeys(int(i), keep, want)...)
+	}
+	if i >= uint64(len(v.e.shards)) {
+		i = 0
+	}
+	return i, out
+}
+
+func (v *View) shardKeys(i int, keep func([]byte) bool, want Kind) [][]byte {
+	sh := &v.e.shards[i]
+	v.lock(sh)
+	defer v.unlock(sh)
+	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	var out [][]byte
+	for k, e := range sh.m {
+		if nowMs > e.expireMs || (want != KindNone && e.kind != want) {
+			continue
+		}
+		if keep == nil || keep([]byte(k)) {
+			out = append(out, []byte(k))
+		}
+	}
+	return out
+}

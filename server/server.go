@@ -1,0 +1,398 @@
+// Package server owns the network side of cellserver: it accepts RESP
+// connections through github.com/tidwall/redcon, bounds what a client can
+// make it buffer, enforces maxclients and idle timeouts, keeps the list of
+// clients and the run-time settings, and hands every command to the
+// commands table. It implements commands.Host. It must not import persist's
+// or cluster's internals, and it reads no flags or files: cmd/cellserver
+// builds its Config.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/tidwall/redcon"
+)
+
+// Version is cellserver's own version.
+const Version = "0.1.0"
+
+// ErrServerClosed is returned by Serve and ListenAndServe after Shutdown
+// or Close.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server is a cellserver instance: an engine plus the connections to it.
+type Server struct {
+	eng   *engine.Engine
+	clock *engine.ManualClock // DEBUG CLOCK's clock; nil when DEBUG is off
+	table *commands.Table
+	log   *logger
+
+	cfgMu sync.RWMutex
+	cfg   Config
+
+	limits guardLimits
+	nextID atomic.Int64
+	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
+
+	connsReceived atomic.Int64
+	connsRejected atomic.Int64
+	started       time.Time
+
+	mu        sync.Mutex
+	clients   map[*commands.Client]struct{}
+	retired   []commands.CommandCounts
+	listeners []*redcon.Server
+	closing   bool
+	conns     sync.WaitGroup
+
+	shutdownOnce sync.Once
+	done         chan struct{} // closed when Shutdown has finished
+	stopCron     chan struct{}
+}
+
+// New returns a server for cfg, which must be valid.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, started: time.Now(), clients: map[*commands.Client]struct{}{},
+		done: make(chan struct{}), stopCron: make(chan struct{}),
+		log: newLogger(cfg.LogLevel),
+	}
+	ecfg := engine.Config{Shards: cfg.Shards}
+	if cfg.EnableDebugCommand {
+		s.clock = &engine.ManualClock{}
+		ecfg.Clock = s.clock
+	}
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	s.eng = eng
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
+	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
+	s.nowSec.Store(time.Now().Unix())
+	eng.Start()
+	go s.cron()
+	return s, nil
+}
+
+func (s *Server) cron() {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCron:
+			return
+		case now := <-t.C:
+			s.nowSec.Store(now.Unix())
+		}
+	}
+}
+
+// ListenAndServe listens on every address of Config.Bind at Config.Port
+// and serves until Shutdown. It returns ErrServerClosed after a shutdown,
+// or the first listening error.
+func (s *Server) ListenAndServe() error {
+	s.cfgMu.RLock()
+	binds, port := s.cfg.Bind, s.cfg.Port
+	s.cfgMu.RUnlock()
+	var lns []net.Listener
+	for _, b := range binds {
+		ln, err := net.Listen("tcp", net.JoinHostPort(b, strconv.Itoa(port)))
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("server: listen on %s port %d: %w", b, port, err)
+		}
+		lns = append(lns, ln)
+	}
+	errs := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errs <- s.Serve(ln) }()
+	}
+	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
+	var first error
+	for range lns {
+		if err := <-errs; first == nil || errors.Is(first, ErrServerClosed) {
+			first = err
+		}
+	}
+	return first
+}
+
+// Serve serves connections accepted from ln until Shutdown or Close, and
+// returns ErrServerClosed then.
+func (s *Server) Serve(ln net.Listener) error {
+	rs := redcon.NewServer(ln.Addr().String(), s.handle, s.accept, s.closed)
+	s.cfgMu.RLock()
+	rs.SetIdleClose(s.cfg.Timeout)
+	s.cfgMu.RUnlock()
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.listeners = append(s.listeners, rs)
+	s.mu.Unlock()
+	err := rs.Serve(guardListener{Listener: ln, limits: &s.limits})
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing || err == nil {
+		return ErrServerClosed
+	}
+	return err
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	s.connsReceived.Add(1)
+	s.cfgMu.RLock()
+	maxClients, pass := s.cfg.MaxClients, s.cfg.RequirePass
+	s.cfgMu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if len(s.clients) >= maxClients {
+		s.connsRejected.Add(1)
+		conn.WriteError("ERR max number of clients reached")
+		return false
+	}
+	nc := conn.NetConn()
+	cl := s.table.NewClient(commands.ClientOptions{
+		ID:         s.nextID.Add(1),
+		Addr:       conn.RemoteAddr(),
+		LocalAddr:  nc.LocalAddr().String(),
+		Writer:     redcon.BaseWriter(conn),
+		Close:      func() { nc.Close() },
+		Authorized: pass == "",
+	})
+	conn.SetContext(cl)
+	s.clients[cl] = struct{}{}
+	s.conns.Add(1)
+	return true
+}
+
+func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+	cl, ok := conn.Context().(*commands.Client)
+	if !ok || cl.CloseAfterReply() {
+		return // QUIT or SHUTDOWN came earlier in this pipeline
+	}
+	cl.Touch(s.nowSec.Load())
+	s.table.Dispatch(cl, cmd.Args)
+	if cl.CloseAfterReply() {
+		conn.Close()
+	}
+}
+
+func (s *Server) closed(conn redcon.Conn, err error) {
+	cl, ok := conn.Context().(*commands.Client)
+	if !ok {
+		return
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errGuardClosed) {
+		s.log.Logf("verbose", "client %d closed: %v", cl.ID(), err)
+	}
+	s.mu.Lock()
+	if _, live := s.clients[cl]; live {
+		delete(s.clients, cl)
+		counts := cl.Counts()
+		if len(s.retired) < len(counts) {
+			s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)
+		}
+		for i, cc := range counts {
+			s.retired[i].Calls += cc.Calls
+			s.retired[i].Rejected += cc.Rejected
+			s.retired[i].Failed += cc.Failed
+		}
+		s.conns.Done()
+	}
+	s.mu.Unlock()
+}
+
+// Shutdown stops accepting connections, closes the open ones once the
+// command each is running has finished, stops the engine's background work
+// and returns. It returns ctx's error if ctx ends first. Later calls wait
+// for the first to finish.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() {
+		go func() {
+			s.mu.Lock()
+			s.closing = true
+			ls := s.listeners
+			s.mu.Unlock()
+			for _, l := range ls {
+				l.Close() // closes the listener and, through redcon, every connection
+			}
+			s.conns.Wait()
+			close(s.stopCron)
+			s.eng.Close()
+			s.log.Logf("warning", "cellserver is now ready to exit, bye bye...")
+			close(s.done)
+		}()
+	})
+	select {
+	case <-s.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close shuts the server down without waiting.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Done is closed once a shutdown (Shutdown, Close or SHUTDOWN) is complete.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Addrs returns the addresses the server is listening on.
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []net.Addr
+	for _, l := range s.listeners {
+		out = append(out, l.Addr())
+	}
+	return out
+}
+
+// --- commands.Host ---
+
+var _ commands.Host = (*Server)(nil)
+
+// Engine returns the limiter store.
+func (s *Server) Engine() *engine.Engine { return s.eng }
+
+// DebugClock returns DEBUG CLOCK's clock, nil when DEBUG is off.
+func (s *Server) DebugClock() *engine.ManualClock { return s.clock }
+
+// RequirePass returns the password AUTH checks.
+func (s *Server) RequirePass() string {
+	s.cfgMu.RLock()
+	defer s.cfgMu.RUnlock()
+	return s.cfg.RequirePass
+}
+
+// Clients returns the connected clients.
+func (s *Server) Clients() []*commands.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*commands.Client, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	return out
+}
+
+// ConfigGet returns the settings matching pattern.
+func (s *Server) ConfigGet(pattern string) [][2]string {
+	s.cfgMu.RLock()
+	defer s.cfgMu.RUnlock()
+	return s.cfg.Get(func(name string) bool { return commands.Match(pattern, name) })
+}
+
+// ConfigSet changes a setting that may change at run time.
+func (s *Server) ConfigSet(name, value string) error {
+	st := lookupSetting(name)
+	switch {
+	case st == nil || st.set == nil:
+		return commands.ErrUnknownSetting
+	case !st.mutable:
+		return ErrImmutableSetting
+	}
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	if err := s.cfg.Set(name, value); err != nil {
+		return err
+	}
+	s.limits.maxBulk.Store(s.cfg.ProtoMaxBulkLen)
+	s.limits.maxQuery.Store(s.cfg.QueryBufferLimit)
+	s.log.setLevel(s.cfg.LogLevel)
+	s.mu.Lock()
+	for _, l := range s.listeners {
+		l.SetIdleClose(s.cfg.Timeout) // applies to connections accepted from now on
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Stats returns the figures INFO reports.
+func (s *Server) Stats() commands.HostStats {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	s.cfgMu.RLock()
+	st := commands.HostStats{
+		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
+		Executable: commands.Executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
+		UsedMemory: ms.HeapAlloc, UsedMemoryRSS: rss(),
+	}
+	s.cfgMu.RUnlock()
+	if addrs := s.Addrs(); len(addrs) > 0 {
+		if ta, ok := addrs[0].(*net.TCPAddr); ok {
+			st.Port = ta.Port
+		}
+	}
+	st.ConnsReceived = s.connsReceived.Load()
+	st.ConnsRejected = s.connsRejected.Load()
+	s.mu.Lock()
+	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
+	s.mu.Unlock()
+	return st
+}
+
+// ResetStats zeroes the counters CONFIG RESETSTAT resets.
+func (s *Server) ResetStats() {
+	s.connsReceived.Store(0)
+	s.connsRejected.Store(0)
+	s.mu.Lock()
+	s.retired = nil
+	for c := range s.clients {
+		c.ResetCounts()
+	}
+	s.mu.Unlock()
+}
+
+// RequestShutdown starts a shutdown and returns at once (SHUTDOWN).
+func (s *Server) RequestShutdown() {
+	go func() { _ = s.Shutdown(context.Background()) }()
+}
+
+// Logf logs at a level.
+func (s *Server) Logf(level, format string, args ...any) { s.log.Logf(level, format, args...) }
+
+// rss reads the process's resident set size from /proc, 0 if unavailable.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, res uint64
+	if _, err := fmt.Sscan(string(b), &size, &res); err != nil {
+		return 0
+	}
+	return res * uint64(os.Getpagesize())
+}
