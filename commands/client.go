@@ -99,7 +99,7 @@ type Client struct {
 	killed     atomic.Bool
 	stats      clientStats
 
-	mu      sync.Mutex // guards the fields below, which others read
+	mu         sync.Mutex // guards the fields below, which others read
 	name       string
 	libName    string
 	libVer     string
