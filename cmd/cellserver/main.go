@@ -27,13 +27,17 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if err := run(os.Args[1:], os.Stdout, sigs); err != nil {
 		fmt.Fprintf(os.Stderr, "cellserver: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stdout io.Writer) error {
+// run serves until a signal arrives on sigs (or SHUTDOWN), then shuts down
+// cleanly and returns nil.
+func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	cfg, done, err := parseArgs(args, stdout)
 	if err != nil || done {
 		return err
@@ -42,10 +46,13 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
-		sig := <-sigs
+		var sig os.Signal
+		select {
+		case sig = <-sigs:
+		case <-srv.Done():
+			return
+		}
 		srv.Logf("warning", "Received %s, scheduling shutdown...", sig)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseArgsDefaults(t *testing.T) {
+	cfg, done, err := parseArgs(nil, &bytes.Buffer{})
+	if err != nil || done || cfg.Port != 6379 || cfg.Bind[0] != "127.0.0.1" || cfg.EnableDebugCommand {
+		t.Fatalf("%+v %v %v", cfg, done, err)
+	}
+}
+
+func TestParseArgsFlagsAndFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cellserver.conf")
+	conf := "# a comment\n\nport 7000\nrequirepass \"s3cret\"\nbind 127.0.0.1 ::1\ntimeout 60\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseArgs([]string{file, "--port", "7001", "--shards", "16", "--enable-debug-command", "yes"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7001 || cfg.RequirePass != "s3cret" || len(cfg.Bind) != 2 || cfg.Timeout != time.Minute ||
+		cfg.Shards != 16 || !cfg.EnableDebugCommand || cfg.ConfigFile != file {
+		t.Fatalf("got %+v", cfg)
+	}
+}
+
+func TestParseArgsErrorsNameTheSetting(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.conf")
+	os.WriteFile(bad, []byte("port 1\nmaxclients lots\n"), 0o600)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--port", "99999"}, "setting port"},
+		{[]string{"--maxclients", "0"}, "setting maxclients"},
+		{[]string{"--shards", "3"}, "setting shards"},
+		{[]string{"--loglevel", "loud"}, "setting loglevel"},
+		{[]string{"--timeout", "-1"}, "setting timeout"},
+		{[]string{"--nosuch", "1"}, `unknown setting "nosuch"`},
+		{[]string{"--port"}, "setting port needs a value"},
+		{[]string{"--port", "1", "extra", "--x"}, "setting port"},
+		{[]string{bad}, "line 2"},
+		{[]string{filepath.Join(dir, "missing.conf")}, "config file"},
+	}
+	for _, c := range cases {
+		_, _, err := parseArgs(c.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want an error containing %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, a := range []string{"--help", "--version"} {
+		var out bytes.Buffer
+		_, done, err := parseArgs([]string{a}, &out)
+		if err != nil || !done || !strings.Contains(out.String(), "cellserver") {
+			t.Errorf("%s: done %v err %v out %q", a, done, err, out.String())
+		}
+	}
+}
+
+// run shuts down cleanly on a signal and returns nil (exit status 0),
+// whether the signal comes before or after it starts listening.
+func TestRunStopsCleanly(t *testing.T) {
+	sigs := make(chan os.Signal, 1)
+	errc := make(chan error, 1)
+	go func() { errc <- run([]string{"--port", "0", "--loglevel", "warning"}, &bytes.Buffer{}, sigs) }()
+	sigs <- os.Interrupt
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("run after SIGINT: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop on SIGINT")
+	}
+}
+
+func TestRunReportsListenErrors(t *testing.T) {
+	err := run([]string{"--bind", "192.0.2.1", "--port", "0"}, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "listen") {
+		t.Fatalf("got %v", err)
+	}
+}

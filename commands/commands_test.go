@@ -1,0 +1,516 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/tidwall/redcon"
+)
+
+const now0 = int64(1_700_000_000_000_000_000)
+
+// fakeHost is a Host with one engine on a manual clock.
+type fakeHost struct {
+	eng      *engine.Engine
+	clock    *engine.ManualClock
+	pass     string
+	clients  []*Client
+	settings map[string]string
+	shutdown int
+	logs     []string
+}
+
+func (h *fakeHost) Engine() *engine.Engine          { return h.eng }
+func (h *fakeHost) DebugClock() *engine.ManualClock { return h.clock }
+func (h *fakeHost) RequirePass() string             { return h.pass }
+func (h *fakeHost) Clients() []*Client              { return h.clients }
+func (h *fakeHost) ConfigGet(p string) [][2]string {
+	var out [][2]string
+	for k, v := range h.settings {
+		if Match(p, k) {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	return out
+}
+func (h *fakeHost) ConfigSet(name, value string) error {
+	if _, ok := h.settings[name]; !ok {
+		return ErrUnknownSetting
+	}
+	if value == "bad" {
+		return errors.New("argument couldn't be parsed into an integer")
+	}
+	h.settings[name] = value
+	return nil
+}
+func (h *fakeHost) Stats() HostStats { return HostStats{Started: time.Now(), MaxClients: 10} }
+func (h *fakeHost) ResetStats()      {}
+func (h *fakeHost) RequestShutdown() { h.shutdown++ }
+func (h *fakeHost) Logf(level, format string, args ...any) {
+	h.logs = append(h.logs, level+": "+fmt.Sprintf(format, args...))
+}
+
+type harness struct {
+	t     *testing.T
+	host  *fakeHost
+	table *Table
+	out   *bytes.Buffer
+	c     *Client
+}
+
+func newHarness(t *testing.T, pass string) *harness {
+	t.Helper()
+	clock := engine.NewManualClock(now0)
+	eng, err := engine.New(engine.Config{Shards: 4, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHost{eng: eng, clock: clock, pass: pass, settings: map[string]string{"maxclients": "10", "save": ""}}
+	table := NewTable(h, Options{EnableDebug: true})
+	out := &bytes.Buffer{}
+	c := table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
+		Writer: redcon.NewWriter(out), Authorized: pass == ""})
+	h.clients = []*Client{c}
+	return &harness{t: t, host: h, table: table, out: out, c: c}
+}
+
+// do runs one command given as words and returns the raw RESP reply.
+func (h *harness) do(words ...string) string {
+	h.t.Helper()
+	args := make([][]byte, len(words))
+	for i, w := range words {
+		args[i] = []byte(w)
+	}
+	h.table.Dispatch(h.c, args)
+	if err := h.c.W.Flush(); err != nil {
+		h.t.Fatal(err)
+	}
+	s := h.out.String()
+	h.out.Reset()
+	return s
+}
+
+func ints(v ...int64) string {
+	s := fmt.Sprintf("*%d\r\n", len(v))
+	for _, x := range v {
+		s += fmt.Sprintf(":%d\r\n", x)
+	}
+	return s
+}
+
+func errReply(s string) string { return "-" + s + "\r\n" }
+
+func TestReplies(t *testing.T) {
+	cases := []struct {
+		name  string
+		words []string
+		want  string
+	}{
+		{"readme", []string{"CL.THROTTLE", "user123", "15", "30", "60"}, ints(0, 16, 15, -1, 2)},
+		{"lower case name, plus sign", []string{"cl.throttle", "u2", "+15", "30", "60", "+1"}, ints(0, 16, 15, -1, 2)},
+		{"usage, too few", []string{"CL.THROTTLE", "k", "1", "2"}, errReply(errCellUsage)},
+		{"usage, too many", []string{"CL.THROTTLE", "k", "1", "2", "3", "4", "5"}, errReply(errCellUsage)},
+		{"parse max_burst", []string{"CL.THROTTLE", "k", "1.5", "x", "3"}, errReply("Cell error: Store error: Couldn't parse as integer: 1.5")},
+		{"parse count", []string{"CL.THROTTLE", "k", "1", "abc", "x"}, errReply("Cell error: Store error: Couldn't parse as integer: abc")},
+		{"parse period empty", []string{"CL.THROTTLE", "k", "1", "2", ""}, errReply("Cell error: Store error: Couldn't parse as integer: ")},
+		{"parse quantity", []string{"CL.THROTTLE", "k", "1", "2", "3", "+-1"}, errReply("Cell error: Store error: Couldn't parse as integer: +-1")},
+		{"parse overflow", []string{"CL.THROTTLE", "k", "9223372036854775808", "2", "3"}, errReply("Cell error: Store error: Couldn't parse as integer: 9223372036854775808")},
+		{"zero rate", []string{"CL.THROTTLE", "k", "1", "0", "60"}, errReply(errCellZeroRate)},
+		{"negative max_burst", []string{"CL.THROTTLE", "k", "-1", "1", "60"}, errReply(errCellNegBurst)},
+		{"period out of range", []string{"CL.THROTTLE", "k", "1", "1", "9223372037"}, errReply(errCellPeriodRng)},
+		{"tb arity", []string{"TB.TAKE", "k", "1", "1"}, errReply("ERR wrong number of arguments for 'tb.take' command")},
+		{"sw arity", []string{"SW.HIT", "k", "1"}, errReply("ERR wrong number of arguments for 'sw.hit' command")},
+		{"fw arity", []string{"FW.INCR", "k"}, errReply("ERR wrong number of arguments for 'fw.incr' command")},
+		{"tb not integer", []string{"TB.TAKE", "k", "1", "x", "1"}, errReply(errNotInteger)},
+		{"tb syntax", []string{"TB.TAKE", "k", "1", "1", "1", "5", "FOO"}, errReply(errSyntax)},
+		{"tb flag twice", []string{"TB.TAKE", "k", "1", "1", "1", "ms", "MS"}, errReply(errSyntax)},
+		{"tb cost after flag", []string{"TB.TAKE", "k", "1", "1", "1", "MS", "5"}, errReply(errSyntax)},
+		{"tb exact not allowed", []string{"TB.TAKE", "k", "1", "1", "1", "EXACT"}, errReply(errSyntax)},
+		{"tb capacity", []string{"TB.TAKE", "k", "0", "1", "1"}, errReply("ERR capacity must be a positive integer")},
+		{"tb refill", []string{"TB.TAKE", "k", "1", "0", "1"}, errReply("ERR refill must be a positive integer")},
+		{"tb period", []string{"TB.TAKE", "k", "1", "1", "-1"}, errReply("ERR period must be a positive integer")},
+		{"sw limit", []string{"SW.HIT", "k", "0", "1"}, errReply("ERR limit must be a positive integer")},
+		{"sw window", []string{"SW.HIT", "k", "1", "0"}, errReply("ERR window must be a positive integer")},
+		{"sw exact limit", []string{"SW.HIT", "k", "100001", "1", "exact"}, errReply(errExactLimit)},
+		{"fw window range", []string{"FW.INCR", "k", "1", "9223372036854775807"}, errReply("ERR window is out of range")},
+		{"unknown command", []string{"foo", "a", "b"}, errReply("ERR unknown command 'foo', with args beginning with: 'a' 'b' ")},
+		{"unknown command no args", []string{"FOO"}, errReply("ERR unknown command 'FOO', with args beginning with: ")},
+		{"get missing", []string{"GET", "nope"}, "$-1\r\n"},
+		{"type missing", []string{"TYPE", "nope"}, "+none\r\n"},
+		{"pttl missing", []string{"PTTL", "nope"}, ":-2\r\n"},
+		{"select 0", []string{"SELECT", "0"}, "+OK\r\n"},
+		{"select 1", []string{"SELECT", "1"}, errReply(errDBIndex)},
+		{"ping", []string{"PING"}, "+PONG\r\n"},
+		{"ping msg", []string{"ping", "hi"}, "$2\r\nhi\r\n"},
+		{"echo arity", []string{"ECHO"}, errReply("ERR wrong number of arguments for 'echo' command")},
+		{"exec without multi", []string{"EXEC"}, errReply(errExecNoMulti)},
+		{"discard without multi", []string{"DISCARD"}, errReply(errDiscardNo)},
+		{"auth without password", []string{"AUTH", "x"}, errReply(errAuthNoPassword)},
+		{"auth default user, no password", []string{"AUTH", "default", "x"}, "+OK\r\n"},
+		{"client bad sub", []string{"CLIENT", "nope"}, errReply("ERR unknown subcommand 'nope'. Try CLIENT HELP.")},
+		{"client setname space", []string{"CLIENT", "SETNAME", "a b"}, errReply(errClientName)},
+		{"config get", []string{"CONFIG", "GET", "save"}, "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+		{"config set unknown", []string{"CONFIG", "SET", "nope", "1"}, errReply("ERR Unknown option or number of arguments for CONFIG SET - 'nope'")},
+		{"config set bad", []string{"CONFIG", "SET", "maxclients", "bad"}, errReply("ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer")},
+		{"debug clock get", []string{"DEBUG", "CLOCK", "GET"}, fmt.Sprintf(":%d\r\n", now0)},
+		{"debug clock bad", []string{"DEBUG", "CLOCK", "SET", "x"}, errReply(errNotInteger)},
+		{"debug other", []string{"DEBUG", "SEGFAULT"}, errReply("ERR unknown subcommand 'SEGFAULT'. Try DEBUG HELP.")},
+		{"time", []string{"TIME"}, "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n"},
+		{"scan bad cursor", []string{"SCAN", "x"}, errReply(errInvalidCursor)},
+		{"scan count 0", []string{"SCAN", "0", "COUNT", "0"}, errReply(errSyntax)},
+		{"flushall bad", []string{"FLUSHALL", "NOW"}, errReply(errSyntax)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			if got := h.do(c.words...); got != c.want {
+				t.Fatalf("%q\n got %q\nwant %q", c.words, got, c.want)
+			}
+		})
+	}
+}
+
+func TestArgumentErrorsComeBeforeWrongType(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("CL.THROTTLE", "k", "1", "1", "1")
+	if got := h.do("TB.TAKE", "k", "0", "1", "1"); got != errReply("ERR capacity must be a positive integer") {
+		t.Fatalf("got %q", got)
+	}
+	if got := h.do("TB.TAKE", "k", "1", "1", "1"); got != errReply(errWrongType) {
+		t.Fatalf("got %q", got)
+	}
+	h.do("FW.INCR", "f", "5", "60")
+	if got := h.do("CL.THROTTLE", "f", "1", "0", "1"); got != errReply(errCellZeroRate) {
+		t.Fatalf("got %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "f", "1", "1", "1"); got != errReply(errWrongType) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	h := newHarness(t, "s3cret")
+	if got := h.do("CL.THROTTLE", "k", "1", "1", "1"); got != errReply(errNoAuth) {
+		t.Fatalf("before AUTH: %q", got)
+	}
+	if got := h.do("HELLO", "3"); got != errReply(errHelloNoAuth) {
+		t.Fatalf("HELLO before AUTH: %q", got)
+	}
+	if got := h.do("AUTH", "nope"); got != errReply(errWrongPass) {
+		t.Fatalf("wrong password: %q", got)
+	}
+	if got := h.do("AUTH", "bob", "s3cret"); got != errReply(errWrongPass) {
+		t.Fatalf("wrong user: %q", got)
+	}
+	if got := h.do("QUIT"); got != "+OK\r\n" || !h.c.CloseAfterReply() {
+		t.Fatalf("QUIT needs no auth: %q", got)
+	}
+	h = newHarness(t, "s3cret")
+	if got := h.do("HELLO", "2", "AUTH", "default", "s3cret"); !strings.HasPrefix(got, "*14\r\n$6\r\nserver\r\n") {
+		t.Fatalf("HELLO AUTH: %q", got)
+	}
+	if got := h.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("after HELLO AUTH: %q", got)
+	}
+	h = newHarness(t, "s3cret")
+	if got := h.do("AUTH", "s3cret"); got != "+OK\r\n" {
+		t.Fatalf("AUTH: %q", got)
+	}
+}
+
+func TestHelloAndResp3(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("HELLO", "4"); got != errReply(errNoProto) {
+		t.Fatalf("HELLO 4: %q", got)
+	}
+	want := "%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$6\r\n7.0.15\r\n$5\r\nproto\r\n:3\r\n" +
+		"$2\r\nid\r\n:7\r\n$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$7\r\nmodules\r\n*0\r\n"
+	if got := h.do("HELLO", "3", "SETNAME", "app"); got != want {
+		t.Fatalf("HELLO 3:\n got %q\nwant %q", got, want)
+	}
+	if got := h.do("GET", "nope"); got != "_\r\n" {
+		t.Fatalf("RESP3 null: %q", got)
+	}
+	if got := h.do("CLIENT", "GETNAME"); got != "$3\r\napp\r\n" {
+		t.Fatalf("name from HELLO: %q", got)
+	}
+	if got := h.do("CONFIG", "GET", "save"); got != "%1\r\n$4\r\nsave\r\n$0\r\n\r\n" {
+		t.Fatalf("RESP3 map: %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != ints(0, 16, 15, -1, 2) {
+		t.Fatalf("limiter reply is the same array in RESP3: %q", got)
+	}
+}
+
+func TestMulti(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("MULTI")
+	if got := h.do("MULTI"); got != errReply(errMultiNested) {
+		t.Fatalf("nested: %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != "+QUEUED\r\n" {
+		t.Fatalf("queue: %q", got)
+	}
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	h.do("GET", "nope")
+	want := "*3\r\n" + ints(0, 16, 15, -1, 2) + ints(0, 16, 14, -1, 4) + "$-1\r\n"
+	if got := h.do("EXEC"); got != want {
+		t.Fatalf("EXEC:\n got %q\nwant %q", got, want)
+	}
+	// An error while queuing aborts the transaction; nothing runs.
+	h.do("MULTI")
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	if got := h.do("ECHO"); got != errReply(errArity("echo")) {
+		t.Fatalf("arity in MULTI: %q", got)
+	}
+	h.do("NOSUCH")
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXECABORT: %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != ints(0, 16, 13, -1, 6) {
+		t.Fatalf("the aborted transaction must not have run: %q", got)
+	}
+	// DISCARD drops the queue.
+	h.do("MULTI")
+	h.do("DEL", "k")
+	if got := h.do("DISCARD"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := h.do("EXISTS", "k"); got != ":1\r\n" {
+		t.Fatalf("DISCARD ran the queue: %q", got)
+	}
+	// Runtime errors inside EXEC are replies in the array.
+	h.do("MULTI")
+	h.do("TB.TAKE", "k", "1", "1", "1")
+	h.do("PING")
+	if got := h.do("EXEC"); got != "*2\r\n"+errReply(errWrongType)+"+PONG\r\n" {
+		t.Fatalf("EXEC with a runtime error: %q", got)
+	}
+}
+
+func TestPanicInHandlerIsAnErrorReply(t *testing.T) {
+	h := newHarness(t, "")
+	h.table.Register(Command{Name: "boom", Arity: 1, Handler: func(*Client, [][]byte) { panic("kaboom") }})
+	h.c = h.table.NewClient(ClientOptions{ID: 8, Writer: h.c.W, Authorized: true})
+	if got := h.do("BOOM"); got != errReply("ERR internal error in 'boom'") {
+		t.Fatalf("got %q", got)
+	}
+	if len(h.host.logs) != 1 || !strings.Contains(h.host.logs[0], "kaboom") {
+		t.Fatalf("logs: %q", h.host.logs)
+	}
+	if got := h.do("PING"); got != "+PONG\r\n" {
+		t.Fatal("client unusable after a panic")
+	}
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	h := newHarness(t, "")
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering a name twice must panic")
+		}
+	}()
+	h.table.Register(Command{Name: "ping", Arity: 1, Handler: ping})
+}
+
+func TestDebugIsUnknownWhenOff(t *testing.T) {
+	h := newHarness(t, "")
+	tbl := NewTable(h.host, Options{})
+	if tbl.Lookup([]byte("debug")) != nil {
+		t.Fatal("DEBUG registered without EnableDebug")
+	}
+	if h.table.Lookup([]byte("DeBuG")) == nil || h.table.Lookup([]byte(strings.Repeat("x", 40))) != nil {
+		t.Fatal("Lookup")
+	}
+}
+
+func TestDebugClockDrivesTheEngine(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("DEBUG", "CLOCK", "SET", fmt.Sprint(now0))
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	if got := h.do("DEBUG", "CLOCK", "ADVANCE", "1999000000"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := h.do("PTTL", "k"); got != ":1\r\n" {
+		t.Fatalf("PTTL after advancing 1.999 s: %q", got)
+	}
+	if got := h.do("TTL", "k"); got != ":0\r\n" {
+		t.Fatalf("TTL rounds: %q", got)
+	}
+	h.do("DEBUG", "CLOCK", "ADVANCE", "1000000")
+	if got := h.do("EXISTS", "k"); got != ":1\r\n" {
+		t.Fatalf("alive through its expiry ms: %q", got)
+	}
+	h.do("DEBUG", "CLOCK", "ADVANCE", "1000000")
+	if got := h.do("EXISTS", "k"); got != ":0\r\n" {
+		t.Fatalf("expired: %q", got)
+	}
+	if got := h.do("DEBUG", "CLOCK", "ADVANCE", "-1"); got != errReply(errClockRange) {
+		t.Fatal(got)
+	}
+	if got := h.do("DEBUG", "CLOCK", "REAL"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+}
+
+func TestCommandIntrospection(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("COMMAND", "COUNT"); got != fmt.Sprintf(":%d\r\n", h.table.Len()) {
+		t.Fatal(got)
+	}
+	want := "*1\r\n*10\r\n$11\r\ncl.throttle\r\n:-5\r\n*2\r\n+write\r\n+fast\r\n:1\r\n:1\r\n:1\r\n*0\r\n*0\r\n*0\r\n*0\r\n"
+	if got := h.do("COMMAND", "INFO", "CL.THROTTLE"); got != want {
+		t.Fatalf("COMMAND INFO:\n got %q\nwant %q", got, want)
+	}
+	if got := h.do("COMMAND", "INFO", "nosuch"); got != "*1\r\n*-1\r\n" {
+		t.Fatal(got)
+	}
+	docs := h.do("COMMAND", "DOCS", "fw.incr")
+	for _, part := range []string{"$7\r\nfw.incr\r\n", "$7\r\nsummary\r\n", "$9\r\narguments\r\n", "$5\r\ntoken\r\n$2\r\nMS\r\n", "+optional\r\n"} {
+		if !strings.Contains(docs, part) {
+			t.Fatalf("COMMAND DOCS lacks %q: %q", part, docs)
+		}
+	}
+}
+
+func TestInfoSections(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	h.do("CL.THROTTLE", "k", "0", "1", "60")
+	info := h.do("INFO")
+	for _, want := range []string{"# Server\r\n", "redis_version:7.0.15\r\n", "# Clients\r\n", "connected_clients:1\r\n",
+		"# Memory\r\n", "# Persistence\r\n", "loading:0\r\n", "# Stats\r\n", "# Limiter\r\n",
+		"cl_throttle_keys:1\r\n", "cl_throttle_allowed:1\r\n", "cl_throttle_limited:1\r\n", "# Keyspace\r\n", "db0:keys=1,"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q", want)
+		}
+	}
+	if strings.Contains(info, "# Commandstats") {
+		t.Error("commandstats is not a default section")
+	}
+	cs := h.do("INFO", "commandstats")
+	if !strings.Contains(cs, "cmdstat_cl.throttle:calls=2,rejected_calls=0,failed_calls=0\r\n") {
+		t.Errorf("commandstats: %q", cs)
+	}
+	if strings.Contains(cs, "# Server") {
+		t.Error("INFO commandstats must be that section only")
+	}
+}
+
+func TestClientCommands(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("CLIENT", "ID"); got != ":7\r\n" {
+		t.Fatal(got)
+	}
+	h.do("CLIENT", "SETNAME", "worker-1")
+	h.do("CLIENT", "SETINFO", "LIB-NAME", "go-redis(,go1.26)")
+	list := h.do("CLIENT", "LIST")
+	for _, want := range []string{"id=7 addr=127.0.0.1:5000 laddr=127.0.0.1:6379", "name=worker-1", "lib-name=go-redis(,go1.26)", "cmd=client"} {
+		if !strings.Contains(list, want) {
+			t.Errorf("CLIENT LIST lacks %q: %q", want, list)
+		}
+	}
+	if got := h.do("CLIENT", "SETINFO", "LIB-FOO", "x"); got != errReply("ERR Unrecognized option 'LIB-FOO'") {
+		t.Fatal(got)
+	}
+	if got := h.do("CLIENT", "MAINT_NOTIFICATIONS", "on", "moving-endpoint-type", "internal-ip"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := h.do("CLIENT", "KILL", "ID", "7"); got != ":0\r\n" {
+		t.Fatalf("SKIPME defaults to yes: %q", got)
+	}
+	if got := h.do("CLIENT", "KILL", "1.2.3.4:5"); got != errReply(errNoSuchClient) {
+		t.Fatal(got)
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	good := map[string]int64{"0": 0, "+5": 5, "-5": -5, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63, "007": 7}
+	for s, want := range good {
+		if got, ok := parseInt([]byte(s)); !ok || got != want {
+			t.Errorf("parseInt(%q) = %d, %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "+", "-", "+-1", "1.5", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1e3", "0x10", "99999999999999999999"} {
+		if _, ok := parseInt([]byte(s)); ok {
+			t.Errorf("parseInt(%q) accepted", s)
+		}
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	cases := []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"*", "abc", true}, {"a*", "abc", true}, {"a*c", "abbbc", true}, {"a*c", "abcd", false},
+		{"h?llo", "hello", true}, {"h?llo", "hllo", false}, {"h[ae]llo", "hallo", true}, {"h[ae]llo", "hillo", false},
+		{"h[^e]llo", "hallo", true}, {"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true}, {"h[a-b]llo", "hcllo", false},
+		{`h\*llo`, "h*llo", true}, {`h\*llo`, "hello", false}, {"user:*:x", "user:42:x", true},
+		{"*a*a*a*a*a*a*a*a*b", strings.Repeat("a", 5000), false}, // must finish quickly
+	}
+	for _, c := range cases {
+		if got := globMatch([]byte(c.p), []byte(c.s)); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.p, c.s, got)
+		}
+	}
+}
+
+func TestLimiterOptions(t *testing.T) {
+	cases := []struct {
+		words     []string
+		exactOK   bool
+		cost      int64
+		ms, exact bool
+		ok        bool
+	}{
+		{nil, true, 1, false, false, true},
+		{[]string{"5"}, true, 5, false, false, true},
+		{[]string{"-2", "ms"}, true, -2, true, false, true},
+		{[]string{"EXACT", "Ms"}, true, 1, true, true, true},
+		{[]string{"ms", "exact", "3"}, true, 0, false, false, false},
+		{[]string{"exact"}, false, 0, false, false, false},
+		{[]string{"ms", "ms"}, true, 0, false, false, false},
+	}
+	for _, c := range cases {
+		args := make([][]byte, len(c.words))
+		for i, w := range c.words {
+			args[i] = []byte(w)
+		}
+		cost, ms, exact, ok := limiterOptions(args, c.exactOK)
+		if ok != c.ok || ok && (cost != c.cost || ms != c.ms || exact != c.exact) {
+			t.Errorf("%q: got %d %v %v %v", c.words, cost, ms, exact, ok)
+		}
+	}
+}
+
+// Every engine sentinel an argument can trigger has its own reply text.
+func TestEveryEngineErrorHasAText(t *testing.T) {
+	for _, e := range errorTexts {
+		if e.texts[0] == "" || strings.Contains(e.texts[0], "engine:") {
+			t.Errorf("%v: no TB/SW/FW text", e.err)
+		}
+	}
+	if got := errorText(fmt.Errorf("wrapped: %w", engine.ErrWrongType), true); got != errWrongType {
+		t.Errorf("wrapped WRONGTYPE: %q", got)
+	}
+}
+
+func TestCopyArgs(t *testing.T) {
+	in := [][]byte{[]byte("a"), []byte("bc"), {}}
+	out := copyArgs(in)
+	in[1][0] = 'X'
+	if !reflect.DeepEqual(out, [][]byte{[]byte("a"), []byte("bc"), {}}) {
+		t.Fatalf("copyArgs shares memory: %q", out)
+	}
+	out[0] = append(out[0], 'z') // capped: must not overwrite out[1]
+	if string(out[1]) != "bc" {
+		t.Fatal("copyArgs slices are not capped")
+	}
+}

@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+)
+
+func newTestEngine(t *testing.T, shards int) (*Engine, *ManualClock) {
+	t.Helper()
+	clock := NewManualClock(now0)
+	e, err := New(Config{Shards: shards, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, clock
+}
+
+func TestSlot(t *testing.T) {
+	// Values from Redis's CLUSTER KEYSLOT.
+	cases := map[string]int{
+		"foo":                  12182,
+		"bar":                  5061,
+		"hello":                866,
+		"123456789":            12739, // CRC16/XMODEM check value 0x31C3
+		"{user1000}.following": Slot([]byte("user1000")),
+		"foo{}{bar}":           Slot([]byte("foo{}{bar}")), // empty tag: whole key
+		"foo{{bar}}zap":        Slot([]byte("{bar")),
+		"foo{bar}{zap}":        Slot([]byte("bar")),
+		"":                     0,
+	}
+	for k, want := range cases {
+		if got := Slot([]byte(k)); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
+		}
+	}
+	if Slot([]byte("{user1000}.following")) != Slot([]byte("{user1000}.followers")) {
+		t.Error("hash tags must put keys in one slot")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, n := range []int{-1, 3, 100, 32768} {
+		c := Config{Shards: n}
+		c.EnsureDefaults()
+		if err := c.Validate(); !errors.Is(err, ErrBadShards) {
+			t.Errorf("Shards %d: got %v, want ErrBadShards", n, err)
+		}
+	}
+	for _, n := range []int{1, 2, 256, 16384} {
+		if _, err := New(Config{Shards: n}); err != nil {
+			t.Errorf("Shards %d: %v", n, err)
+		}
+	}
+}
+
+var readmeParams = GCRAParams{Interval: 2e9, Tolerance: 32e9, Limit: 16, Increment: 2e9}
+
+func TestThrottleStorageAndExpiry(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	key := []byte("user123")
+	clock.Set(now0 + 500_000) // half a millisecond into a ms
+	r, err := e.Throttle(key, readmeParams)
+	if err != nil || r != (Result{false, 16, 15, -1, 2}) {
+		t.Fatalf("Throttle = %+v, %v", r, err)
+	}
+	if tat, ok, err := e.Get(key); err != nil || !ok || tat != now0+500_000+2e9 {
+		t.Fatalf("Get = %d, %v, %v", tat, ok, err)
+	}
+	if got := e.PTTL(key); got != 2000 {
+		t.Fatalf("PTTL = %d, want 2000", got)
+	}
+	if got := e.Type(key); got != KindGCRA || got.TypeName() != "string" {
+		t.Fatalf("Type = %v", got)
+	}
+	// Expiry ms = floor(now/1e6) + 2000. Still there during that ms…
+	clock.Set(now0 + 2000*nsPerMs + 999_999)
+	if !e.Exists(key) || e.PTTL(key) != 0 {
+		t.Fatalf("key must live to the end of its expiry ms (PTTL %d)", e.PTTL(key))
+	}
+	// …and gone the ns after.
+	clock.Set(now0 + 2001*nsPerMs)
+	if e.Exists(key) || e.PTTL(key) != -2 {
+		t.Fatal("key must be gone once now_ms > expire_ms")
+	}
+	if st := e.Stats(); st.Keys != 0 || st.ExpiredKeys != 1 {
+		t.Fatalf("stats after lazy expiry: %+v", st)
+	}
+}
+
+func TestQuantityZeroLeavesZeroTTLKey(t *testing.T) {
+	e, clock := newTestEngine(t, 1)
+	key := []byte("k")
+	p := readmeParams
+	p.Increment = 0
+	if r, _ := e.Throttle(key, p); r != (Result{false, 16, 16, -1, 0}) {
+		t.Fatalf("got %+v", r)
+	}
+	if !e.Exists(key) || e.PTTL(key) != 0 {
+		t.Fatal("a 0 ms ttl key exists until its millisecond ends")
+	}
+	clock.Advance(nsPerMs)
+	if e.Exists(key) {
+		t.Fatal("gone in the next millisecond")
+	}
+}
+
+func TestWrongTypeChangesNothing(t *testing.T) {
+	e, _ := newTestEngine(t, 2)
+	key := []byte("k")
+	if _, err := e.Throttle(key, readmeParams); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := e.Get(key)
+	if _, err := e.TokenBucket(key, TokenBucketRequest{Capacity: 1, Refill: 1, Period: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("TB on a GCRA key: %v", err)
+	}
+	if _, err := e.SlidingWindow(key, SlidingWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("SW on a GCRA key: %v", err)
+	}
+	if _, err := e.FixedWindow(key, FixedWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("FW on a GCRA key: %v", err)
+	}
+	after, _, _ := e.Get(key)
+	if before != after {
+		t.Fatal("a WRONGTYPE request changed the key")
+	}
+	sw := []byte("sw")
+	if _, err := e.SlidingWindow(sw, SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SlidingWindow(sw, SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1, Exact: true}); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("EXACT on a counter key: %v", err)
+	}
+	if _, _, err := e.Get(sw); !errors.Is(err, ErrWrongType) {
+		t.Fatalf("GET on a sliding window key: %v", err)
+	}
+	st := e.Stats()
+	if st.KeysByKind[KindGCRA] != 1 || st.KeysByKind[KindSlidingWindow] != 1 || st.Keys != 2 {
+		t.Fatalf("kind counts: %+v", st)
+	}
+}
+
+func TestSweepIsBoundedAndReturnsMemory(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	const n = 20000
+	for i := range n {
+		if _, err := e.Throttle(fmt.Appendf(nil, "key:%d", i), readmeParams); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := []byte("live")
+	clock.Advance(10e9) // the n keys (ttl 2 s) expire; "live" is made now
+	if _, err := e.Throttle(live, readmeParams); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Sweep(100); got > 100 {
+		t.Fatalf("one sweep with budget 100 removed %d", got)
+	}
+	for range 10000 {
+		if e.Sweep(1000) == 0 && e.DBSize() == 1 {
+			break
+		}
+	}
+	if got := e.DBSize(); got != 1 {
+		t.Fatalf("DBSize after sweeping = %d, want 1", got)
+	}
+	if !e.Exists(live) {
+		t.Fatal("the sweep removed a live key")
+	}
+	for i := range e.shards {
+		if p := e.shards[i].peak; p > 1024 {
+			t.Errorf("shard %d: peak %d after emptying: map not rebuilt", i, p)
+		}
+	}
+	if st := e.Stats(); st.ExpiredKeys != n {
+		t.Fatalf("ExpiredKeys = %d, want %d", st.ExpiredKeys, n)
+	}
+}
+
+func TestKeysScanFlush(t *testing.T) {
+	e, _ := newTestEngine(t, 8)
+	want := map[string]bool{}
+	for i := range 500 {
+		k := fmt.Sprintf("k%d", i)
+		want[k] = true
+		e.Throttle([]byte(k), readmeParams)
+	}
+	e.FixedWindow([]byte("fw"), FixedWindowRequest{Limit: 5, Window: 10, Cost: 1})
+	seen := map[string]int{}
+	cursor := uint64(0)
+	for {
+		next, keys := e.Scan(cursor, 10, nil, KindGCRA)
+		for _, k := range keys {
+			seen[string(k)]++
+		}
+		if next == 0 {
+			break
+		}
+		cursor = next
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("scan saw %d keys, want %d", len(seen), len(want))
+	}
+	for k, n := range seen {
+		if !want[k] || n != 1 {
+			t.Fatalf("scan: key %q seen %d times", k, n)
+		}
+	}
+	var fws [][]byte
+	e.Keys(func(k []byte) bool { return k[0] == 'f' }, KindNone, func(k []byte) { fws = append(fws, k) })
+	if len(fws) != 1 || string(fws[0]) != "fw" {
+		t.Fatalf("Keys = %q", fws)
+	}
+	e.Flush()
+	if e.DBSize() != 0 || e.Stats().KeysByKind[KindGCRA] != 0 {
+		t.Fatal("Flush left keys")
+	}
+}
+
+func TestExportImportBySlot(t *testing.T) {
+	src, _ := newTestEngine(t, 16)
+	dst, _ := newTestEngine(t, 4)
+	keys := [][]byte{[]byte("{u1}gcra"), []byte("{u1}tb"), []byte("{u1}sw"), []byte("{u1}log"), []byte("{u1}fw"), []byte("other")}
+	src.Throttle(keys[0], readmeParams)
+	src.TokenBucket(keys[1], TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 3})
+	src.SlidingWindow(keys[2], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2})
+	src.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 4, Exact: true})
+	src.FixedWindow(keys[4], FixedWindowRequest{Limit: 10, Window: 60, Cost: 5})
+	src.Throttle(keys[5], readmeParams)
+
+	slot := Slot([]byte("u1"))
+	recs := src.ExportSlot(slot)
+	if len(recs) != 5 || src.CountKeysInSlot(slot) != 5 {
+		t.Fatalf("exported %d records, want 5", len(recs))
+	}
+	var buf []byte
+	for _, r := range recs {
+		buf = r.AppendBinary(buf)
+	}
+	for len(buf) > 0 {
+		r, n, err := DecodeRecord(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = buf[n:]
+		if ok, err := dst.Import(r); !ok || err != nil {
+			t.Fatalf("Import(%s) = %v, %v", r.Key, ok, err)
+		}
+	}
+	// Both engines now answer the same for the moved keys.
+	for _, k := range keys[:5] {
+		if src.Type(k) != dst.Type(k) || src.PTTL(k) != dst.PTTL(k) {
+			t.Fatalf("%s: type/pttl differ after import", k)
+		}
+	}
+	a, _ := src.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	b, _ := dst.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	if a != b || a.Remaining != 5 {
+		t.Fatalf("sliding log after import: src %+v dst %+v", a, b)
+	}
+	if n := src.DeleteSlot(slot); n != 5 || src.DBSize() != 1 {
+		t.Fatalf("DeleteSlot removed %d, %d keys left", n, src.DBSize())
+	}
+}
+
+func TestImportRejectsBadRecords(t *testing.T) {
+	e, _ := newTestEngine(t, 1)
+	bad := []Record{
+		{Key: []byte("k"), Kind: KindNone, ExpireMs: now0},
+		{Key: []byte("k"), Kind: 99, ExpireMs: now0},
+		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                   // a log with no hits
+		{Key: []byte("k"), Kind: KindGCRA, ExpireMs: now0 / 1e6, Hits: []Hit{{now0, 1}}}, // hits on a GCRA key
+	}
+	for _, r := range bad {
+		if _, err := e.Import(r); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("Import(%+v) = %v, want ErrBadRecord", r, err)
+		}
+	}
+	if ok, err := e.Import(Record{Key: []byte("old"), Kind: KindGCRA, ExpireMs: now0/1e6 - 1}); ok || err != nil {
+		t.Errorf("an expired record must be dropped: %v, %v", ok, err)
+	}
+}
+
+func TestDecodeRecordNeverPanics(t *testing.T) {
+	good := Record{Key: []byte("key"), Kind: KindSlidingLog, ExpireMs: 5, Hits: []Hit{{1, 2}, {3, 4}}}.AppendBinary(nil)
+	if r, n, err := DecodeRecord(good); err != nil || n != len(good) || string(r.Key) != "key" || len(r.Hits) != 2 {
+		t.Fatalf("round trip: %+v %d %v", r, n, err)
+	}
+	for i := range good {
+		if _, _, err := DecodeRecord(good[:i]); err == nil {
+			t.Fatalf("truncated at %d decoded without error", i)
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	for range 20000 {
+		b := make([]byte, rng.Intn(40))
+		rng.Read(b)
+		if rng.Intn(2) == 0 && len(b) > 1 {
+			b[0], b[1] = recordVersion, byte(rng.Intn(6))
+		}
+		DecodeRecord(b) // must not panic
+	}
+}
+
+func TestAtomicExcludesOthers(t *testing.T) {
+	e, _ := newTestEngine(t, 16)
+	key := []byte("k")
+	p := GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				e.Throttle(key, p)
+			}
+		}()
+	}
+	for range 50 {
+		e.Atomic(func(tx *View) {
+			a, _, _ := tx.Get(key)
+			b, _, _ := tx.Get(key)
+			if a != b {
+				t.Error("the key changed inside Atomic")
+			}
+			tx.Throttle([]byte("other"), p)
+			_ = tx.DBSize()
+			_ = tx.Stats()
+		})
+	}
+	wg.Wait()
+	if tat, _, _ := e.Get(key); tat != now0+400e9 {
+		t.Fatalf("TAT = %d, want now+400 s (400 allowed calls)", tat-now0)
+	}
+}
+
+func TestManualClock(t *testing.T) {
+	var c ManualClock
+	if c.Now() < now0 {
+		t.Fatal("zero ManualClock must follow the wall clock")
+	}
+	c.Set(5)
+	if c.Advance(10) != nil || c.Now() != 15 {
+		t.Fatal("Advance")
+	}
+	if c.Advance(-1) == nil {
+		t.Fatal("negative Advance must fail")
+	}
+	c.Set(maxInt64 - 1)
+	if c.Advance(2) == nil || c.Now() != maxInt64-1 {
+		t.Fatal("overflowing Advance must fail and change nothing")
+	}
+	c.Real()
+	if c.Now() == maxInt64-1 {
+		t.Fatal("Real must return to the wall clock")
+	}
+}

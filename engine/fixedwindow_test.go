@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func fw(limit, window, cost int64) FixedWindowRequest {
+	return FixedWindowRequest{Limit: limit, Window: window, Cost: cost}
+}
+
+func fwMS(limit, window, cost int64) FixedWindowRequest {
+	r := fw(limit, window, cost)
+	r.Millis = true
+	return r
+}
+
+func TestFixedWindow(t *testing.T) {
+	// Limit 5 per 10 s; tBase starts a window, so at now = tBase+3s the window
+	// ends in 7 s and the key expires at tBaseMs+10000.
+	const sec = nsPerSec
+	now := tBase + 3*sec
+	tests := []struct {
+		name   string
+		st     FixedWindowState
+		exists bool
+		now    int64
+		req    FixedWindowRequest
+		wantSt FixedWindowState
+		want   Outcome
+	}{
+		{
+			name: "fresh key", now: now, req: fw(5, 10, 1),
+			wantSt: FixedWindowState{Start: tBase, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			name: "up to the limit", st: FixedWindowState{Start: tBase, Count: 4}, exists: true, now: now,
+			req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase, Count: 5},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 0, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			name: "over the limit", st: FixedWindowState{Start: tBase, Count: 5}, exists: true, now: now,
+			req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase, Count: 5},
+			want: Outcome{Result: Result{Limited: true, Limit: 5, Remaining: 0, RetryAfter: 7, ResetAfter: 7}},
+		},
+		{
+			name: "cost 2 over by 1", st: FixedWindowState{Start: tBase, Count: 4}, exists: true, now: now,
+			req: fw(5, 10, 2), wantSt: FixedWindowState{Start: tBase, Count: 4},
+			want: Outcome{Result: Result{Limited: true, Limit: 5, Remaining: 1, RetryAfter: 7, ResetAfter: 7}},
+		},
+		{
+			// 1 ns before the window's end: 1 ns → 1 s.
+			name: "last ns of the window", st: FixedWindowState{Start: tBase, Count: 5}, exists: true,
+			now: tBase + 10*sec - 1, req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase, Count: 5},
+			want: Outcome{Result: Result{Limited: true, Limit: 5, Remaining: 0, RetryAfter: 1, ResetAfter: 1}},
+		},
+		{
+			// At the window's end: a new window, the old count is gone.
+			name: "first ns of the next window", st: FixedWindowState{Start: tBase, Count: 5}, exists: true,
+			now: tBase + 10*sec, req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase + 10*sec, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 10},
+				Write: WriteStore, ExpireMs: tBaseMs + 20000},
+		},
+		{
+			name: "skipped windows", st: FixedWindowState{Start: tBase - 50*sec, Count: 5}, exists: true,
+			now: now, req: fw(5, 10, 5), wantSt: FixedWindowState{Start: tBase, Count: 5},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 0, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			// 6999999999 ns to the end → 7 s.
+			name: "sub-second rounding", now: now + 1, req: fw(5, 10, 1),
+			wantSt: FixedWindowState{Start: tBase, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			// 1500 ms windows: tBase = 1133333333.33 windows, so the window is
+			// [tBase−0.5s, tBase+1s); from tBase+400000001 the end is 599999999 ns
+			// away → 600 ms.
+			name: "sub-ms rounding, MS", now: tBase + 400_000_001, req: fwMS(5, 1500, 1),
+			wantSt: FixedWindowState{Start: tBase - 500*nsPerMs, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 600},
+				Write: WriteStore, ExpireMs: tBaseMs + 1000},
+		},
+		{
+			name: "cost above the limit", now: now, req: fw(5, 10, 6),
+			want: Outcome{Result: Result{Limited: true, Limit: 5, Remaining: 5, RetryAfter: -1}},
+		},
+		{
+			name: "cost 0 reads", st: FixedWindowState{Start: tBase, Count: 2}, exists: true, now: now,
+			req: fw(5, 10, 0), wantSt: FixedWindowState{Start: tBase, Count: 2},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 3, RetryAfter: -1, ResetAfter: 7}},
+		},
+		{
+			// A count from an earlier window reads as 0 (reset 0).
+			name: "cost 0 on an old window", st: FixedWindowState{Start: tBase - 10*sec, Count: 2}, exists: true,
+			now: now, req: fw(5, 10, 0), wantSt: FixedWindowState{Start: tBase - 10*sec, Count: 2},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 5, RetryAfter: -1}},
+		},
+		{
+			name: "refund", st: FixedWindowState{Start: tBase, Count: 3}, exists: true, now: now,
+			req: fw(5, 10, -1), wantSt: FixedWindowState{Start: tBase, Count: 2},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 3, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			name: "over-refund stops at 0", st: FixedWindowState{Start: tBase, Count: 3}, exists: true, now: now,
+			req:  fw(5, 10, math.MinInt64),
+			want: Outcome{Result: Result{Limit: 5, Remaining: 5, RetryAfter: -1}, Write: WriteDelete},
+		},
+		{
+			name: "refund on a fresh key", now: now, req: fw(5, 10, -1),
+			want: Outcome{Result: Result{Limit: 5, Remaining: 5, RetryAfter: -1}, Write: WriteDelete},
+		},
+		{
+			// A limit lowered below the count: remaining stays at 0.
+			name: "limit lowered", st: FixedWindowState{Start: tBase, Count: 5}, exists: true, now: now,
+			req: fw(3, 10, 0), wantSt: FixedWindowState{Start: tBase, Count: 5},
+			want: Outcome{Result: Result{Limit: 3, Remaining: 0, RetryAfter: -1, ResetAfter: 7}},
+		},
+		{
+			// Stored by a 5 s window at tBase+5s; with 10 s windows that is the
+			// window [tBase, tBase+10s), now's: the count carries over.
+			name: "window lengthened", st: FixedWindowState{Start: tBase + 5*sec, Count: 3}, exists: true,
+			now: tBase + 7*sec, req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase, Count: 4},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 1, RetryAfter: -1, ResetAfter: 3},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			// Stored by a 10 s window at tBase; with 5 s windows now is in
+			// [tBase+5s, tBase+10s): the count belongs to an earlier window.
+			name: "window shortened", st: FixedWindowState{Start: tBase, Count: 3}, exists: true,
+			now: tBase + 7*sec, req: fw(5, 5, 1), wantSt: FixedWindowState{Start: tBase + 5*sec, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 3},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			// The stored window [tBase+10s, tBase+20s) is later than now's: it
+			// stays current, ending 17 s from now.
+			name: "clock went backwards", st: FixedWindowState{Start: tBase + 10*sec, Count: 3}, exists: true,
+			now: now, req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase + 10*sec, Count: 4},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 1, RetryAfter: -1, ResetAfter: 17},
+				Write: WriteStore, ExpireMs: tBaseMs + 20000},
+		},
+		{
+			// The stored window ends at 9223372030e9, more than MaxInt64 ns
+			// after now: the time to its end saturates at 9223372037 s.
+			name: "clock went back by more than MaxInt64 ns",
+			st:   FixedWindowState{Start: 9_223_372_020 * sec, Count: 1}, exists: true,
+			now: -9_000_000_000 * sec, req: fw(5, 10, 1),
+			wantSt: FixedWindowState{Start: 9_223_372_020 * sec, Count: 2},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 3, RetryAfter: -1, ResetAfter: 9_223_372_037},
+				Write: WriteStore, ExpireMs: 9_223_372_030_000},
+		},
+		{
+			name: "negative stored count", st: FixedWindowState{Start: tBase, Count: -4}, exists: true, now: now,
+			req: fw(5, 10, 1), wantSt: FixedWindowState{Start: tBase, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 7},
+				Write: WriteStore, ExpireMs: tBaseMs + 10000},
+		},
+		{
+			// Before the epoch: [−10s, 0) holds −3s; expiry at 0 ms.
+			name: "negative clock", now: -3 * sec, req: fw(5, 10, 1),
+			wantSt: FixedWindowState{Start: -10 * sec, Count: 1},
+			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 3},
+				Write: WriteStore, ExpireMs: 0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, out, err := FixedWindow(tt.st, tt.exists, tt.now, tt.req)
+			if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			if st != tt.wantSt || out != tt.want {
+				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
+			}
+		})
+	}
+}
+
+func TestFixedWindowRangeErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		now  int64
+		req  FixedWindowRequest
+		want error
+	}{
+		// The window [9223372030e9, 9223372040e9) ends past MaxInt64.
+		{"window end overflows", math.MaxInt64 - 1, fw(5, 10, 1), ErrWindowRange},
+		// ⌊MinInt64/3e9⌋·3e9 = −9223372038e9 < MinInt64.
+		{"window start overflows", math.MinInt64, fw(5, 3, 1), ErrWindowRange},
+		{"invalid request", tBase, fw(5, 0, 1), ErrWindowNotPositive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, out, err := FixedWindow(FixedWindowState{}, false, tt.now, tt.req)
+			if !errors.Is(err, tt.want) || st != (FixedWindowState{}) || out != (Outcome{}) {
+				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestFixedWindowValidate(t *testing.T) {
+	tests := []struct {
+		req  FixedWindowRequest
+		want error
+	}{
+		{fw(1, 1, 1), nil},
+		{fw(0, 0, 1), ErrLimitNotPositive},
+		{fw(-1, math.MaxInt64, 1), ErrLimitNotPositive},
+		{fw(1, 0, 1), ErrWindowNotPositive},
+		{fw(1, -1, 1), ErrWindowNotPositive},
+		{fw(1, math.MaxInt64/nsPerSec, 1), nil},
+		{fw(1, math.MaxInt64/nsPerSec+1, 1), ErrWindowRange},
+		{fwMS(1, math.MaxInt64/nsPerMs, 1), nil},
+		{fwMS(1, math.MaxInt64/nsPerMs+1, 1), ErrWindowRange},
+		{fw(math.MaxInt64, 1, math.MinInt64), nil},
+	}
+	for _, tt := range tests {
+		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
+			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
+		}
+	}
+}
+
+// TestFixedWindowRobust runs random requests, valid but extreme, on random
+// states and clocks: no panic, only the documented error, sane replies.
+func TestFixedWindowRobust(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200_000 {
+		r := FixedWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
+			Millis: rng.IntN(2) == 0}
+		if r.Validate() != nil {
+			continue
+		}
+		st := FixedWindowState{Start: pickInt64(rng), Count: pickInt64(rng)}
+		exists, now := rng.IntN(4) != 0, pickInt64(rng)
+		got, out, err := FixedWindow(st, exists, now, r)
+		if err != nil {
+			if !errors.Is(err, ErrWindowRange) || got != st || out != (Outcome{}) {
+				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
+			}
+			continue
+		}
+		checkLimiterResult(t, out, r.Limit, r.Cost)
+		if out.Write == WriteNone && got != st || out.Write == WriteStore && got.Count < 1 {
+			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
+		}
+	}
+}
+
+func TestFixedWindowAllocs(t *testing.T) {
+	st := FixedWindowState{Start: tBase, Count: 2}
+	if n := testing.AllocsPerRun(100, func() {
+		_, _, _ = FixedWindow(st, true, tBase+nsPerSec, fw(10, 10, 1))
+	}); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"slices"
+	"sort"
+)
+
+// This file is SW.HIT EXACT, the sliding window log: every allowed hit's
+// instant is kept, hits at the same ns merged into one Hit, and the estimate
+// at now is the number of hits in (now − window, now]. The arguments are
+// SlidingWindowRequest's, validated by its Validate (slidingwindow.go).
+
+// SlidingLog applies one SW.HIT EXACT request at now (Unix ns) to a key
+// whose stored log is hits (nil: no key), sorted by At. It validates r
+// itself and returns Validate's error first.
+//
+// With WriteNone (a limited request, a cost of 0) the returned slice is hits
+// and its contents are untouched. With WriteStore the log is returned with
+// the hits that left the window pruned and the new hit added, append-style:
+// it may share hits' backing array, whose contents may have changed, so the
+// caller must keep the returned slice and drop hits. Its expiry is the
+// instant the newest hit leaves the window. WriteDelete (nil) means the log
+// is empty. Memory stays proportional to the distinct instants in the
+// window.
+//
+// A refund drops hits from the newest counted ones, never below 0. Hits
+// later than now (the clock went backwards) are not counted, but they are
+// kept, in order, and count again once the clock reaches them.
+//
+// It returns ErrWindowRange when the instant the newest hit leaves the
+// window does not fit in an int64.
+func SlidingLog(hits []Hit, now int64, r SlidingWindowRequest) ([]Hit, Outcome, error) {
+	w, err := r.windowNs()
+	if err != nil {
+		return hits, Outcome{}, err
+	}
+	unit := replyUnit(r.Millis)
+
+	// hits[i:j] are counted; hits[:i] have left the window; hits[j:] are
+	// later than now.
+	i := 0
+	if cutoff, ok := subChecked(now, w); ok { // else none has left
+		i = sort.Search(len(hits), func(k int) bool { return hits[k].At > cutoff })
+	}
+	j := i + sort.Search(len(hits)-i, func(k int) bool { return hits[i+k].At > now })
+	var count int64
+	for _, h := range hits[i:j] {
+		count = addSat(count, max(h.N, 0))
+	}
+
+	cost := r.Cost
+	res := Result{Limit: r.Limit, Remaining: max(r.Limit-count, 0), RetryAfter: -1}
+	switch {
+	case cost == 0 || cost > r.Limit: // a read, or never allowed
+		res.Limited = cost != 0
+	case cost < 0: // a refund, below
+	case count > r.Limit-cost:
+		res.Limited = true
+		// Wait until the oldest counted hits worth count+cost−limit leave.
+		excess, freed := count-(r.Limit-cost), int64(0)
+		k := i
+		for ; k < j-1; k++ {
+			if freed = addSat(freed, max(hits[k].N, 0)); freed >= excess {
+				break
+			}
+		}
+		allowAt, ok := addChecked(hits[k].At, w)
+		if !ok {
+			return hits, Outcome{}, ErrWindowRange
+		}
+		res.RetryAfter = roundUp(subSat(allowAt, now), unit) // At > now−w
+	}
+	if cost == 0 || res.Limited {
+		if i < len(hits) {
+			idle, ok := addChecked(hits[len(hits)-1].At, w)
+			if !ok {
+				return hits, Outcome{}, ErrWindowRange
+			}
+			res.ResetAfter = roundUp(subSat(idle, now), unit)
+		}
+		return hits, Outcome{Result: res}, nil
+	}
+
+	// A write from here. Check its expiry fits before hits may change.
+	newest := now
+	if i < len(hits) {
+		newest = max(newest, hits[len(hits)-1].At)
+	}
+	if _, ok := addChecked(newest, w); !ok {
+		return hits, Outcome{}, ErrWindowRange
+	}
+	log := hits[:copy(hits, hits[i:])] // drop hits[:i] in place
+	j -= i
+	if cost > 0 {
+		count += cost
+		if j > 0 && log[j-1].At == now {
+			log[j-1].N += cost // ≤ count: no overflow
+		} else {
+			log = slices.Insert(log, j, Hit{At: now, N: cost})
+		}
+	} else {
+		count, log = max(count+cost, 0), slRefund(log, j, cost)
+	}
+	res.Remaining = max(r.Limit-count, 0)
+	if len(log) == 0 {
+		return nil, Outcome{Result: res, Write: WriteDelete}, nil
+	}
+	idle := addSat(log[len(log)-1].At, w) // ≤ newest+w: fits
+	res.ResetAfter = roundUp(subSat(idle, now), unit)
+	if cap(log) > 2*len(log)+16 { // let a log that shrank release memory
+		log = slices.Clone(log)
+	}
+	return log, Outcome{Result: res, Write: WriteStore, ExpireMs: expireMsAt(idle)}, nil
+}
+
+// slRefund drops up to −cost hits from the newest of log[:j], the counted
+// ones, and returns the log.
+func slRefund(log []Hit, j int, cost int64) []Hit {
+	k := j // log[k:j] are dropped
+	for k > 0 && cost < 0 {
+		n := max(log[k-1].N, 0)
+		if n+cost > 0 {
+			log[k-1].N = n + cost
+			break
+		}
+		cost += n
+		k--
+	}
+	return slices.Delete(log, k, j)
+}
+
+// addSat returns a+b for b ≥ 0, saturated at the int64 bound.
+func addSat(a, b int64) int64 {
+	if s, ok := addChecked(a, b); ok {
+		return s
+	}
+	return maxInt64
+}

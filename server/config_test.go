@@ -1,0 +1,70 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 6379 || c.Bind[0] != "127.0.0.1" || c.MaxClients != 10000 || c.ProtoMaxBulkLen != 512<<20 {
+		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+func TestConfigSet(t *testing.T) {
+	c := DefaultConfig()
+	ok := []struct{ name, value string }{
+		{"port", "6380"}, {"bind", "127.0.0.1 ::1"}, {"requirepass", "pw"}, {"maxclients", "5"},
+		{"timeout", "30"}, {"proto-max-bulk-len", "64mb"}, {"loglevel", "WARNING"}, {"shards", "64"},
+		{"enable-debug-command", "yes"}, {"DIR", "/tmp"}, {"client-query-buffer-limit", "2gb"},
+	}
+	for _, s := range ok {
+		if err := c.Set(s.name, s.value); err != nil {
+			t.Fatalf("Set(%s, %s): %v", s.name, s.value, err)
+		}
+	}
+	want := Config{Bind: []string{"127.0.0.1", "::1"}, Port: 6380, RequirePass: "pw", MaxClients: 5,
+		Timeout: 30 * time.Second, ProtoMaxBulkLen: 64 << 20, QueryBufferLimit: 2 << 30, LogLevel: "warning",
+		Dir: "/tmp", Shards: 64, EnableDebugCommand: true}
+	if strings.Join(c.Bind, " ") != strings.Join(want.Bind, " ") || c.Port != want.Port || c.RequirePass != want.RequirePass ||
+		c.MaxClients != want.MaxClients || c.Timeout != want.Timeout || c.ProtoMaxBulkLen != want.ProtoMaxBulkLen ||
+		c.QueryBufferLimit != want.QueryBufferLimit || c.LogLevel != want.LogLevel || c.Dir != want.Dir ||
+		c.Shards != want.Shards || !c.EnableDebugCommand {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+	bad := []struct{ name, value, msg string }{
+		{"port", "70000", "between 0 and 65535"}, {"port", "x", "integer"}, {"maxclients", "0", "between"},
+		{"shards", "3", "power of two"}, {"loglevel", "loud", "one of"}, {"proto-max-bulk-len", "1k", "between"},
+		{"proto-max-bulk-len", "lots", "memory value"}, {"enable-debug-command", "maybe", "'yes'"}, {"bind", "", "at least one"},
+	}
+	for _, b := range bad {
+		before := c
+		err := c.Set(b.name, b.value)
+		if err == nil || !strings.Contains(err.Error(), b.msg) {
+			t.Errorf("Set(%s, %q) = %v, want an error containing %q", b.name, b.value, err, b.msg)
+		}
+		if c.Port != before.Port || c.Shards != before.Shards || c.LogLevel != before.LogLevel {
+			t.Errorf("a failed Set(%s) changed the config", b.name)
+		}
+	}
+	if err := c.Set("nosuch", "1"); !errors.Is(err, ErrUnknownSetting) {
+		t.Errorf("unknown setting: %v", err)
+	}
+	if err := c.Set("save", "900 1"); !errors.Is(err, ErrUnknownSetting) {
+		t.Errorf("read-only setting: %v", err)
+	}
+}
+
+func TestConfigGet(t *testing.T) {
+	c := DefaultConfig()
+	got := c.Get(func(n string) bool { return strings.HasPrefix(n, "p") })
+	if len(got) != 2 || got[0] != [2]string{"port", "6379"} || got[1] != [2]string{"proto-max-bulk-len", "536870912"} {
+		t.Fatalf("got %q", got)
+	}
+}
