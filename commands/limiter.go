@@ -194,10 +194,7 @@ var errorTexts = []struct {
 	{engine.ErrLimitNotPositive, [2]string{errPositive("limit"), ""}},
 	{engine.ErrWindowNotPositive, [2]string{errPositive("window"), ""}},
 	{engine.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
-	{engine.ErrRefillRange, [2]string{errRange("refill"), ""}},
-	{engine.ErrLimitRange, [2]string{errRange("limit"), ""}},
 	{engine.ErrWindowRange, [2]string{errRange("window"), ""}},
-	{engine.ErrCostRange, [2]string{errRange("cost"), ""}},
 	{engine.ErrExactLimit, [2]string{errExactLimit, ""}},
 }
 
