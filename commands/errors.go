@@ -21,6 +21,7 @@ const (
 	errInvalidCursor = "ERR invalid cursor"
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
+	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 
 	errNoAuth         = "NOAUTH Authentication required."
 	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
@@ -49,20 +50,20 @@ func errUnknownSubcommand(sub []byte, cmd string) string {
 	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."
 }
 
-// errUnknownCommand words an unknown command as Redis 7 does, quoting the
-// first arguments up to about 128 bytes.
+// errUnknownCommand words an unknown command as Redis 7 does: it quotes
+// arguments while the quoted text so far (quotes and spaces included) is
+// under 128 bytes, cutting each to what is left of those 128.
 func errUnknownCommand(args [][]byte) string {
-	s := "ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: "
-	quoted := 0
+	var quoted []byte
 	for _, a := range args[1:] {
-		if quoted >= 128 {
+		if len(quoted) >= 128 {
 			break
 		}
-		q := "'" + clip(a, 128-quoted) + "' "
-		quoted += len(q) - 3
-		s += q
+		quoted = append(quoted, '\'')
+		quoted = append(quoted, clip(a, 128-len(quoted)+1)...)
+		quoted = append(quoted, '\'', ' ')
 	}
-	return s
+	return "ERR unknown command '" + clip(args[0], 128) + "', with args beginning with: " + string(quoted)
 }
 
 func clip(b []byte, n int) string {

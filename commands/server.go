@@ -70,8 +70,12 @@ func shutdown(c *Client, args [][]byte) {
 
 func debug(c *Client, args [][]byte) {
 	clock := c.host.DebugClock()
-	if !equalFold(args[1], "clock") || len(args) < 3 || clock == nil {
+	if !equalFold(args[1], "clock") || clock == nil {
 		c.fail(errUnknownSubcommand(args[1], "DEBUG"))
+		return
+	}
+	if len(args) < 3 {
+		c.fail(errDebugClock)
 		return
 	}
 	op, rest := args[2], args[3:]
@@ -101,7 +105,7 @@ func debug(c *Client, args [][]byte) {
 		}
 		c.writeOK()
 	default:
-		c.fail("ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET")
+		c.fail(errDebugClock)
 	}
 }
 

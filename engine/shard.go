@@ -83,6 +83,16 @@ func (s *shard) clearLocked() {
 	s.kinds = [KindFixedWindow + 1]int64{}
 }
 
+// reapLocked removes every expired key of the shard.
+func (s *shard) reapLocked(nowMs int64) {
+	for k, e := range s.m { // removeLocked may swap s.m; range keeps the old map
+		if nowMs > e.expireMs {
+			s.removeLocked(k, e.kind)
+			s.expired++
+		}
+	}
+}
+
 // sweepLocked examines up to budget entries from a random place in the
 // map and removes the expired ones; it returns how many it examined and
 // removed. Go's map iteration starts at a random position, so successive

@@ -192,13 +192,14 @@ func (v *View) Del(key []byte) bool {
 	return ok
 }
 
-// DBSize returns the number of keys, counting expired keys that have not
-// been removed yet (as Redis's DBSIZE does).
+// DBSize returns the number of live keys. It reclaims every expired key on
+// its way, so it walks each shard whole: O(N), one shard's lock at a time.
 func (v *View) DBSize() int64 {
 	var n int64
 	for i := range v.e.shards {
 		sh := &v.e.shards[i]
 		v.lock(sh)
+		sh.reapLocked(floorDiv(v.e.clock.Now(), nsPerMs))
 		n += int64(len(sh.m))
 		v.unlock(sh)
 	}

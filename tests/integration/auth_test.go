@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cellserver/cellserver/server"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	noAuth    = "NOAUTH Authentication required."
+	wrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+)
+
+func withPass(p string) func(*server.Config) {
+	return func(c *server.Config) { c.RequirePass = p }
+}
+
+// TestAuth: with requirepass, nothing but AUTH/HELLO/QUIT works before
+// authenticating (SPEC §4), with Redis's texts.
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, withPass("s3cret"))
+
+	t.Run("raw", func(t *testing.T) {
+		rc := dialRaw(t, ts.Addr)
+		for _, args := range [][]string{
+			{"CL.THROTTLE", "k", "1", "1", "1"},
+			{"PING"},
+			{"TB.TAKE", "k"}, // auth comes before arity
+			{"DEBUG", "CLOCK", "GET"},
+			{"INFO"},
+			{"CONFIG", "GET", "save"},
+			{"CLIENT", "ID"},
+			{"SHUTDOWN"},
+			{"MULTI"},
+		} {
+			rc.wantDo(respErr(noAuth), args...)
+		}
+		rc.wantDo(respErr("ERR unknown command 'NOSUCH', with args beginning with: "), "NOSUCH")
+		rc.wantDo(respErr(wrongPass), "AUTH", "wrong")
+		rc.wantDo(respErr(wrongPass), "AUTH", "default", "wrong")
+		rc.wantDo(respErr(wrongPass), "AUTH", "bob", "s3cret")
+		rc.wantDo(respErr("ERR wrong number of arguments for 'auth' command"), "AUTH")
+		rc.wantDo(respErr(noAuth), "PING")
+		rc.wantDo(respErr("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"), "HELLO", "3")
+		rc.wantDo(respErr(wrongPass), "HELLO", "3", "AUTH", "default", "nope")
+		rc.wantDo("+OK\r\n", "AUTH", "s3cret")
+		rc.wantDo("+PONG\r\n", "PING")
+		rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000040000000000")
+		rc.wantDo(respInts(0, 2, 1, -1, 1), "CL.THROTTLE", "k", "1", "1", "1")
+		// A failed AUTH later does not log the connection out (Redis keeps it).
+		rc.wantDo(respErr(wrongPass), "AUTH", "wrong")
+		rc.wantDo("+PONG\r\n", "PING")
+	})
+
+	t.Run("AUTH default pass", func(t *testing.T) {
+		rc := dialRaw(t, ts.Addr)
+		rc.wantDo("+OK\r\n", "AUTH", "default", "s3cret")
+		rc.wantDo("+PONG\r\n", "PING")
+	})
+
+	t.Run("HELLO AUTH", func(t *testing.T) {
+		rc := dialRaw(t, ts.Addr)
+		got := rc.do("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "h")
+		if !strings.HasPrefix(got, "%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n") {
+			t.Fatalf("HELLO 3 AUTH: %q", got)
+		}
+		rc.wantDo("+PONG\r\n", "PING")
+		rc.wantDo(respBulk("h"), "CLIENT", "GETNAME")
+		rc2 := dialRaw(t, ts.Addr)
+		got = rc2.do("HELLO", "2", "AUTH", "default", "s3cret")
+		if !strings.HasPrefix(got, "*14\r\n") {
+			t.Fatalf("HELLO 2 AUTH: %q", got)
+		}
+		rc2.wantDo("+PONG\r\n", "PING")
+	})
+
+	t.Run("go-redis", func(t *testing.T) {
+		for _, p := range protocols {
+			rdb := ts.client(t, p.opt, func(o *redis.Options) { o.Password = "s3cret" })
+			setClock(t, rdb, t0)
+			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "gr:"+p.name, 15, 30, 60)
+			withUser := ts.client(t, p.opt, func(o *redis.Options) { o.Username, o.Password = "default", "s3cret" })
+			wantVal(t, withUser, "PONG", "PING")
+
+			bad := ts.client(t, p.opt, noRetry, func(o *redis.Options) { o.Password = "wrong" })
+			if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+				t.Fatalf("%s: PING with a wrong password: %v", p.name, err)
+			}
+			none := ts.client(t, p.opt, noRetry)
+			if err := none.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+				t.Fatalf("%s: PING without a password: %v", p.name, err)
+			}
+		}
+	})
+}
+
+// TestAuthWithoutPassword: AUTH when no password is set, as Redis answers.
+func TestAuthWithoutPassword(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo(respErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), "AUTH", "x")
+	rc.wantDo("+OK\r\n", "AUTH", "default", "anything")
+	rc.wantDo(respErr(wrongPass), "AUTH", "bob", "x")
+	rc.wantDo("+PONG\r\n", "PING")
+
+	// CONFIG SET requirepass applies to new connections' AUTH checks.
+	rdb := ts.client(t)
+	wantOK(t, rdb, "CONFIG", "SET", "requirepass", "later")
+	rc.wantDo(respErr(wrongPass), "AUTH", "x")
+	rc.wantDo("+OK\r\n", "AUTH", "later")
+	wantOK(t, rdb, "CONFIG", "SET", "requirepass", "")
+}

@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+const (
+	cellUsage = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+	cellParse = "Cell error: Store error: Couldn't parse as integer: "
+	cellZero  = "Cell error: Store error: Zero rates are not supported"
+	errNotInt = "ERR value is not an integer or out of range"
+	errSyntax = "ERR syntax error"
+	errExact  = "ERR limit above 100000 is not supported with EXACT"
+)
+
+// TestThrottleErrorsRaw checks CL.THROTTLE's errors (SPEC §1.1) byte for
+// byte on a raw connection, where nothing stands between the test and
+// the server's bytes.
+func TestThrottleErrorsRaw(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	// Frozen: the one valid call below leaves a key with a 1 ns ttl, which a
+	// real clock would expire before DBSIZE counts it.
+	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CL.THROTTLE"}, cellUsage},
+		{[]string{"CL.THROTTLE", "k"}, cellUsage},
+		{[]string{"CL.THROTTLE", "k", "1", "1"}, cellUsage},
+		{[]string{"cl.throttle", "k", "1", "1", "1", "1", "1"}, cellUsage},
+		{[]string{"CL.THROTTLE", "k", "1.5", "1", "1"}, cellParse + "1.5"},
+		{[]string{"CL.THROTTLE", "k", "1", "", "1"}, cellParse},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "abc"}, cellParse + "abc"},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "1", "+-1"}, cellParse + "+-1"},
+		{[]string{"CL.THROTTLE", "k", "99999999999999999999", "1", "1"}, cellParse + "99999999999999999999"},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "1", "9223372036854775808"}, cellParse + "9223372036854775808"},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "1", "-9223372036854775809"}, cellParse + "-9223372036854775809"},
+		{[]string{"CL.THROTTLE", "k", " 1", "1", "1"}, cellParse + " 1"},
+		{[]string{"CL.THROTTLE", "k", "1 ", "1", "1"}, cellParse + "1 "},
+		{[]string{"CL.THROTTLE", "k", "0x10", "1", "1"}, cellParse + "0x10"},
+		{[]string{"CL.THROTTLE", "k", "1e3", "1", "1"}, cellParse + "1e3"},
+		{[]string{"CL.THROTTLE", "k", "+", "1", "1"}, cellParse + "+"},
+		{[]string{"CL.THROTTLE", "k", "-", "1", "1"}, cellParse + "-"},
+		{[]string{"CL.THROTTLE", "k", "++1", "1", "1"}, cellParse + "++1"},
+		// The first bad argument in the order max_burst, count, period,
+		// quantity is named.
+		{[]string{"CL.THROTTLE", "k", "a", "b", "c", "d"}, cellParse + "a"},
+		{[]string{"CL.THROTTLE", "k", "1", "b", "c", "d"}, cellParse + "b"},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "c", "d"}, cellParse + "c"},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "1", "d"}, cellParse + "d"},
+		// Parse errors come before zero rates.
+		{[]string{"CL.THROTTLE", "k", "x", "0", "0"}, cellParse + "x"},
+		{[]string{"CL.THROTTLE", "k", "1", "0", "1"}, cellZero},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "0"}, cellZero},
+		{[]string{"CL.THROTTLE", "k", "1", "0", "0", "1"}, cellZero},
+		// Above one per ns: T = trunc(1e9/2e9) = 0.
+		{[]string{"CL.THROTTLE", "k", "1", "2000000000", "1"}, cellZero},
+		{[]string{"CL.THROTTLE", "k", "1", "1000000001", "1"}, cellZero},
+	}
+	for _, c := range cases {
+		rc.wantDo(respErr(c.want), c.args...)
+	}
+	// Exactly one per ns is a valid rate. remaining divides whole µs:
+	// trunc(0 µs / 0 µs) is NaN, which converts to 0.
+	rc.wantDo(respInts(0, 2, 0, -1, 0), "CL.THROTTLE", "k", "1", "1000000000", "1")
+	// A newline in an echoed argument becomes a space, as Redis does, so
+	// the reply stays one line.
+	rc.wantDo(respErr(cellParse+"a  b"), "CL.THROTTLE", "k", "a\r\nb", "1", "1")
+	// After all that, nothing was stored but the one valid call.
+	rc.wantDo(":1\r\n", "DBSIZE")
+}
+
+// TestThrottleOverflow: where redis-cell wraps around, cellserver answers
+// a Cell error (SPEC §1.1; the exact words name what overflowed).
+func TestThrottleOverflow(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rdb := ts.client(t)
+	setClock(t, rdb, t0)
+	cases := [][]any{
+		args("CL.THROTTLE", "k", 1, 1, "9223372036854775807"),     // period·1e9
+		args("CL.THROTTLE", "k", "9223372036854775807", 1, 1),     // max_burst+1
+		args("CL.THROTTLE", "k", "4611686018427387904", 1, 1),     // T·(max_burst+1)
+		args("CL.THROTTLE", "k", 1, 1, 1, "9223372036854775807"),  // T·quantity
+		args("CL.THROTTLE", "k", 1, 1, 1, "-9223372036854775808"), // T·quantity
+		args("CL.THROTTLE", "k", 1, 1, 1, "9000000000"),           // now + T·quantity
+	}
+	const prefix = "Cell error: Store error: "
+	for _, c := range cases {
+		v, err := rdb.Do(ctx, c...).Result()
+		if err == nil {
+			t.Fatalf("%v: got %#v, want a Cell error", c, v)
+		}
+		if got := err.Error(); !strings.HasPrefix(got, prefix) || got == cellZero || len(got) == len(prefix) {
+			t.Fatalf("%v: got error %q, want a Cell error naming what overflowed", c, got)
+		}
+	}
+	// The server is still fine, and nothing overflowed into a key.
+	wantInts(t, rdb, ints(0, 2, 1, -1, 1), "CL.THROTTLE", "ok", 1, 1, 1)
+}
+
+// TestLimiterErrors checks every error of SPEC §1.5 through go-redis.
+func TestLimiterErrors(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rdb := ts.client(t)
+	setClock(t, rdb, t0)
+	cases := []struct {
+		args []any
+		want string
+	}{
+		// Too few arguments, the name in lower case whatever was sent.
+		{args("TB.TAKE"), "ERR wrong number of arguments for 'tb.take' command"},
+		{args("TB.TAKE", "k", 1, 1), "ERR wrong number of arguments for 'tb.take' command"},
+		{args("tb.take", "k"), "ERR wrong number of arguments for 'tb.take' command"},
+		{args("SW.HIT", "k", 1), "ERR wrong number of arguments for 'sw.hit' command"},
+		{args("Sw.Hit"), "ERR wrong number of arguments for 'sw.hit' command"},
+		{args("FW.INCR", "k", 1), "ERR wrong number of arguments for 'fw.incr' command"},
+		{args("fw.incr", "k"), "ERR wrong number of arguments for 'fw.incr' command"},
+
+		// A required argument that is not an integer.
+		{args("TB.TAKE", "k", "x", 1, 1), errNotInt},
+		{args("TB.TAKE", "k", 1, "1.5", 1), errNotInt},
+		{args("TB.TAKE", "k", 1, 1, ""), errNotInt},
+		{args("SW.HIT", "k", "+-1", 60), errNotInt},
+		{args("SW.HIT", "k", 3, "99999999999999999999"), errNotInt},
+		{args("FW.INCR", "k", "abc", 60), errNotInt},
+		{args("FW.INCR", "k", 2, "1e3"), errNotInt},
+		{args("FW.INCR", "k", 2, "MS"), errNotInt},
+
+		// Any other word after the required arguments, or a flag twice,
+		// or a cost after a flag.
+		{args("TB.TAKE", "k", 5, 1, 10, "FOO"), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, 1, "FOO"), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", "MS"), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", "ms"), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", 1), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, 1, 1), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, "EXACT"), errSyntax},
+		{args("TB.TAKE", "k", 5, 1, 10, "1.5"), errSyntax},
+		{args("SW.HIT", "k", 3, 60, "EXACT", "EXACT"), errSyntax},
+		{args("SW.HIT", "k", 3, 60, "exact", "MS", "Exact"), errSyntax},
+		{args("SW.HIT", "k", 3, 60, "EXACT", 1), errSyntax},
+		{args("SW.HIT", "k", 3, 60, 1, 1), errSyntax},
+		{args("SW.HIT", "k", 3, 60, "MSX"), errSyntax},
+		{args("SW.HIT", "k", 3, 60, ""), errSyntax},
+		{args("FW.INCR", "k", 2, 60, "EXACT"), errSyntax},
+		{args("FW.INCR", "k", 2, 60, "MS", "MS"), errSyntax},
+		{args("FW.INCR", "k", 2, 60, "ms", 2), errSyntax},
+		{args("FW.INCR", "k", 2, 60, "bar"), errSyntax},
+
+		// Below 1, each argument by name.
+		{args("TB.TAKE", "k", 0, 1, 10), "ERR capacity must be a positive integer"},
+		{args("TB.TAKE", "k", -5, 1, 10), "ERR capacity must be a positive integer"},
+		{args("TB.TAKE", "k", 5, 0, 10), "ERR refill must be a positive integer"},
+		{args("TB.TAKE", "k", 5, -1, 10), "ERR refill must be a positive integer"},
+		{args("TB.TAKE", "k", 5, 1, 0), "ERR period must be a positive integer"},
+		{args("TB.TAKE", "k", 5, 1, "-9223372036854775808", "MS"), "ERR period must be a positive integer"},
+		{args("TB.TAKE", "k", 0, 0, 0), "ERR capacity must be a positive integer"},
+		{args("SW.HIT", "k", 0, 60), "ERR limit must be a positive integer"},
+		{args("SW.HIT", "k", -1, 60, "EXACT"), "ERR limit must be a positive integer"},
+		{args("SW.HIT", "k", 3, 0), "ERR window must be a positive integer"},
+		{args("SW.HIT", "k", 3, -60, "EXACT"), "ERR window must be a positive integer"},
+		{args("FW.INCR", "k", 0, 60), "ERR limit must be a positive integer"},
+		{args("FW.INCR", "k", 2, 0, "MS"), "ERR window must be a positive integer"},
+
+		// Arithmetic that would overflow 64 bits in ns.
+		{args("TB.TAKE", "k", 5, 1, "9223372036854775807"), "ERR period is out of range"},
+		{args("TB.TAKE", "k", 5, 1, "9223372037"), "ERR period is out of range"},
+		{args("TB.TAKE", "k", 5, 1, "9223372036855", "MS"), "ERR period is out of range"},
+		{args("TB.TAKE", "k", "9223372036854775807", 1, 1), "ERR capacity is out of range"},
+		{args("TB.TAKE", "k", "9223372037", 1, 1), "ERR capacity is out of range"},
+		{args("SW.HIT", "k", 3, "9223372036854775807"), "ERR window is out of range"},
+		{args("SW.HIT", "k", 3, "9223372037", "EXACT"), "ERR window is out of range"},
+		// The window fits in ns, but the end of the next one does not.
+		{args("SW.HIT", "k", 3, "9223372036"), "ERR window is out of range"},
+		{args("FW.INCR", "k", 2, "9223372036854775807"), "ERR window is out of range"},
+		{args("FW.INCR", "k", 2, "9223372036855", "MS"), "ERR window is out of range"},
+
+		// EXACT keeps every hit: the limit is capped.
+		{args("SW.HIT", "k", 100001, 60, "EXACT"), errExact},
+		{args("SW.HIT", "k", "9223372036854775807", 60, "MS", "EXACT"), errExact},
+	}
+	for _, c := range cases {
+		wantErr(t, rdb, c.want, c.args...)
+	}
+	wantVal(t, rdb, int64(0), "DBSIZE")
+
+	// A few byte for byte.
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo(respErr("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
+	rc.wantDo(respErr(errNotInt), "SW.HIT", "k", "x", "1")
+	rc.wantDo(respErr(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
+	rc.wantDo(respErr("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
+	rc.wantDo(respErr("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
+	rc.wantDo(respErr(errExact), "SW.HIT", "k", "100001", "1", "EXACT")
+}

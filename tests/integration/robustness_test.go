@@ -1,0 +1,204 @@
+package integration
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/server"
+)
+
+// pingNew asserts that a new connection is served, and closes it.
+func pingNew(t *testing.T, ts *testServer) {
+	t.Helper()
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+PONG\r\n", "PING")
+	_ = rc.c.Close()
+}
+
+// TestMaxClients: one connection over maxclients gets Redis's error and
+// is closed; a freed slot is reused.
+func TestMaxClients(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) { c.MaxClients = 2 })
+	a := dialRaw(t, ts.Addr)
+	a.wantDo("+PONG\r\n", "PING")
+	b := dialRaw(t, ts.Addr)
+	b.wantDo("+PONG\r\n", "PING")
+
+	c := dialRaw(t, ts.Addr)
+	if got := c.line(); got != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("third connection got %q", got)
+	}
+	c.wantClosed()
+	a.wantDo("+PONG\r\n", "PING") // the others are unaffected
+
+	// Free a slot: a new connection is served once the server has seen
+	// the close.
+	_ = b.c.Close()
+	waitFor(t, "a freed client slot", func() bool {
+		conn, err := net.DialTimeout("tcp", ts.Addr, ioTimeout)
+		if err != nil {
+			return false
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(ioTimeout))
+		if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+			return false
+		}
+		buf := make([]byte, 64)
+		n, _ := conn.Read(buf)
+		return string(buf[:n]) == "+PONG\r\n"
+	})
+	info := a.do("INFO", "stats")
+	if !strings.Contains(info, "\r\nrejected_connections:") || strings.Contains(info, "\r\nrejected_connections:0\r\n") {
+		t.Errorf("INFO stats does not count the rejected connection:\n%s", info)
+	}
+
+	// CONFIG SET maxclients applies to the next connection.
+	waitFor(t, "the probe connections to leave", func() bool {
+		return strings.Contains(a.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
+	})
+	a.wantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "1")
+	d := dialRaw(t, ts.Addr)
+	if got := d.line(); got != "-ERR max number of clients reached\r\n" {
+		t.Fatalf("with maxclients 1, a second connection got %q", got)
+	}
+	a.wantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "10")
+	pingNew(t, ts)
+}
+
+// TestProtocolLimits: requests over Redis's limits get Redis's protocol
+// error and the connection closes; everyone else is served on.
+func TestProtocolLimits(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) { c.ProtoMaxBulkLen = 1 << 20 })
+	bystander := dialRaw(t, ts.Addr)
+	bystander.wantDo("+PONG\r\n", "PING")
+
+	cases := []struct {
+		name, req, want string
+	}{
+		{"bulk over proto-max-bulk-len", "*2\r\n$4\r\nECHO\r\n$1048577\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"huge bulk length", "*2\r\n$4\r\nECHO\r\n$99999999999\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+		{"inline over 64KB", strings.Repeat("a", 70*1024), "-ERR Protocol error: too big inline request\r\n"},
+		{"inline over 64KB with spaces", "ECHO " + strings.Repeat("b ", 40*1024), "-ERR Protocol error: too big inline request\r\n"},
+		{"multibulk count over 1048576", "*1048577\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"multibulk count huge", "*99999999999999\r\n$4\r\nPING\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"after a good command", "PING\r\n*2\r\n$4\r\nECHO\r\n$2000000\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rc := dialRaw(t, ts.Addr)
+			rc.send(c.req)
+			var got string
+			for range strings.Count(c.want, "\r\n") {
+				got += rc.line()
+			}
+			if got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+			rc.wantClosed()
+			bystander.wantDo("+PONG\r\n", "PING")
+			pingNew(t, ts)
+		})
+	}
+
+	t.Run("at the limits", func(t *testing.T) {
+		rc := dialRaw(t, ts.Addr)
+		big := strings.Repeat("z", 1<<20)
+		rc.wantDo(respBulk(big), "ECHO", big)
+		line := strings.Repeat("c", 60*1024)
+		rc.send("ECHO " + line + "\r\n")
+		if got := rc.reply(); got != respBulk(line) {
+			t.Fatalf("a 60KB inline command got %.80q…", got)
+		}
+	})
+}
+
+// TestGarbage: malformed requests get a protocol error (or, for inline
+// text, an unknown command) and never take the server down.
+func TestGarbage(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	cases := []struct {
+		name, req, want string
+		closes          bool
+	}{
+		{"non-numeric count", "*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n", true},
+		{"no dollar", "*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", true},
+		{"non-numeric length", "*1\r\n$abc\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"negative length", "*1\r\n$-5\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"bulk longer than said", "*1\r\n$2\r\nPING\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"binary inline", "\x00\x01\xfe\xff\r\n", "-ERR unknown command '\x00\x01\xfe\xff', with args beginning with: \r\n", false},
+		{"bulk at top level", "$4\r\nPING\r\n", "-ERR unknown command '$4', with args beginning with: \r\n+PONG\r\n", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rc := dialRaw(t, ts.Addr)
+			rc.send(c.req)
+			var got string
+			for range strings.Count(c.want, "\r\n") {
+				got += rc.line()
+			}
+			if got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+			if c.closes {
+				rc.wantClosed()
+			} else {
+				rc.wantDo("+PONG\r\n", "PING")
+			}
+			pingNew(t, ts)
+		})
+	}
+}
+
+// TestDisconnectMidRequest: clients that vanish halfway through a request
+// leave no trace.
+func TestDisconnectMidRequest(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rdb := ts.client(t)
+	wantVal(t, rdb, "PONG", "PING")
+	for i, partial := range []string{
+		"*3\r\n$3\r\nSET\r\n$1",
+		"*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n1\r\n",
+		"*2\r\n$4\r\nECHO\r\n$100000\r\n" + strings.Repeat("x", 50000),
+		"CL.THROTTLE k 1 1",
+		"*",
+		"MULTI\r\nFW.INCR k 1 60\r\n",
+	} {
+		conn, err := net.Dial("tcp", ts.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Write([]byte(partial)); err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		_ = conn.Close()
+		pingNew(t, ts)
+	}
+	wantVal(t, rdb, int64(0), "DBSIZE")
+	waitFor(t, "the vanished clients to be forgotten", func() bool {
+		s, _ := rdb.Do(ctx, "INFO", "clients").Text()
+		return strings.Contains(s, "\r\nconnected_clients:1\r\n")
+	})
+}
+
+// TestIdleTimeout: with timeout set, an idle connection is closed; an
+// active one is not. (Real time: the idle timeout is the network's, not
+// the server's limiter clock.)
+func TestIdleTimeout(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) { c.Timeout = time.Second })
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+PONG\r\n", "PING")
+	start := time.Now()
+	rc.wantClosed()
+	if d := time.Since(start); d < 900*time.Millisecond {
+		t.Fatalf("closed after %v, want about 1 s", d)
+	}
+	pingNew(t, ts)
+}
