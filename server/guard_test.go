@@ -29,7 +29,7 @@ func (p *pipeConn) Read(b []byte) (int, error) {
 	return n, nil
 }
 
-func (p *pipeConn) Write(b []byte) (int, error) { return p.out.Write(b) }
+func (p *pipeConn) Write(b []byte) (int, error)     { return p.out.Write(b) }
 func (p *pipeConn) SetReadDeadline(time.Time) error { return nil }
 
 // readAll drains a guardConn: what passed, and the error it stopped with.
