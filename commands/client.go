@@ -18,6 +18,9 @@ type Host interface {
 	DebugClock() *engine.ManualClock
 	// RequirePass is the password AUTH checks ("": none).
 	RequirePass() string
+	// QueryBufferLimit is the most bytes one client may have buffered for
+	// it; it bounds a MULTI queue.
+	QueryBufferLimit() int64
 	// Clients returns the connected clients.
 	Clients() []*Client
 	// ConfigGet returns the settings whose names match the glob pattern,
@@ -91,6 +94,7 @@ type Client struct {
 	multi         bool
 	multiDirty    bool
 	queue         []queued
+	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
 

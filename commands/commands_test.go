@@ -30,6 +30,7 @@ func (h *fakeHost) Engine() *engine.Engine          { return h.eng }
 func (h *fakeHost) DebugClock() *engine.ManualClock { return h.clock }
 func (h *fakeHost) RequirePass() string             { return h.pass }
 func (h *fakeHost) Clients() []*Client              { return h.clients }
+func (h *fakeHost) QueryBufferLimit() int64         { return 1024 }
 func (h *fakeHost) ConfigGet(p string) [][2]string {
 	var out [][2]string
 	for k, v := range h.settings {
@@ -291,6 +292,27 @@ func TestMulti(t *testing.T) {
 	h.do("PING")
 	if got := h.do("EXEC"); got != "*2\r\n"+errReply(errWrongType)+"+PONG\r\n" {
 		t.Fatalf("EXEC with a runtime error: %q", got)
+	}
+}
+
+func TestMultiQueueIsBounded(t *testing.T) {
+	h := newHarness(t, "") // the fake host's limit: 1024 bytes
+	h.do("MULTI")
+	big := strings.Repeat("x", 200) // 316 bytes queued each: three fit in 1024
+	for i := range 3 {
+		if got := h.do("ECHO", big); got != "+QUEUED\r\n" {
+			t.Fatalf("command %d: %q", i, got)
+		}
+	}
+	if got := h.do("ECHO", big); got != errReply(errMultiTooBig) {
+		t.Fatalf("over the limit: %q", got)
+	}
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC after an over-limit queue: %q", got)
+	}
+	h.do("MULTI")
+	if got := h.do("ECHO", big); got != "+QUEUED\r\n" {
+		t.Fatalf("a new MULTI starts empty: %q", got)
 	}
 }
 

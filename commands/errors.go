@@ -35,7 +35,7 @@ const (
 	errExecNoMulti = "ERR EXEC without MULTI"
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
-	errNotInMulti  = "ERR Command not allowed inside a transaction"
+	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
 )
 
 func errArity(name string) string {

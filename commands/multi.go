@@ -22,7 +22,7 @@ func multi(c *Client, _ [][]byte) {
 		c.fail(errMultiNested)
 		return
 	}
-	c.multi, c.multiDirty, c.queue = true, false, nil
+	c.multi, c.multiDirty, c.queue, c.queueBytes = true, false, nil, 0
 	c.writeOK()
 }
 
@@ -31,7 +31,7 @@ func discard(c *Client, _ [][]byte) {
 		c.fail(errDiscardNo)
 		return
 	}
-	c.multi, c.multiDirty, c.queue = false, false, nil
+	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.writeOK()
 }
 
@@ -43,7 +43,7 @@ func exec(c *Client, _ [][]byte) {
 		return
 	}
 	queue, dirty := c.queue, c.multiDirty
-	c.multi, c.multiDirty, c.queue = false, false, nil
+	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	if dirty {
 		c.fail(errExecAbort)
 		return

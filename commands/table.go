@@ -176,8 +176,7 @@ func (t *Table) Dispatch(c *Client, args [][]byte) {
 		return
 	}
 	if c.multi && cmd.Flags&FlagNoMulti == 0 {
-		c.queue = append(c.queue, queued{cmd: cmd, args: copyArgs(args)})
-		c.W.WriteString("QUEUED")
+		c.enqueue(cmd, args)
 		return
 	}
 	t.call(c, cmd, args)
@@ -196,6 +195,22 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	c.stats.calls[cmd.id].Add(1)
 	c.cur = cmd
 	cmd.Handler(c, args)
+}
+
+// enqueue queues a command inside MULTI, within the client's buffer limit.
+func (c *Client) enqueue(cmd *Command, args [][]byte) {
+	size := int64(64) // per-command overhead
+	for _, a := range args {
+		size += int64(len(a)) + 24
+	}
+	if c.queueBytes+size > c.host.QueryBufferLimit() {
+		c.multiDirty = true
+		c.W.WriteError(errMultiTooBig)
+		return
+	}
+	c.queueBytes += size
+	c.queue = append(c.queue, queued{cmd: cmd, args: copyArgs(args)})
+	c.W.WriteString("QUEUED")
 }
 
 func copyArgs(args [][]byte) [][]byte {

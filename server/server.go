@@ -297,6 +297,9 @@ func (s *Server) RequirePass() string {
 	return s.cfg.RequirePass
 }
 
+// QueryBufferLimit returns client-query-buffer-limit.
+func (s *Server) QueryBufferLimit() int64 { return s.limits.maxQuery.Load() }
+
 // Clients returns the connected clients.
 func (s *Server) Clients() []*commands.Client {
 	s.mu.Lock()
