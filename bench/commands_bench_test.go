@@ -1,0 +1,397 @@
+package bench
+
+// Benchmarks of the limiter commands at four depths, each with
+// b.ReportAllocs:
+//
+//	BenchmarkCommand   commands.Table.Dispatch into an in-memory redcon.Writer:
+//	                   parsing, the engine and the reply, no network.
+//	BenchmarkRESP      the same plus redcon's request parser, fed a pipeline of
+//	                   RESP bytes from memory (what the server does per read).
+//	BenchmarkEngine    engine.Engine's methods with validated parameters.
+//	BenchmarkTCP       a go-redis client over 127.0.0.1 to a server in this
+//	                   process (allocations are client's and server's together).
+//
+// "new" runs hit keys the engine has never seen (one insert per op, like
+// redis-benchmark -r 1000000); "existing" first touches every key it will
+// use, so each measured op updates a live key: the steady state the
+// zero-allocation target is about. BenchmarkMemory reports the heap bytes a
+// live key costs. Keys come from a fixed, pre-built set of 17-byte names.
+//
+// Run: go test -run xxx -bench . -benchtime 200000x ./bench/
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/server"
+	"github.com/redis/go-redis/v9"
+	"github.com/tidwall/redcon"
+)
+
+// benchKeyCount is the size of the pre-built key set.
+const benchKeyCount = 1 << 20
+
+// benchKeys returns benchKeyCount distinct 17-byte keys, "user:000000000000"
+// on, sharing one backing array so that building them is not measured.
+var benchKeys = sync.OnceValue(func() [][]byte { return makeKeys(benchKeyCount) })
+
+func makeKeys(n int) [][]byte {
+	const width = 17
+	buf := make([]byte, 0, n*width)
+	keys := make([][]byte, n)
+	for i := range keys {
+		buf = fmt.Appendf(buf, "user:%012d", i)
+		keys[i] = buf[len(buf)-width : len(buf) : len(buf)]
+	}
+	return keys
+}
+
+// limiterCase is one limiter command with arguments comparable to
+// CL.THROTTLE key 15 30 60 (a burst of 16, 30 per minute), as bench/run.sh
+// sends them.
+type limiterCase struct {
+	name string
+	args []string // args[1], the key, is replaced per op
+	// op calls the engine directly with the same, already validated, request.
+	op func(e *engine.Engine, key []byte) (engine.Result, error)
+}
+
+func limiterCases(tb testing.TB) []limiterCase {
+	gcra, err := engine.GCRARequest{MaxBurst: 15, Count: 30, Period: 60, Quantity: 1}.Params()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tbReq := engine.TokenBucketRequest{Capacity: 16, Refill: 30, Period: 60, Cost: 1}
+	swReq := engine.SlidingWindowRequest{Limit: 30, Window: 60, Cost: 1}
+	slReq := engine.SlidingWindowRequest{Limit: 100, Window: 60, Cost: 1, Exact: true}
+	fwReq := engine.FixedWindowRequest{Limit: 30, Window: 60, Cost: 1}
+	for _, v := range []interface{ Validate() error }{tbReq, swReq, slReq, fwReq} {
+		if err := v.Validate(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return []limiterCase{
+		{"CL.THROTTLE", []string{"CL.THROTTLE", "", "15", "30", "60"},
+			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.Throttle(k, gcra) }},
+		{"TB.TAKE", []string{"TB.TAKE", "", "16", "30", "60"},
+			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.TokenBucket(k, tbReq) }},
+		{"SW.HIT", []string{"SW.HIT", "", "30", "60"},
+			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.SlidingWindow(k, swReq) }},
+		{"SW.HIT_EXACT", []string{"SW.HIT", "", "100", "60", "EXACT"},
+			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.SlidingWindow(k, slReq) }},
+		{"FW.INCR", []string{"FW.INCR", "", "30", "60"},
+			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.FixedWindow(k, fwReq) }},
+	}
+}
+
+func byteArgs(words []string) [][]byte {
+	out := make([][]byte, len(words))
+	for i, w := range words {
+		out[i] = []byte(w)
+	}
+	return out
+}
+
+// cmdHarness is one client of a real server.Server's command layer whose
+// replies go to an in-memory writer. The server does not listen.
+type cmdHarness struct {
+	tbl *commands.Table
+	cl  *commands.Client
+	w   *redcon.Writer
+	srv *server.Server
+}
+
+func newServer(tb testing.TB) *server.Server {
+	cfg := server.DefaultConfig()
+	cfg.Port = 0
+	cfg.LogLevel = "nothing"
+	srv, err := server.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+// newCmdHarness builds the command table over a fresh server. The server
+// keeps its own table private; commands.NewTable over the same Host is the
+// same table, so no accessor is needed.
+func newCmdHarness(tb testing.TB) *cmdHarness {
+	srv := newServer(tb)
+	h := &cmdHarness{srv: srv, tbl: commands.NewTable(srv, commands.Options{}), w: redcon.NewWriter(io.Discard)}
+	h.cl = h.newClient(h.w, 1)
+	return h
+}
+
+func (h *cmdHarness) newClient(w *redcon.Writer, id int64) *commands.Client {
+	return h.tbl.NewClient(commands.ClientOptions{ID: id, Addr: "127.0.0.1:1", LocalAddr: "127.0.0.1:2", Writer: w, Authorized: true})
+}
+
+// do runs one command and flushes its reply, as the server does for a
+// non-pipelined request.
+func (h *cmdHarness) do(args [][]byte) {
+	h.tbl.Dispatch(h.cl, args)
+	_ = h.w.Flush()
+}
+
+// check runs args once on a side client and fails unless the reply starts
+// with want, so that a benchmark never measures an error path.
+func (h *cmdHarness) check(tb testing.TB, args [][]byte, want string) {
+	var buf bytes.Buffer
+	w := redcon.NewWriter(&buf)
+	h.tbl.Dispatch(h.newClient(w, 2), args)
+	_ = w.Flush()
+	if !bytes.HasPrefix(buf.Bytes(), []byte(want)) {
+		tb.Fatalf("%q replied %q, want prefix %q", bytes.Join(args, []byte(" ")), buf.String(), want)
+	}
+}
+
+func BenchmarkCommand(b *testing.B) {
+	keys := benchKeys()
+	for _, c := range limiterCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			b.Run("new", func(b *testing.B) {
+				h := newCmdHarness(b)
+				args := byteArgs(c.args)
+				h.check(b, append([][]byte{args[0], []byte("check:key")}, args[2:]...), "*5\r\n:0\r\n")
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					args[1] = keys[i%len(keys)]
+					h.do(args)
+				}
+			})
+			b.Run("existing", func(b *testing.B) {
+				h := newCmdHarness(b)
+				args := byteArgs(c.args)
+				for i := range min(b.N, len(keys)) {
+					args[1] = keys[i]
+					h.do(args)
+				}
+				args[1] = keys[0]
+				h.check(b, args, "*5\r\n:0\r\n")
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := range b.N {
+					args[1] = keys[i%len(keys)]
+					h.do(args)
+				}
+			})
+		})
+	}
+	b.Run("PING", func(b *testing.B) { // the dispatch floor
+		h := newCmdHarness(b)
+		args := byteArgs([]string{"PING"})
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			h.do(args)
+		}
+	})
+}
+
+// BenchmarkCommandParallel runs CL.THROTTLE on existing keys from
+// GOMAXPROCS clients at once, each on its own stretch of the key set.
+func BenchmarkCommandParallel(b *testing.B) {
+	keys := benchKeys()
+	h := newCmdHarness(b)
+	args := byteArgs([]string{"CL.THROTTLE", "", "15", "30", "60"})
+	for i := range min(b.N, len(keys)) {
+		args[1] = keys[i]
+		h.do(args)
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		id := next.Add(1)
+		w := redcon.NewWriter(io.Discard)
+		cl := h.newClient(w, 10+id)
+		args := byteArgs([]string{"CL.THROTTLE", "", "15", "30", "60"})
+		i := int(id) * 7919
+		for pb.Next() {
+			args[1] = keys[i%min(b.N, len(keys))]
+			h.tbl.Dispatch(cl, args)
+			_ = w.Flush()
+			i++
+		}
+	})
+}
+
+// loopReader serves buf over and over, at most chunk bytes per Read.
+type loopReader struct {
+	buf   []byte
+	off   int
+	chunk int
+}
+
+func (r *loopReader) Read(p []byte) (int, error) {
+	p = p[:min(len(p), r.chunk)]
+	n := copy(p, r.buf[r.off:])
+	r.off = (r.off + n) % len(r.buf)
+	return n, nil
+}
+
+// BenchmarkRESP parses pipelined CL.THROTTLE requests with redcon's reader
+// (as the server's connection loop does) and dispatches them, flushing once
+// per read. 65536 keys, so after the warm-up lap every key exists.
+func BenchmarkRESP(b *testing.B) {
+	keys := benchKeys()[:65536]
+	var pipeline []byte
+	for _, k := range keys {
+		pipeline = redcon.AppendArray(pipeline, 5)
+		for _, a := range [][]byte{[]byte("CL.THROTTLE"), k, []byte("15"), []byte("30"), []byte("60")} {
+			pipeline = redcon.AppendBulk(pipeline, a)
+		}
+	}
+	perCmd := len(pipeline) / len(keys)
+	h := newCmdHarness(b)
+	rd := redcon.NewReader(&loopReader{buf: pipeline, chunk: 16 * perCmd}) // about -P 16
+	run := func(n int) {
+		for done := 0; done < n; {
+			cmds, err := rd.ReadCommands()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range cmds {
+				h.tbl.Dispatch(h.cl, c.Args)
+			}
+			_ = h.w.Flush()
+			done += len(cmds)
+		}
+	}
+	run(len(keys))
+	b.ReportAllocs()
+	b.ResetTimer()
+	run(b.N)
+}
+
+func BenchmarkEngine(b *testing.B) {
+	keys := benchKeys()
+	for _, c := range limiterCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			for _, warm := range []bool{false, true} {
+				name := "new"
+				if warm {
+					name = "existing"
+				}
+				b.Run(name, func(b *testing.B) {
+					e, err := engine.New(engine.Config{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if warm {
+						for i := range min(b.N, len(keys)) {
+							_, _ = c.op(e, keys[i])
+						}
+					}
+					if r, err := c.op(e, keys[0]); err != nil || r.Limited {
+						b.Fatalf("%s: %+v, %v", c.name, r, err)
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for i := range b.N {
+						_, _ = c.op(e, keys[i%len(keys)])
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkMemory inserts b.N distinct 17-byte keys into an engine and
+// reports the live heap per key after a GC (heap-B/key). Run it with
+// -benchtime 1000000x for the 1M-key figure.
+func BenchmarkMemory(b *testing.B) {
+	for _, c := range limiterCases(b) {
+		b.Run(c.name, func(b *testing.B) {
+			keys := benchKeys()
+			if b.N > len(keys) {
+				keys = makeKeys(b.N)
+			}
+			e, err := engine.New(engine.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			before := liveHeap()
+			b.ResetTimer()
+			for i := range b.N {
+				_, _ = c.op(e, keys[i])
+			}
+			b.StopTimer()
+			after := liveHeap()
+			if n := e.DBSize(); n != int64(b.N) {
+				b.Fatalf("DBSize %d after %d inserts", n, b.N)
+			}
+			b.ReportMetric(float64(int64(after)-int64(before))/float64(b.N), "heap-B/key")
+			runtime.KeepAlive(e)
+		})
+	}
+}
+
+func liveHeap() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkTCP sends CL.THROTTLE with go-redis over a loopback connection
+// to a server running in this process, one request at a time (P1) and in
+// pipelines of 16 (P16). ns/op is per command.
+func BenchmarkTCP(b *testing.B) {
+	srv := newServer(b)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	keys := benchKeys()
+	strKeys := make([]string, 65536)
+	for i := range strKeys {
+		strKeys[i] = string(keys[i])
+	}
+	ctx := context.Background()
+	for _, depth := range []int{1, 16} {
+		b.Run(fmt.Sprintf("CL.THROTTLE/P%d", depth), func(b *testing.B) {
+			rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: 1, DisableIdentity: true})
+			defer rdb.Close()
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			slots := make([][]any, depth)
+			for j := range slots {
+				slots[j] = []any{"CL.THROTTLE", "", "15", "30", "60"}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += depth {
+				if depth == 1 {
+					slots[0][1] = strKeys[i%len(strKeys)]
+					if err := rdb.Do(ctx, slots[0]...).Err(); err != nil {
+						b.Fatal(err)
+					}
+					continue
+				}
+				pipe := rdb.Pipeline()
+				for j := range slots {
+					slots[j][1] = strKeys[(i+j)%len(strKeys)]
+					pipe.Do(ctx, slots[j]...)
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,381 @@
+// Command memprobe measures what a live CL.THROTTLE key costs in memory, in
+// cellserver and in Redis + the Lua GCRA script (bench/gcra.lua), and
+// whether cellserver gives the memory back once every key has expired.
+// bench/run.sh starts the servers and runs it; it prints a Markdown section.
+//
+// For cellserver (which must run with --enable-debug-command yes) it
+// freezes the server's clock, reads INFO used_memory (the Go heap) and
+// /proc/PID/status VmRSS, inserts -keys distinct 17-byte keys
+// ("user:000000000000" on) with pipelined CL.THROTTLE key 15 1 3600, reads
+// memory again, then moves the clock two hours on with DEBUG CLOCK ADVANCE,
+// polls DBSIZE until every key is gone, and reads memory a third time.
+// (DBSIZE and INFO reclaim expired keys themselves, so the background
+// sweep's own pace is measured in-process by BenchmarkSweep instead.) The Go heap counts garbage until a collection runs,
+// and the server has no command that forces one, so before each heap
+// reading memprobe makes the server allocate short-lived garbage (ECHO of
+// 512 KiB) until used_memory drops, i.e. until a collection has run.
+//
+// For Redis it loads the script, inserts the same keys through EVALSHA and
+// reports the used_memory and VmRSS growth.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.csAddr, "cellserver", "127.0.0.1:7303", "cellserver address (DEBUG enabled)")
+	flag.IntVar(&o.csPID, "cellserver-pid", 0, "cellserver's process id, for VmRSS")
+	flag.StringVar(&o.redisAddr, "redis", "", "Redis address; empty: skip Redis")
+	flag.IntVar(&o.redisPID, "redis-pid", 0, "redis-server's process id, for VmRSS")
+	flag.StringVar(&o.script, "script", "bench/gcra.lua", "the Lua GCRA script")
+	flag.IntVar(&o.keys, "keys", 1_000_000, "number of keys to insert")
+	flag.IntVar(&o.workers, "workers", 4, "concurrent pipelines")
+	flag.IntVar(&o.batch, "batch", 1000, "commands per pipeline")
+	flag.DurationVar(&o.expireTimeout, "expire-timeout", 3*time.Minute, "longest wait for the sweep to empty the keyspace")
+	flag.DurationVar(&o.rssWait, "rss-wait", 10*time.Second, "how long to watch RSS fall after expiry")
+	flag.Parse()
+	if err := run(context.Background(), o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "memprobe:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	csAddr, redisAddr, script string
+	csPID, redisPID           int
+	keys, workers, batch      int
+	expireTimeout, rssWait    time.Duration
+}
+
+// reading is one memory measurement.
+type reading struct {
+	heap uint64 // INFO used_memory
+	rss  uint64 // VmRSS
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "memprobe: "+format+"\n", args...)
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	cs, err := measureCellserver(ctx, o)
+	if err != nil {
+		return fmt.Errorf("cellserver: %w", err)
+	}
+	var rd *redisFigures
+	if o.redisAddr != "" {
+		if rd, err = measureRedis(ctx, o); err != nil {
+			return fmt.Errorf("redis: %w", err)
+		}
+	}
+	report(out, o, cs, rd)
+	return nil
+}
+
+type csFigures struct {
+	empty, full, expired reading
+	rssLater             uint64 // VmRSS after waiting rssWait more
+	gcNote               string // set when a collection could not be confirmed
+	insert, sweep        time.Duration
+}
+
+type redisFigures struct {
+	empty, full reading
+	insert      time.Duration
+}
+
+func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: o.csAddr, PoolSize: o.workers + 2, DisableIdentity: true, Protocol: 2})
+	defer rdb.Close()
+	// A connection of its own for the garbage, so that its buffers are the
+	// same at every reading.
+	gc := redis.NewClient(&redis.Options{Addr: o.csAddr, PoolSize: 1, DisableIdentity: true, Protocol: 2})
+	defer gc.Close()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return nil, err
+	}
+	// Freeze the clock: nothing expires while the keys go in.
+	if err := rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", "0").Err(); err != nil {
+		return nil, fmt.Errorf("DEBUG CLOCK (is --enable-debug-command yes set?): %w", err)
+	}
+	f := &csFigures{}
+	var notes []string
+	var err error
+	read := func(what string) (reading, error) {
+		heap, confirmed, err := heapAfterGC(ctx, rdb, gc)
+		if err != nil {
+			return reading{}, err
+		}
+		if !confirmed {
+			notes = append(notes, what)
+		}
+		rss, err := vmRSS(o.csPID)
+		logf("cellserver %s: used_memory %d, VmRSS %d", what, heap, rss)
+		return reading{heap, rss}, err
+	}
+	if f.empty, err = read("empty"); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := insert(ctx, rdb, o, func(k string) []any { return []any{"CL.THROTTLE", k, "15", "1", "3600"} }); err != nil {
+		return nil, err
+	}
+	f.insert = time.Since(start)
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != int64(o.keys) {
+		return nil, fmt.Errorf("DBSIZE %d after inserting %d keys (%v)", n, o.keys, err)
+	}
+	if f.full, err = read("full"); err != nil {
+		return nil, err
+	}
+	if err := rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(int64(2*time.Hour), 10)).Err(); err != nil {
+		return nil, err
+	}
+	start = time.Now()
+	for {
+		n, err := rdb.DBSize(ctx).Result()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		if time.Since(start) > o.expireTimeout {
+			return nil, fmt.Errorf("DBSIZE still %d after %s: the sweep did not remove the expired keys", n, o.expireTimeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.sweep = time.Since(start)
+	if f.expired, err = read("expired"); err != nil {
+		return nil, err
+	}
+	time.Sleep(o.rssWait)
+	if f.rssLater, err = vmRSS(o.csPID); err != nil {
+		return nil, err
+	}
+	logf("cellserver VmRSS %s after expiry: %d", o.rssWait, f.rssLater)
+	if len(notes) > 0 {
+		f.gcNote = strings.Join(notes, ", ")
+	}
+	return f, rdb.Do(ctx, "DEBUG", "CLOCK", "REAL").Err()
+}
+
+// heapAfterGC makes the server allocate garbage until its used_memory has
+// dropped (a collection has run) gcCycles times, and returns the lowest
+// used_memory seen just after a drop. What the server allocates while a
+// collection marks counts as live until the next one, hence the bursts and
+// pauses and more than one cycle. confirmed
+// is false when no drop was seen within the bound.
+func heapAfterGC(ctx context.Context, rdb, gc *redis.Client) (heap uint64, confirmed bool, err error) {
+	const gcCycles = 2
+	payload := strings.Repeat("x", 512<<10)
+	prev, err := usedMemory(ctx, rdb)
+	if err != nil {
+		return 0, false, err
+	}
+	best, drops := uint64(0), 0
+	const maxEchoes = 200000 // 100 GiB of garbage: far beyond any heap here
+	for i := 0; i < maxEchoes && drops < gcCycles; {
+		// Garbage in bursts of about 1/32 of the heap, then a pause, so
+		// that a collection mostly marks while nothing is allocated (what
+		// is allocated during marking survives it). The ECHOs go one at a
+		// time, so that the connection's buffers stay the same size. INFO
+		// walks the whole keyspace: it is read once per burst.
+		for n := max(1, int(prev/32/uint64(len(payload)))); n > 0; n-- {
+			if err := gc.Echo(ctx, payload).Err(); err != nil {
+				return 0, false, err
+			}
+			i++
+		}
+		time.Sleep(100 * time.Millisecond)
+		cur, err := usedMemory(ctx, rdb)
+		if err != nil {
+			return 0, false, err
+		}
+		if cur < prev {
+			// The sweep that follows a collection lowers used_memory span
+			// by span: let it finish, keeping the lowest reading.
+			for range 3 {
+				time.Sleep(100 * time.Millisecond)
+				next, err := usedMemory(ctx, rdb)
+				if err != nil {
+					return 0, false, err
+				}
+				cur = min(cur, next)
+			}
+			if drops == 0 || cur < best {
+				best = cur
+			}
+			drops++
+		}
+		prev = cur
+	}
+	if drops == 0 {
+		return prev, false, nil
+	}
+	return best, true, nil
+}
+
+func usedMemory(ctx context.Context, rdb *redis.Client) (uint64, error) {
+	s, err := rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			return strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return 0, errors.New("INFO memory has no used_memory")
+}
+
+// vmRSS reads VmRSS (bytes) from /proc/pid/status; 0 when pid is 0.
+func vmRSS(pid int) (uint64, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc/" + strconv.Itoa(pid) + "/status")
+}
+
+// insert sends one command per key, from o.workers pipelines of o.batch,
+// and checks that every reply is an allowed limiter reply.
+func insert(ctx context.Context, rdb *redis.Client, o options, cmd func(key string) []any) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, o.workers)
+	per := (o.keys + o.workers - 1) / o.workers
+	for w := range o.workers {
+		lo, hi := w*per, min((w+1)*per, o.keys)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i += o.batch {
+				pipe := rdb.Pipeline()
+				cmds := make([]*redis.Cmd, 0, o.batch)
+				for j := i; j < min(i+o.batch, hi); j++ {
+					cmds = append(cmds, pipe.Do(ctx, cmd(fmt.Sprintf("user:%012d", j))...))
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					errs <- err
+					return
+				}
+				for _, c := range cmds {
+					r, err := c.Int64Slice()
+					if err != nil || len(r) != 5 || r[0] != 0 {
+						errs <- fmt.Errorf("%v replied %v, %v", c.Args(), r, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func measureRedis(ctx context.Context, o options) (*redisFigures, error) {
+	src, err := os.ReadFile(o.script)
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: o.redisAddr, PoolSize: o.workers + 2, DisableIdentity: true, Protocol: 2})
+	defer rdb.Close()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		return nil, err
+	}
+	sha, err := rdb.ScriptLoad(ctx, string(src)).Result()
+	if err != nil {
+		return nil, err
+	}
+	f := &redisFigures{}
+	read := func(what string) (reading, error) {
+		heap, err := usedMemory(ctx, rdb)
+		if err != nil {
+			return reading{}, err
+		}
+		rss, err := vmRSS(o.redisPID)
+		logf("redis %s: used_memory %d, VmRSS %d", what, heap, rss)
+		return reading{heap, rss}, err
+	}
+	if f.empty, err = read("empty"); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := insert(ctx, rdb, o, func(k string) []any { return []any{"EVALSHA", sha, "1", k, "15", "1", "3600"} }); err != nil {
+		return nil, err
+	}
+	f.insert = time.Since(start)
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != int64(o.keys) {
+		return nil, fmt.Errorf("DBSIZE %d after inserting %d keys (%v)", n, o.keys, err)
+	}
+	if f.full, err = read("full"); err != nil {
+		return nil, err
+	}
+	return f, rdb.FlushAll(ctx).Err()
+}
+
+func perKey(from, to uint64, keys int) string {
+	return fmt.Sprintf("%.1f", (float64(to)-float64(from))/float64(keys))
+}
+
+func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func pct(x, base uint64) string {
+	if base == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f%%", (float64(x)-float64(base))/float64(base)*100)
+}
+
+func report(w io.Writer, o options, cs *csFigures, rd *redisFigures) {
+	fmt.Fprintf(w, "%d distinct 17-byte keys (`user:000000000000` on), each set by one allowed `CL.THROTTLE key 15 1 3600` "+
+		"(cellserver) or the same through `EVALSHA gcra.lua` (Redis); %d pipelines of %d. "+
+		"cellserver heap = INFO `used_memory` (Go HeapAlloc), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS.\n\n",
+		o.keys, o.workers, o.batch)
+	fmt.Fprintln(w, "| server | empty heap | full heap | heap B/key | empty RSS | full RSS | RSS B/key | insert time |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "| cellserver | %s | %s | **%s** | %s | %s | **%s** | %.1f s |\n",
+		mib(cs.empty.heap), mib(cs.full.heap), perKey(cs.empty.heap, cs.full.heap, o.keys),
+		mib(cs.empty.rss), mib(cs.full.rss), perKey(cs.empty.rss, cs.full.rss, o.keys), cs.insert.Seconds())
+	if rd != nil {
+		fmt.Fprintf(w, "| Redis 7 + Lua GCRA | %s | %s | **%s** | %s | %s | **%s** | %.1f s |\n",
+			mib(rd.empty.heap), mib(rd.full.heap), perKey(rd.empty.heap, rd.full.heap, o.keys),
+			mib(rd.empty.rss), mib(rd.full.rss), perKey(rd.empty.rss, rd.full.rss, o.keys), rd.insert.Seconds())
+	}
+	fmt.Fprintf(w, "\nAfter `DEBUG CLOCK ADVANCE` of 2 h, polling DBSIZE every 50 ms saw 0 after %.1f s. "+
+		"(DBSIZE and INFO remove expired keys themselves, walking every shard, so this is not the background sweep's pace: "+
+		"see BenchmarkSweep.) cellserver then:\n\n", cs.sweep.Seconds())
+	fmt.Fprintln(w, "| | empty (baseline) | after expiry | vs baseline |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintf(w, "| heap (used_memory) | %s | %s | %s |\n", mib(cs.empty.heap), mib(cs.expired.heap), pct(cs.expired.heap, cs.empty.heap))
+	fmt.Fprintf(w, "| RSS, at once | %s | %s | %s |\n", mib(cs.empty.rss), mib(cs.expired.rss), pct(cs.expired.rss, cs.empty.rss))
+	fmt.Fprintf(w, "| RSS, %s later | %s | %s | %s |\n", o.rssWait, mib(cs.empty.rss), mib(cs.rssLater), pct(cs.rssLater, cs.empty.rss))
+	if cs.gcNote != "" {
+		fmt.Fprintf(w, "\nNo collection could be confirmed before the %s reading(s): those heap figures may include garbage.\n", cs.gcNote)
+	}
+}
