@@ -62,18 +62,21 @@ func (s *shard) putLocked(key []byte, e entry, old Kind) {
 // removeLocked deletes key, which holds kind, and shrinks the map when it
 // has become mostly empty: Go maps never give memory back on delete, so a
 // map that fell below a quarter of its peak is rebuilt at its live size.
-// The rebuild copies only live entries, at most a quarter of the peak.
-func (s *shard) removeLocked(key string, kind Kind) {
+// The rebuild copies only live entries, at most a quarter of the peak. It
+// reports whether it rebuilt the map.
+func (s *shard) removeLocked(key string, kind Kind) (rebuilt bool) {
 	delete(s.m, key)
 	s.kinds[kind]--
-	if s.peak >= 1024 && len(s.m) < s.peak/4 {
+	if s.peak >= 64 && len(s.m) < s.peak/4 {
 		m := make(map[string]entry, len(s.m))
 		for k, v := range s.m {
 			m[k] = v
 		}
 		s.m = m
 		s.peak = len(m)
+		return true
 	}
+	return false
 }
 
 // clearLocked drops every key.
@@ -104,11 +107,11 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 		}
 		examined++
 		if nowMs > e.expireMs {
-			s.removeLocked(k, e.kind)
+			rebuilt := s.removeLocked(k, e.kind)
 			s.expired++
 			removed++
-			if len(s.m) < s.peak/4 {
-				break // the map was just rebuilt: restart the iteration
+			if rebuilt {
+				break // continue on the new map in the next step
 			}
 		}
 	}
