@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
@@ -41,7 +42,7 @@ type Server struct {
 	cfgMu sync.RWMutex
 	cfg   Config
 
-	limits guardLimits
+	limits limits
 	nextID atomic.Int64
 	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
 
@@ -50,9 +51,9 @@ type Server struct {
 	started       time.Time
 
 	mu        sync.Mutex
-	clients   map[*commands.Client]struct{}
+	clients   map[*commands.Client]*conn
 	retired   []commands.CommandCounts
-	listeners []*redcon.Server
+	listeners []net.Listener
 	closing   bool
 	conns     sync.WaitGroup
 
@@ -67,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, started: time.Now(), clients: map[*commands.Client]struct{}{},
+		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
 		log: newLogger(cfg.LogLevel),
 	}
@@ -82,8 +83,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.eng = eng
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
-	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
-	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
+	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
 	go s.cron()
@@ -138,29 +138,44 @@ func (s *Server) ListenAndServe() error {
 // Serve serves connections accepted from ln until Shutdown or Close, and
 // returns ErrServerClosed then.
 func (s *Server) Serve(ln net.Listener) error {
-	rs := redcon.NewServer(ln.Addr().String(), s.handle, s.accept, s.closed)
-	s.cfgMu.RLock()
-	rs.SetIdleClose(s.cfg.Timeout)
-	s.cfgMu.RUnlock()
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrServerClosed
 	}
-	s.listeners = append(s.listeners, rs)
+	s.listeners = append(s.listeners, ln)
 	s.mu.Unlock()
-	err := rs.Serve(guardListener{Listener: ln, limits: &s.limits})
-	s.mu.Lock()
-	closing := s.closing
-	s.mu.Unlock()
-	if closing || err == nil {
-		return ErrServerClosed
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of file descriptors or a passing error: wait, as net/http does.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Logf("warning", "accept: %v; retrying in %v", err, backoff)
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		if c := s.admit(nc); c != nil {
+			go c.serve()
+		}
 	}
-	return err
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
+// admit registers a new connection, or refuses it when the server is
+// closing or at maxclients.
+func (s *Server) admit(nc net.Conn) *conn {
 	s.connsReceived.Add(1)
 	s.cfgMu.RLock()
 	maxClients, pass := s.cfg.MaxClients, s.cfg.RequirePass
@@ -168,63 +183,46 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return false
+		nc.Close()
+		return nil
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
-		conn.WriteError("ERR max number of clients reached")
-		return false
+		nc.SetWriteDeadline(time.Now().Add(time.Second)) //nolint:errcheck
+		nc.Write([]byte("-ERR max number of clients reached\r\n")) //nolint:errcheck
+		nc.Close()
+		return nil
 	}
-	nc := conn.NetConn()
-	cl := s.table.NewClient(commands.ClientOptions{
+	c := &conn{s: s, nc: nc, w: redcon.NewWriter(nc)}
+	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
-		Addr:       conn.RemoteAddr(),
+		Addr:       nc.RemoteAddr().String(),
 		LocalAddr:  nc.LocalAddr().String(),
-		Writer:     redcon.BaseWriter(conn),
+		Writer:     c.w,
 		Close:      func() { nc.Close() },
 		Authorized: pass == "",
 	})
-	conn.SetContext(cl)
-	s.clients[cl] = struct{}{}
+	s.clients[c.cl] = c
 	s.conns.Add(1)
-	return true
+	return c
 }
 
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
-	cl, ok := conn.Context().(*commands.Client)
-	if !ok || cl.CloseAfterReply() {
-		return // QUIT or SHUTDOWN came earlier in this pipeline
-	}
-	cl.Touch(s.nowSec.Load())
-	s.table.Dispatch(cl, cmd.Args)
-	if cl.CloseAfterReply() {
-		conn.Close()
-	}
-}
-
-func (s *Server) closed(conn redcon.Conn, err error) {
-	cl, ok := conn.Context().(*commands.Client)
-	if !ok {
-		return
-	}
-	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errGuardClosed) {
-		s.log.Logf("verbose", "client %d closed: %v", cl.ID(), err)
-	}
+// release unregisters a connection that has ended, keeping its counters.
+func (s *Server) release(c *conn) {
+	c.nc.Close()
+	counts := c.cl.Counts()
 	s.mu.Lock()
-	if _, live := s.clients[cl]; live {
-		delete(s.clients, cl)
-		counts := cl.Counts()
-		if len(s.retired) < len(counts) {
-			s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)
-		}
-		for i, cc := range counts {
-			s.retired[i].Calls += cc.Calls
-			s.retired[i].Rejected += cc.Rejected
-			s.retired[i].Failed += cc.Failed
-		}
-		s.conns.Done()
+	delete(s.clients, c.cl)
+	if len(s.retired) < len(counts) {
+		s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)
+	}
+	for i, cc := range counts {
+		s.retired[i].Calls += cc.Calls
+		s.retired[i].Rejected += cc.Rejected
+		s.retired[i].Failed += cc.Failed
 	}
 	s.mu.Unlock()
+	s.conns.Done()
 }
 
 // Shutdown stops accepting connections, closes the open ones once the
@@ -237,9 +235,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.mu.Lock()
 			s.closing = true
 			ls := s.listeners
+			for _, c := range s.clients {
+				// A command running now finishes; its reply has nowhere to go.
+				c.nc.Close()
+			}
 			s.mu.Unlock()
 			for _, l := range ls {
-				l.Close() // closes the listener and, through redcon, every connection
+				l.Close()
 			}
 			s.conns.Wait()
 			close(s.stopCron)
@@ -332,15 +334,17 @@ func (s *Server) ConfigSet(name, value string) error {
 	if err := s.cfg.Set(name, value); err != nil {
 		return err
 	}
-	s.limits.maxBulk.Store(s.cfg.ProtoMaxBulkLen)
-	s.limits.maxQuery.Store(s.cfg.QueryBufferLimit)
+	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
-	s.mu.Lock()
-	for _, l := range s.listeners {
-		l.SetIdleClose(s.cfg.Timeout) // applies to connections accepted from now on
-	}
-	s.mu.Unlock()
 	return nil
+}
+
+// storeLimits publishes the request bounds and idle timeout to the
+// connections, which read them on every request.
+func (s *Server) storeLimits(cfg *Config) {
+	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
+	s.limits.timeout.Store(int64(cfg.Timeout))
 }
 
 // Stats returns the figures INFO reports.
