@@ -188,7 +188,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second)) //nolint:errcheck
+		nc.SetWriteDeadline(time.Now().Add(time.Second))           //nolint:errcheck
 		nc.Write([]byte("-ERR max number of clients reached\r\n")) //nolint:errcheck
 		nc.Close()
 		return nil
