@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"hash/maphash"
 	"sync"
 	"time"
 )
@@ -64,6 +65,7 @@ type Engine struct {
 	cfg    Config
 	shards []shard
 	clock  Clock
+	seed   maphash.Seed // for keys' hashes inside a shard
 
 	sweepMu   sync.Mutex // serializes sweeps; guards sweepNext
 	sweepNext int        // the shard the next sweep tick starts at
@@ -78,10 +80,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards)}
-	for i := range e.shards {
-		e.shards[i].m = make(map[string]entry)
-	}
+	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), seed: maphash.MakeSeed()}
 	e.View = View{e: e}
 	return e, nil
 }
@@ -98,6 +97,10 @@ func (e *Engine) shardOf(slot int) *shard {
 }
 
 func (e *Engine) shardFor(key []byte) *shard { return e.shardOf(Slot(key)) }
+
+// hash is a key's hash inside its shard's table, seeded per engine so that
+// clients cannot choose colliding keys.
+func (e *Engine) hash(key []byte) uint64 { return maphash.Bytes(e.seed, key) }
 
 // Atomic runs fn with every shard locked, so that everything fn does
 // through tx happens at one instant for every other client (MULTI/EXEC).
@@ -158,6 +161,7 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 // Stats are the engine's counters, summed over shards.
 type Stats struct {
 	Keys        int64
+	TableBytes  int64 // memory held by the shards' tables
 	ExpiredKeys int64 // removed because they expired, lazily or by sweep
 	Allowed     [KindFixedWindow + 1]int64
 	Limited     [KindFixedWindow + 1]int64
@@ -172,7 +176,8 @@ func (v *View) Stats() Stats {
 	for i := range v.e.shards {
 		sh := &v.e.shards[i]
 		v.lock(sh)
-		s.Keys += int64(len(sh.m))
+		s.Keys += int64(sh.t.count)
+		s.TableBytes += int64(sh.t.memory())
 		s.ExpiredKeys += sh.expired
 		for k := range s.Allowed {
 			s.Allowed[k] += sh.allowed[k]

@@ -108,9 +108,10 @@ func (d *decoder) varint() int64 {
 	return x
 }
 
-func (e entry) record(key string) Record {
-	r := Record{Key: []byte(key), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
-	if e.log != nil {
+func (e entry) record(key []byte) Record {
+	r := Record{Key: append([]byte(nil), key...), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
+	if e.kind == KindSlidingLog {
+		r.A = 0 // the log's id inside the table means nothing elsewhere
 		r.Hits = append([]Hit(nil), e.log...)
 	}
 	return r
@@ -124,13 +125,12 @@ func (v *View) ExportSlot(slot int) []Record {
 	sh := v.e.shardOf(slot)
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
 	var out []Record
-	for k, e := range sh.m {
-		if nowMs <= e.expireMs && Slot([]byte(k)) == slot {
+	sh.keysLocked(floorDiv(v.e.clock.Now(), nsPerMs), func(k []byte, e entry) {
+		if Slot(k) == slot {
 			out = append(out, e.record(k))
 		}
-	}
+	})
 	return out
 }
 
@@ -148,10 +148,15 @@ func (v *View) DeleteSlot(slot int) int {
 	v.lock(sh)
 	defer v.unlock(sh)
 	n := 0
-	for k, e := range sh.m {
-		if Slot([]byte(k)) == slot {
-			sh.removeLocked(k, e.kind)
-			n++
+	for i := 0; i < len(sh.t.slots); {
+		s := sh.t.slots[i]
+		if s == 0 || Slot(sh.t.keyOf(uint32(s))) != slot {
+			i++
+			continue
+		}
+		n++
+		if sh.removeLocked(i) {
+			i = 0 // the table shrank: walk it again
 		}
 	}
 	return n
@@ -167,7 +172,8 @@ func (v *View) Import(r Record) (bool, error) {
 	v.lock(sh)
 	defer v.unlock(sh)
 	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
-	old, ok := sh.getLocked(r.Key, nowMs)
+	h := v.e.hash(r.Key)
+	i, _, _ := sh.getLocked(r.Key, h, nowMs)
 	if nowMs > r.ExpireMs {
 		return false, nil
 	}
@@ -175,9 +181,6 @@ func (v *View) Import(r Record) (bool, error) {
 	if len(r.Hits) > 0 {
 		e.log = append([]Hit(nil), r.Hits...)
 	}
-	if !ok {
-		old.kind = KindNone
-	}
-	sh.putLocked(r.Key, e, old.kind)
+	sh.putLocked(r.Key, h, i, e)
 	return true, nil
 }

@@ -2,12 +2,13 @@ package engine
 
 import "sync"
 
-// entry is one key's state. Which fields mean what depends on kind:
+// entry is one key's state, decoded from its table record. Which fields
+// mean what depends on kind:
 //
 //	KindGCRA           a = TAT (ns)
 //	KindTokenBucket    a = FullAt, b = Rem
 //	KindSlidingWindow  a = Start, b = Prev, c = Curr
-//	KindSlidingLog     log
+//	KindSlidingLog     log (a is the log's id inside the table)
 //	KindFixedWindow    a = Start, b = Count
 type entry struct {
 	kind     Kind
@@ -17,11 +18,13 @@ type entry struct {
 }
 
 // shard is one lock's worth of keys. Every method ending in Locked needs
-// mu held.
+// mu held. Slot indexes returned by a method are valid until the next
+// change to the shard.
 type shard struct {
-	mu   sync.Mutex
-	m    map[string]entry
-	peak int // the largest len(m) since m was last rebuilt
+	mu sync.Mutex
+	t  table
+
+	sweepPos int // where the background sweep continues
 
 	expired int64
 	allowed [KindFixedWindow + 1]int64
@@ -31,89 +34,111 @@ type shard struct {
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// getLocked returns key's entry if it exists and has not expired at nowMs,
-// removing it if it has.
-func (s *shard) getLocked(key []byte, nowMs int64) (entry, bool) {
-	e, ok := s.m[string(key)]
-	if !ok {
-		return entry{}, false
+// getLocked returns the slot and entry of key (hash h) if it exists and
+// has not expired at nowMs, removing it if it has; slot -1: no key.
+func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) {
+	i := s.t.find(key, h)
+	if i < 0 {
+		return -1, entry{}, false
 	}
+	e := s.t.entryAt(i)
 	if nowMs > e.expireMs {
-		s.removeLocked(string(key), e.kind)
+		s.removeLocked(i)
 		s.expired++
-		return entry{}, false
+		return -1, entry{}, false
 	}
-	return e, true
+	return i, e, true
 }
 
-// putLocked stores e under key; existed says whether key was live before
-// (so that kind counts stay right when a key changes kind via import).
-func (s *shard) putLocked(key []byte, e entry, old Kind) {
-	if old != KindNone {
-		s.kinds[old]--
-	}
-	s.m[string(key)] = e
-	s.kinds[e.kind]++
-	if n := len(s.m); n > s.peak {
-		s.peak = n
-	}
-}
-
-// removeLocked deletes key, which holds kind, and shrinks the map when it
-// has become mostly empty: Go maps never give memory back on delete, so a
-// map that fell below a quarter of its peak is rebuilt at its live size.
-// The rebuild copies only live entries, at most a quarter of the peak. It
-// reports whether it rebuilt the map.
-func (s *shard) removeLocked(key string, kind Kind) (rebuilt bool) {
-	delete(s.m, key)
-	s.kinds[kind]--
-	if s.peak >= 64 && len(s.m) < s.peak/4 {
-		m := make(map[string]entry, len(s.m))
-		for k, v := range s.m {
-			m[k] = v
+// putLocked stores e under key (hash h). i is the key's slot from
+// getLocked, or -1 when it had none.
+func (s *shard) putLocked(key []byte, h uint64, i int, e entry) {
+	if i >= 0 {
+		old := s.t.entryAt(i).kind
+		if old == e.kind {
+			s.t.update(i, e)
+			return
 		}
-		s.m = m
-		s.peak = len(m)
-		return true
+		s.removeLocked(i) // a different kind: only Import replaces one
 	}
-	return false
+	s.t.insert(key, h, e)
+	s.kinds[e.kind]++
+}
+
+// removeLocked deletes the key in slot i. It reports whether the slots
+// were rearranged beyond i (a shrink), so that a caller walking them must
+// start again.
+func (s *shard) removeLocked(i int) (reshaped bool) {
+	s.kinds[s.t.entryAt(i).kind]--
+	n := len(s.t.slots)
+	s.t.removeAt(i)
+	return len(s.t.slots) != n
 }
 
 // clearLocked drops every key.
 func (s *shard) clearLocked() {
-	s.m = make(map[string]entry)
-	s.peak = 0
+	s.t = table{}
+	s.sweepPos = 0
 	s.kinds = [KindFixedWindow + 1]int64{}
 }
 
 // reapLocked removes every expired key of the shard.
 func (s *shard) reapLocked(nowMs int64) {
-	for k, e := range s.m { // removeLocked may swap s.m; range keeps the old map
-		if nowMs > e.expireMs {
-			s.removeLocked(k, e.kind)
-			s.expired++
+	for i := 0; i < len(s.t.slots); {
+		if s.t.slots[i] == 0 || nowMs <= s.t.entryAt(i).expireMs {
+			i++
+			continue
 		}
+		s.expired++
+		if s.removeLocked(i) {
+			i = 0 // the table shrank: walk it again
+		}
+		// else slot i now holds what followed it: look at it again
 	}
 }
 
-// sweepLocked examines up to budget entries from a random place in the
-// map and removes the expired ones; it returns how many it examined and
-// removed. Go's map iteration starts at a random position, so successive
-// calls sample the shard like Redis's active expiry does.
+// sweepLocked examines up to budget keys from where the last call left
+// off, removing the expired ones, and returns how many it examined and
+// removed. Successive calls walk the whole table round and round.
 func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
-	for k, e := range s.m {
-		if examined == budget {
-			break
+	if s.t.count == 0 {
+		s.sweepPos = 0
+		return 0, 0
+	}
+	for steps := 0; examined < budget && steps < len(s.t.slots); {
+		i := s.sweepPos % len(s.t.slots)
+		if s.t.slots[i] == 0 {
+			s.sweepPos = i + 1
+			steps++
+			continue
 		}
 		examined++
-		if nowMs > e.expireMs {
-			rebuilt := s.removeLocked(k, e.kind)
-			s.expired++
-			removed++
-			if rebuilt {
-				break // continue on the new map in the next step
+		if nowMs <= s.t.entryAt(i).expireMs {
+			s.sweepPos = i + 1
+			steps++
+			continue
+		}
+		s.expired++
+		removed++
+		if s.removeLocked(i) || s.t.count == 0 {
+			s.sweepPos = 0
+			if s.t.count == 0 {
+				break
 			}
 		}
 	}
 	return examined, removed
+}
+
+// keysLocked calls fn for every live key with its entry; fn must not keep
+// key, which aliases the table.
+func (s *shard) keysLocked(nowMs int64, fn func(key []byte, e entry)) {
+	for i, slot := range s.t.slots {
+		if slot == 0 {
+			continue
+		}
+		if e := s.t.entryAt(i); nowMs <= e.expireMs {
+			fn(s.t.keyOf(uint32(slot)), e)
+		}
+	}
 }

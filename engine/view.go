@@ -22,11 +22,11 @@ func (v *View) unlock(s *shard) {
 
 // Throttle applies CL.THROTTLE with validated parameters p to key.
 func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
-	sh := v.e.shardFor(key)
+	sh, h := v.e.shardFor(key), v.e.hash(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
 	if ok && e.kind != KindGCRA {
 		return Result{}, ErrWrongType
 	}
@@ -36,10 +36,10 @@ func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
 	}
 	switch out.Write {
 	case WriteStore:
-		sh.putLocked(key, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT}, e.kind)
+		sh.putLocked(key, h, i, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT})
 	case WriteDelete:
 		if ok {
-			sh.removeLocked(string(key), e.kind)
+			sh.removeLocked(i)
 		}
 	}
 	sh.count(KindGCRA, out.Result.Limited)
@@ -48,11 +48,11 @@ func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
 
 // TokenBucket applies TB.TAKE with a validated request r to key.
 func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
-	sh := v.e.shardFor(key)
+	sh, h := v.e.shardFor(key), v.e.hash(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
 	if ok && e.kind != KindTokenBucket {
 		return Result{}, ErrWrongType
 	}
@@ -60,18 +60,18 @@ func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem})
+	sh.applyLocked(key, h, i, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem})
 	return out.Result, nil
 }
 
 // SlidingWindow applies SW.HIT with a validated request r to key: the
 // sliding log when r.Exact, the two-counter window otherwise.
 func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error) {
-	sh := v.e.shardFor(key)
+	sh, h := v.e.shardFor(key), v.e.hash(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
 	if r.Exact {
 		if ok && e.kind != KindSlidingLog {
 			return Result{}, ErrWrongType
@@ -80,7 +80,7 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 		if err != nil {
 			return Result{}, err
 		}
-		sh.applyLocked(key, e.kind, ok, out, entry{kind: KindSlidingLog, log: hits})
+		sh.applyLocked(key, h, i, out, entry{kind: KindSlidingLog, log: hits})
 		return out.Result, nil
 	}
 	if ok && e.kind != KindSlidingWindow {
@@ -90,17 +90,17 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr})
+	sh.applyLocked(key, h, i, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr})
 	return out.Result, nil
 }
 
 // FixedWindow applies FW.INCR with a validated request r to key.
 func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
-	sh := v.e.shardFor(key)
+	sh, h := v.e.shardFor(key), v.e.hash(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	e, ok := sh.getLocked(key, floorDiv(now, nsPerMs))
+	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
 	if ok && e.kind != KindFixedWindow {
 		return Result{}, ErrWrongType
 	}
@@ -108,20 +108,20 @@ func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, e.kind, ok, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count})
+	sh.applyLocked(key, h, i, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count})
 	return out.Result, nil
 }
 
-// applyLocked carries out an algorithm's Outcome on key, which held a
-// live entry of kind old when existed.
-func (s *shard) applyLocked(key []byte, old Kind, existed bool, out Outcome, next entry) {
+// applyLocked carries out an algorithm's Outcome on key (hash h), whose
+// live entry is in slot i (-1: none).
+func (s *shard) applyLocked(key []byte, h uint64, i int, out Outcome, next entry) {
 	switch out.Write {
 	case WriteStore:
 		next.expireMs = out.ExpireMs
-		s.putLocked(key, next, old)
+		s.putLocked(key, h, i, next)
 	case WriteDelete:
-		if existed {
-			s.removeLocked(string(key), old)
+		if i >= 0 {
+			s.removeLocked(i)
 		}
 	}
 	s.count(next.kind, out.Result.Limited)
@@ -141,7 +141,7 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	v.lock(sh)
 	defer v.unlock(sh)
 	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
-	e, ok := sh.getLocked(key, nowMs)
+	_, e, ok := sh.getLocked(key, v.e.hash(key), nowMs)
 	return e, ok, nowMs
 }
 
@@ -185,9 +185,9 @@ func (v *View) Del(key []byte) bool {
 	sh := v.e.shardFor(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	e, ok := sh.getLocked(key, floorDiv(v.e.clock.Now(), nsPerMs))
+	i, _, ok := sh.getLocked(key, v.e.hash(key), floorDiv(v.e.clock.Now(), nsPerMs))
 	if ok {
-		sh.removeLocked(string(key), e.kind)
+		sh.removeLocked(i)
 	}
 	return ok
 }
@@ -200,7 +200,7 @@ func (v *View) DBSize() int64 {
 		sh := &v.e.shards[i]
 		v.lock(sh)
 		sh.reapLocked(floorDiv(v.e.clock.Now(), nsPerMs))
-		n += int64(len(sh.m))
+		n += int64(sh.t.count)
 		v.unlock(sh)
 	}
 	return n
@@ -247,15 +247,11 @@ func (v *View) shardKeys(i int, keep func([]byte) bool, want Kind) [][]byte {
 	sh := &v.e.shards[i]
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
 	var out [][]byte
-	for k, e := range sh.m {
-		if nowMs > e.expireMs || (want != KindNone && e.kind != want) {
-			continue
+	sh.keysLocked(floorDiv(v.e.clock.Now(), nsPerMs), func(k []byte, e entry) {
+		if (want == KindNone || e.kind == want) && (keep == nil || keep(k)) {
+			out = append(out, append([]byte(nil), k...))
 		}
-		if keep == nil || keep([]byte(k)) {
-			out = append(out, []byte(k))
-		}
-	}
+	})
 	return out
 }

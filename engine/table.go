@@ -1,0 +1,275 @@
+package engine
+
+import "encoding/binary"
+
+// table is one shard's keys: an open-addressing index over records kept in
+// one byte arena. It is built for memory and for the garbage collector:
+//
+//   - slots is an array of uint64, probed linearly. An empty slot is 0; a
+//     full one holds the upper 32 bits of the key's hash (with the low bit
+//     set, so it is never 0) and the record's arena offset. A key's home
+//     slot is those 32 bits scaled to the array's length (multiply and
+//     shift), so any length works and a table can be rehashed from the
+//     slots alone. It grows by half when 3/4 full, so the load stays
+//     between 1/2 and 3/4 as keys arrive; deletion shifts the following
+//     slots back (no tombstones).
+//   - arena holds the records back to back:
+//     kind (1 byte) | key length (uvarint) | key | expiry ms (8) | state (8 per word)
+//     A 17-byte CL.THROTTLE key takes 35 bytes. A record is rewritten in
+//     place when its key is updated; a removed record leaves dead bytes,
+//     reclaimed by compaction once they outweigh the live ones.
+//   - logs holds the sliding logs (the only state with Go pointers), by an
+//     id stored in the record.
+//
+// Neither slots nor arena contains pointers, so the garbage collector never
+// scans them however many keys there are. table is not safe for concurrent
+// use: its shard's lock guards it.
+type table struct {
+	slots []uint64
+	count int
+	arena []byte
+	dead  int // bytes of removed records in arena
+
+	logs     [][]Hit
+	freeLogs []int64 // ids of logs no longer used
+}
+
+const (
+	minSlots     = 8
+	arenaMinGrow = 256
+	refMask      = 1<<32 - 1
+)
+
+// stateWords is the number of 8-byte state words a kind's record holds.
+var stateWords = [...]int{KindGCRA: 1, KindTokenBucket: 2, KindSlidingWindow: 3, KindSlidingLog: 1, KindFixedWindow: 2}
+
+func slotTag(h uint64) uint64 { return (h>>32 | 1) << 32 }
+
+// home is the first slot to probe for a key whose slot tag is tag.
+func (t *table) home(tag uint64) int {
+	return int((tag >> 32) * uint64(len(t.slots)) >> 32)
+}
+
+// next is the slot after i, wrapping around.
+func (t *table) next(i int) int {
+	if i++; i == len(t.slots) {
+		return 0
+	}
+	return i
+}
+
+// find returns the slot index holding key (hash h), or -1.
+func (t *table) find(key []byte, h uint64) int {
+	if t.count == 0 {
+		return -1
+	}
+	tag := slotTag(h)
+	for i := t.home(tag); ; i = t.next(i) {
+		s := t.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if s&^refMask == tag && string(t.keyOf(uint32(s))) == string(key) {
+			return i
+		}
+	}
+}
+
+// keyOf returns the key of the record at ref; it aliases the arena.
+func (t *table) keyOf(ref uint32) []byte {
+	n, w := binary.Uvarint(t.arena[ref+1:])
+	start := int(ref) + 1 + w
+	return t.arena[start : start+int(n)]
+}
+
+// stateAt returns the offset of the expiry field of the record at ref.
+func (t *table) stateAt(ref uint32) int {
+	n, w := binary.Uvarint(t.arena[ref+1:])
+	return int(ref) + 1 + w + int(n)
+}
+
+// entryAt decodes the record in slot i.
+func (t *table) entryAt(i int) entry {
+	ref := uint32(t.slots[i])
+	e := entry{kind: Kind(t.arena[ref])}
+	p := t.stateAt(ref)
+	e.expireMs = t.word(p)
+	words := [3]int64{}
+	for w := range stateWords[e.kind] {
+		words[w] = t.word(p + 8 + 8*w)
+	}
+	e.a, e.b, e.c = words[0], words[1], words[2]
+	if e.kind == KindSlidingLog {
+		e.log = t.logs[e.a]
+	}
+	return e
+}
+
+func (t *table) word(p int) int64 { return int64(binary.LittleEndian.Uint64(t.arena[p:])) }
+
+func (t *table) putWord(p int, v int64) { binary.LittleEndian.PutUint64(t.arena[p:], uint64(v)) }
+
+// update rewrites the record in slot i, whose kind is e.kind, in place.
+func (t *table) update(i int, e entry) {
+	p := t.stateAt(uint32(t.slots[i]))
+	if e.kind == KindSlidingLog {
+		id := t.word(p + 8)
+		t.logs[id] = e.log
+		e.a = id
+	}
+	t.putWord(p, e.expireMs)
+	words := [3]int64{e.a, e.b, e.c}
+	for w := range stateWords[e.kind] {
+		t.putWord(p+8+8*w, words[w])
+	}
+}
+
+// insert adds key (hash h, not present) with e.
+func (t *table) insert(key []byte, h uint64, e entry) {
+	if (t.count+1)*4 > len(t.slots)*3 {
+		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
+	}
+	if e.kind == KindSlidingLog {
+		e.a = t.newLog(e.log)
+	}
+	ref := t.appendRecord(key, e)
+	tag := slotTag(h)
+	i := t.home(tag)
+	for t.slots[i] != 0 {
+		i = t.next(i)
+	}
+	t.slots[i] = tag | uint64(ref)
+	t.count++
+}
+
+// appendRecord writes a record at the end of the arena and returns its
+// offset, growing the arena by an eighth at a time (compacting instead
+// when most of it is dead).
+func (t *table) appendRecord(key []byte, e entry) uint32 {
+	size := 1 + uvarintLen(uint64(len(key))) + len(key) + 8 + 8*stateWords[e.kind]
+	if len(t.arena)+size > cap(t.arena) {
+		live := len(t.arena) - t.dead
+		if t.dead > live {
+			t.compact(size)
+		} else {
+			grown := make([]byte, len(t.arena), len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))
+			copy(grown, t.arena)
+			t.arena = grown
+		}
+	}
+	if len(t.arena)+size > refMask {
+		panic("engine: shard arena above 4 GiB") // 2³² bytes of keys in one shard: use more shards
+	}
+	ref := uint32(len(t.arena))
+	t.arena = append(t.arena, byte(e.kind))
+	t.arena = binary.AppendUvarint(t.arena, uint64(len(key)))
+	t.arena = append(t.arena, key...)
+	t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(e.expireMs))
+	words := [3]int64{e.a, e.b, e.c}
+	for w := range stateWords[e.kind] {
+		t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(words[w]))
+	}
+	return ref
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// recordSize returns the bytes of the record at ref.
+func (t *table) recordSize(ref uint32) int {
+	return t.stateAt(ref) - int(ref) + 8 + 8*stateWords[t.arena[ref]]
+}
+
+// removeAt deletes the record in slot i and shifts the slots after it
+// back, so that no probe sequence is broken. The slot i may then hold a
+// record that was further on; callers walking the slots revisit i.
+func (t *table) removeAt(i int) {
+	ref := uint32(t.slots[i])
+	if Kind(t.arena[ref]) == KindSlidingLog {
+		t.freeLog(t.word(t.stateAt(ref) + 8))
+	}
+	t.dead += t.recordSize(ref)
+	for j := t.next(i); t.slots[j] != 0; j = t.next(j) {
+		// Move slot j back to i when its home is not in (i, j], cyclically.
+		h := t.home(t.slots[j])
+		if (j > i && (h <= i || h > j)) || (j < i && h <= i && h > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = 0
+	t.count--
+	switch {
+	case t.count == 0:
+		*t = table{} // everything goes back
+	case len(t.slots) > minSlots && t.count*8 < len(t.slots):
+		t.rehash(max(minSlots, 2*t.count))
+	}
+	if t.count > 0 && t.dead > 4096 && t.dead > 2*(len(t.arena)-t.dead) {
+		t.compact(0)
+	}
+}
+
+// rehash moves every slot into a new array of n slots.
+func (t *table) rehash(n int) {
+	old := t.slots
+	t.slots = make([]uint64, n)
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		i := t.home(s)
+		for t.slots[i] != 0 {
+			i = t.next(i)
+		}
+		t.slots[i] = s
+	}
+}
+
+// compact copies the live records into a new arena sized for them (plus
+// room for extra bytes) and points the slots at their new offsets.
+func (t *table) compact(extra int) {
+	live := len(t.arena) - t.dead
+	arena := make([]byte, 0, live+live/8+extra+arenaMinGrow)
+	for i, s := range t.slots {
+		if s == 0 {
+			continue
+		}
+		ref := uint32(s)
+		size := t.recordSize(ref)
+		t.slots[i] = s&^refMask | uint64(len(arena))
+		arena = append(arena, t.arena[ref:int(ref)+size]...)
+	}
+	t.arena, t.dead = arena, 0
+}
+
+func (t *table) newLog(hits []Hit) int64 {
+	if n := len(t.freeLogs); n > 0 {
+		id := t.freeLogs[n-1]
+		t.freeLogs = t.freeLogs[:n-1]
+		t.logs[id] = hits
+		return id
+	}
+	t.logs = append(t.logs, hits)
+	return int64(len(t.logs) - 1)
+}
+
+func (t *table) freeLog(id int64) {
+	t.logs[id] = nil
+	t.freeLogs = append(t.freeLogs, id)
+}
+
+// memory returns the bytes the table holds (slots, arena, log entries).
+func (t *table) memory() int {
+	n := 8*cap(t.slots) + cap(t.arena)
+	for _, l := range t.logs {
+		n += 16 * cap(l)
+	}
+	return n
+}
