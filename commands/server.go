@@ -209,6 +209,7 @@ func infoServer(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "uptime_in_seconds", int64(up/time.Second))
 	field(b, "uptime_in_days", int64(up/(24*time.Hour)))
 	field(b, "hz", 10)
+	field(b, "threads", runtime.GOMAXPROCS(0))
 	field(b, "executable", st.Executable)
 	field(b, "config_file", st.ConfigFile)
 }

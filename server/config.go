@@ -40,6 +40,9 @@ type Config struct {
 	Shards int
 	// EnableDebugCommand turns on DEBUG (DEBUG CLOCK). Default: false.
 	EnableDebugCommand bool
+	// Threads is how many OS threads run Go code at once (GOMAXPROCS);
+	// 0 means one per core. The binary applies it at start. Default: 0.
+	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
 }
@@ -210,6 +213,12 @@ var settings = []setting{
 				return errors.New("argument must be 'yes', 'local' or 'no'")
 			}
 			return nil
+		}},
+	{name: "threads",
+		get: func(c *Config) string { return strconv.Itoa(c.Threads) },
+		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
+		check: func(c *Config) error {
+			return between(int64(c.Threads), 0, 1024)
 		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).

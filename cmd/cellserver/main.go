@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -41,6 +42,9 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	cfg, done, err := parseArgs(args, stdout)
 	if err != nil || done {
 		return err
+	}
+	if cfg.Threads > 0 {
+		runtime.GOMAXPROCS(cfg.Threads)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -77,7 +81,7 @@ Examples:
 
 Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
 proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
-enable-debug-command.
+threads, enable-debug-command.
 `
 
 // parseArgs builds the configuration from a config file (the first

@@ -23,12 +23,12 @@ func TestParseArgsFlagsAndFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parseArgs([]string{file, "--port", "7001", "--shards", "16", "--enable-debug-command", "yes"}, &bytes.Buffer{})
+	cfg, _, err := parseArgs([]string{file, "--port", "7001", "--shards", "16", "--threads", "1", "--enable-debug-command", "yes"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Port != 7001 || cfg.RequirePass != "s3cret" || len(cfg.Bind) != 2 || cfg.Timeout != time.Minute ||
-		cfg.Shards != 16 || !cfg.EnableDebugCommand || cfg.ConfigFile != file {
+		cfg.Shards != 16 || cfg.Threads != 1 || !cfg.EnableDebugCommand || cfg.ConfigFile != file {
 		t.Fatalf("got %+v", cfg)
 	}
 }
@@ -46,6 +46,7 @@ func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--shards", "3"}, "setting shards"},
 		{[]string{"--loglevel", "loud"}, "setting loglevel"},
 		{[]string{"--timeout", "-1"}, "setting timeout"},
+		{[]string{"--threads", "-2"}, "setting threads"},
 		{[]string{"--nosuch", "1"}, `unknown setting "nosuch"`},
 		{[]string{"--port"}, "setting port needs a value"},
 		{[]string{"--port", "1", "extra", "--x"}, "setting port"},
