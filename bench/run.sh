@@ -52,6 +52,7 @@ else
 fi
 CLIENTS=${BENCH_CLIENTS:-50}
 KEYSPACE=${BENCH_KEYSPACE:-1000000}
+CS_THREADS=${BENCH_CS_THREADS:-1}
 HOST=127.0.0.1
 pin_server=() pin_bench=()
 if [[ ${BENCH_PIN:-0} == 1 ]]; then
@@ -169,7 +170,7 @@ machine() {
 
 command_line() {
 	local env=""
-	for v in BENCH_QUICK BENCH_PIN BENCH_N BENCH_N_P16 BENCH_N_LUA_P16 BENCH_ROUNDS BENCH_CLIENTS BENCH_KEYSPACE BENCH_MEM_KEYS BENCH_GO_BENCHTIME; do
+	for v in BENCH_QUICK BENCH_PIN BENCH_CS_THREADS BENCH_N BENCH_N_P16 BENCH_N_LUA_P16 BENCH_ROUNDS BENCH_CLIENTS BENCH_KEYSPACE BENCH_MEM_KEYS BENCH_GO_BENCHTIME; do
 		[[ -n ${!v:-} ]] && env+="$v=${!v} "
 	done
 	printf '%sbench/run.sh %s' "$env" "$what"
@@ -181,9 +182,15 @@ go build -o "$tmp/cellserver" ./cmd/cellserver
 # ---------------------------------------------------------------- throughput
 run_tput() {
 	local cs_port redis_port cs_pid redis_pid sha
+	# The main cellserver runs one thread (--threads 1), as Redis runs its
+	# commands on one; a second one runs the default, a thread per core, so
+	# that the table shows what the setting does on this shared machine.
 	cs_port=$(free_port "${BENCH_CS_PORT:-7301}")
-	start cellserver "$cs_port" "$tmp/cellserver" --bind "$HOST" --port "$cs_port" --loglevel warning
+	start cellserver "$cs_port" "$tmp/cellserver" --bind "$HOST" --port "$cs_port" --loglevel warning --threads "$CS_THREADS"
 	cs_pid=$STARTED_PID
+	local csd_port
+	csd_port=$(free_port $((cs_port + 2)))
+	start cellserver-default "$csd_port" "$tmp/cellserver" --bind "$HOST" --port "$csd_port" --loglevel warning
 	redis_port=$(free_port "${BENCH_REDIS_PORT:-7302}")
 	[[ $redis_port != "$cs_port" ]] || redis_port=$(free_port $((cs_port + 1)))
 	start redis "$redis_port" redis-server --bind "$HOST" --port "$redis_port" --save '' --appendonly no --daemonize no
@@ -201,7 +208,7 @@ run_tput() {
 	# workload so that no key changes kind. Arguments comparable to
 	# CL.THROTTLE 15 30 60 (a burst of 16, 30 per minute); EXACT at limit 100
 	# as the issue states its target.
-	local R=$redis_port C=$cs_port
+	local R=$redis_port C=$cs_port D=$csd_port
 	local workloads=(
 		"PING|Redis|$R|PING"
 		"GCRA (Lua EVALSHA)|Redis+Lua|$R|EVALSHA $sha 1 key:__rand_int__ 15 30 60"
@@ -213,6 +220,8 @@ run_tput() {
 		"PING|cellserver|$C|PING"
 		"CL.THROTTLE hot key|cellserver|$C|CL.THROTTLE hotkey 15 30 60"
 		"GCRA hot key (Lua)|Redis+Lua|$R|EVALSHA $sha 1 hotkey 15 30 60"
+		"CL.THROTTLE|cellserver, default threads|$D|CL.THROTTLE key:__rand_int__ 15 30 60"
+		"PING|cellserver, default threads|$D|PING"
 	)
 	local raw=$tmp/raw.txt
 	: >"$raw"
@@ -253,6 +262,7 @@ run_tput() {
 		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL before each run; %s round(s) of the whole list, run one after the other.\n' \
 			"$CLIENTS" "$KEYSPACE" "$N1" "$N16" "$NLUA16" "$ROUNDS"
 		echo '- ops/s, p50 and p99 are the median over rounds; the ratios are computed within each round (against that round'"'"'s Redis PING and Redis+Lua GCRA runs) and their median is shown, with the range over rounds in brackets.'
+		printf -- '- cellserver runs with `--threads %s` (one thread runs commands, as in Redis); the rows marked "default threads" come from a second cellserver with the default, one thread per core (%s here).\n' "$CS_THREADS" "$(nproc)"
 		echo '- Redis+Lua GCRA is bench/gcra.lua (TIME, GET, the GCRA arithmetic in µs, SET PX when allowed, five integers). Key names are `<prefix>:` + 12 digits; the hot-key rows send every request to one key (almost all limited).'
 		echo
 		awk -F'|' '

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,14 +94,34 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) cron() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	for {
+	var peak int64 // table bytes at their highest since memory was last released
+	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
 			return
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
+			if tick%4 == 0 {
+				peak = s.releaseMemory(peak)
+			}
 		}
 	}
+}
+
+// releaseMemory hands memory back to the operating system once the tables
+// have shrunk by a lot since peak (keys expired or were deleted): Go
+// returns freed pages only gradually by itself. It returns the new peak.
+func (s *Server) releaseMemory(peak int64) int64 {
+	now := s.eng.Stats().TableBytes
+	if now > peak {
+		return now
+	}
+	if drop := peak - now; drop >= 64<<20 && drop >= peak/4 {
+		debug.FreeOSMemory()
+		s.log.Logf("verbose", "released memory: tables went from %d to %d bytes", peak, now)
+		return now
+	}
+	return peak
 }
 
 // ListenAndServe listens on every address of Config.Bind at Config.Port
