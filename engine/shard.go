@@ -54,12 +54,10 @@ func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) 
 // getLocked, or -1 when it had none.
 func (s *shard) putLocked(key []byte, h uint64, i int, e entry) {
 	if i >= 0 {
-		old := s.t.entryAt(i).kind
-		if old == e.kind {
-			s.t.update(i, e)
+		if s.t.kindAt(i) == e.kind && s.t.update(i, e) {
 			return
 		}
-		s.removeLocked(i) // a different kind: only Import replaces one
+		s.removeLocked(i) // another kind (only Import does that) or layout
 	}
 	s.t.insert(key, h, e)
 	s.kinds[e.kind]++
@@ -69,7 +67,7 @@ func (s *shard) putLocked(key []byte, h uint64, i int, e entry) {
 // were rearranged beyond i (a shrink), so that a caller walking them must
 // start again.
 func (s *shard) removeLocked(i int) (reshaped bool) {
-	s.kinds[s.t.entryAt(i).kind]--
+	s.kinds[s.t.kindAt(i)]--
 	n := len(s.t.slots)
 	s.t.removeAt(i)
 	return len(s.t.slots) != n

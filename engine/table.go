@@ -14,10 +14,13 @@ import "encoding/binary"
 //     between 1/2 and 3/4 as keys arrive; deletion shifts the following
 //     slots back (no tombstones).
 //   - arena holds the records back to back:
-//     kind (1 byte) | key length (uvarint) | key | expiry ms (8) | state (8 per word)
-//     A 17-byte CL.THROTTLE key takes 35 bytes. A record is rewritten in
-//     place when its key is updated; a removed record leaves dead bytes,
-//     reclaimed by compaction once they outweigh the live ones.
+//     head (1 byte) | key length (uvarint) | key | [expiry ms (8)] | state (8 per word)
+//     The head is the kind in its low bits. A CL.THROTTLE record needs no
+//     expiry field: redis-cell's expiry, floor(now_ms) + trunc(ttl_ms), is
+//     always floor(TAT_ms) or one less, so a head bit says which (headImplicit,
+//     headMinusOne). A 17-byte CL.THROTTLE key takes 27 bytes. A record is
+//     rewritten in place when its key is updated; a removed record leaves
+//     dead bytes, reclaimed by compaction once they outweigh the live ones.
 //   - logs holds the sliding logs (the only state with Go pointers), by an
 //     id stored in the record.
 //
@@ -38,7 +41,26 @@ const (
 	minSlots     = 8
 	arenaMinGrow = 256
 	refMask      = 1<<32 - 1
+
+	headKind     = 0x07 // the kind
+	headImplicit = 0x80 // no expiry field: it is floor(a/1e6) − (headMinusOne ? 1 : 0)
+	headMinusOne = 0x40
 )
+
+// implicitHead returns the head byte for e when its expiry can be left
+// out of the record, and false when it must be stored.
+func implicitHead(e entry) (byte, bool) {
+	if e.kind != KindGCRA {
+		return 0, false
+	}
+	switch floorDiv(e.a, nsPerMs) - e.expireMs {
+	case 0:
+		return byte(e.kind) | headImplicit, true
+	case 1:
+		return byte(e.kind) | headImplicit | headMinusOne, true
+	}
+	return 0, false
+}
 
 // stateWords is the number of 8-byte state words a kind's record holds.
 var stateWords = [...]int{KindGCRA: 1, KindTokenBucket: 2, KindSlidingWindow: 3, KindSlidingLog: 1, KindFixedWindow: 2}
@@ -88,11 +110,23 @@ func (t *table) stateAt(ref uint32) int {
 	return int(ref) + 1 + w + int(n)
 }
 
+// kindAt returns the kind of the record in slot i.
+func (t *table) kindAt(i int) Kind { return Kind(t.arena[uint32(t.slots[i])] & headKind) }
+
 // entryAt decodes the record in slot i.
 func (t *table) entryAt(i int) entry {
 	ref := uint32(t.slots[i])
-	e := entry{kind: Kind(t.arena[ref])}
+	head := t.arena[ref]
+	e := entry{kind: Kind(head & headKind)}
 	p := t.stateAt(ref)
+	if head&headImplicit != 0 {
+		e.a = t.word(p)
+		e.expireMs = floorDiv(e.a, nsPerMs)
+		if head&headMinusOne != 0 {
+			e.expireMs--
+		}
+		return e
+	}
 	e.expireMs = t.word(p)
 	words := [3]int64{}
 	for w := range stateWords[e.kind] {
@@ -109,9 +143,21 @@ func (t *table) word(p int) int64 { return int64(binary.LittleEndian.Uint64(t.ar
 
 func (t *table) putWord(p int, v int64) { binary.LittleEndian.PutUint64(t.arena[p:], uint64(v)) }
 
-// update rewrites the record in slot i, whose kind is e.kind, in place.
-func (t *table) update(i int, e entry) {
-	p := t.stateAt(uint32(t.slots[i]))
+// update rewrites the record in slot i, whose kind is e.kind, in place,
+// and reports whether it could: a record whose expiry is implicit can hold
+// only an entry whose expiry is implicit too.
+func (t *table) update(i int, e entry) bool {
+	ref := uint32(t.slots[i])
+	p := t.stateAt(ref)
+	if t.arena[ref]&headImplicit != 0 {
+		head, ok := implicitHead(e)
+		if !ok {
+			return false
+		}
+		t.arena[ref] = head
+		t.putWord(p, e.a)
+		return true
+	}
 	if e.kind == KindSlidingLog {
 		id := t.word(p + 8)
 		t.logs[id] = e.log
@@ -122,6 +168,7 @@ func (t *table) update(i int, e entry) {
 	for w := range stateWords[e.kind] {
 		t.putWord(p+8+8*w, words[w])
 	}
+	return true
 }
 
 // insert adds key (hash h, not present) with e.
@@ -146,7 +193,14 @@ func (t *table) insert(key []byte, h uint64, e entry) {
 // offset, growing the arena by an eighth at a time (compacting instead
 // when most of it is dead).
 func (t *table) appendRecord(key []byte, e entry) uint32 {
-	size := 1 + uvarintLen(uint64(len(key))) + len(key) + 8 + 8*stateWords[e.kind]
+	head, implicit := implicitHead(e)
+	if !implicit {
+		head = byte(e.kind)
+	}
+	size := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*stateWords[e.kind]
+	if !implicit {
+		size += 8
+	}
 	if len(t.arena)+size > cap(t.arena) {
 		live := len(t.arena) - t.dead
 		if t.dead > live {
@@ -161,10 +215,12 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 		panic("engine: shard arena above 4 GiB") // 2³² bytes of keys in one shard: use more shards
 	}
 	ref := uint32(len(t.arena))
-	t.arena = append(t.arena, byte(e.kind))
+	t.arena = append(t.arena, head)
 	t.arena = binary.AppendUvarint(t.arena, uint64(len(key)))
 	t.arena = append(t.arena, key...)
-	t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(e.expireMs))
+	if !implicit {
+		t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(e.expireMs))
+	}
 	words := [3]int64{e.a, e.b, e.c}
 	for w := range stateWords[e.kind] {
 		t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(words[w]))
@@ -183,7 +239,12 @@ func uvarintLen(x uint64) int {
 
 // recordSize returns the bytes of the record at ref.
 func (t *table) recordSize(ref uint32) int {
-	return t.stateAt(ref) - int(ref) + 8 + 8*stateWords[t.arena[ref]]
+	head := t.arena[ref]
+	n := t.stateAt(ref) - int(ref) + 8*stateWords[head&headKind]
+	if head&headImplicit == 0 {
+		n += 8
+	}
+	return n
 }
 
 // removeAt deletes the record in slot i and shifts the slots after it
@@ -191,7 +252,7 @@ func (t *table) recordSize(ref uint32) int {
 // record that was further on; callers walking the slots revisit i.
 func (t *table) removeAt(i int) {
 	ref := uint32(t.slots[i])
-	if Kind(t.arena[ref]) == KindSlidingLog {
+	if Kind(t.arena[ref]&headKind) == KindSlidingLog {
 		t.freeLog(t.word(t.stateAt(ref) + 8))
 	}
 	t.dead += t.recordSize(ref)

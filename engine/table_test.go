@@ -64,6 +64,10 @@ func randomEntry(rng *rand.Rand) entry {
 		e.a = 0
 		e.log = []Hit{{rng.Int63(), rng.Int63n(10) + 1}}
 	}
+	if e.kind == KindGCRA && rng.Intn(2) == 0 {
+		// An expiry redis-cell's rule gives: the record leaves it out.
+		e.expireMs = floorDiv(e.a, nsPerMs) - rng.Int63n(2)
+	}
 	return e
 }
 
@@ -98,7 +102,10 @@ func TestTableAgainstAModel(t *testing.T) {
 			for e.kind != want[k].kind {
 				e = randomEntry(rng)
 			}
-			tb.update(i, e)
+			if !tb.update(i, e) { // the record's layout cannot hold e
+				tb.removeAt(i)
+				tb.insert([]byte(k), h, e)
+			}
 			want[k] = e
 		case i < 0:
 			e := randomEntry(rng)
@@ -121,15 +128,42 @@ func TestTableAgainstAModel(t *testing.T) {
 	}
 }
 
+func TestTableLeavesOutDerivableExpiry(t *testing.T) {
+	seed := maphash.MakeSeed()
+	var tb table
+	k := []byte("user:000000000001")
+	h := maphash.Bytes(seed, k)
+	tat := now0 + 2_000_900_000
+	tb.insert(k, h, entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat})
+	if len(tb.arena) != 27 {
+		t.Fatalf("record of %d bytes, want 27", len(tb.arena))
+	}
+	for _, e := range []entry{
+		{kind: KindGCRA, expireMs: tat/1e6 - 1, a: tat},
+		{kind: KindGCRA, expireMs: (tat + 5e9) / 1e6, a: tat + 5e9},
+	} {
+		if !tb.update(tb.find(k, h), e) {
+			t.Fatalf("update to %+v refused", e)
+		}
+		if got := tb.entryAt(tb.find(k, h)); fmt.Sprint(got) != fmt.Sprint(e) {
+			t.Fatalf("update to %+v: got %+v", e, got)
+		}
+	}
+	if tb.update(tb.find(k, h), entry{kind: KindGCRA, expireMs: tat/1e6 + 3, a: tat}) {
+		t.Fatal("an expiry the record cannot derive must not be written in place")
+	}
+}
+
 func TestTableCompactsDeadRecords(t *testing.T) {
 	seed := maphash.MakeSeed()
 	var tb table
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	for i := range 10000 {
-		tb.insert(key(i), maphash.Bytes(seed, key(i)), entry{kind: KindGCRA, expireMs: int64(i), a: int64(i)})
+		// expireMs is not floor(a/1e6) or one less: stored explicitly.
+		tb.insert(key(i), maphash.Bytes(seed, key(i)), entry{kind: KindGCRA, expireMs: int64(i) + 5, a: int64(i)})
 	}
 	if got := len(tb.arena); got != 10000*35 {
-		t.Fatalf("arena %d bytes for 10000 17-byte GCRA keys, want 350000", got)
+		t.Fatalf("arena %d bytes for 10000 17-byte GCRA keys with explicit expiry, want 350000", got)
 	}
 	for i := range 9000 {
 		tb.removeAt(tb.find(key(i), maphash.Bytes(seed, key(i))))
@@ -157,7 +191,8 @@ func TestTableBytesPerKey(t *testing.T) {
 	worst, at := 0.0, 0
 	for i := range 20000 {
 		k := fmt.Appendf(nil, "user:%012d", i)
-		tb.insert(k, maphash.Bytes(seed, k), entry{kind: KindGCRA, expireMs: 1, a: 1})
+		tat := now0 + int64(i)*1e6 + 7e8
+		tb.insert(k, maphash.Bytes(seed, k), entry{kind: KindGCRA, expireMs: tat/1e6 - int64(i%2), a: tat})
 		if n := i + 1; n >= 1000 {
 			if perKey := float64(tb.memory()) / float64(n); perKey > worst {
 				worst, at = perKey, n
