@@ -116,7 +116,7 @@ func (s *Server) releaseMemory(peak int64) int64 {
 	if now > peak {
 		return now
 	}
-	if drop := peak - now; drop >= 64<<20 && drop >= peak/4 {
+	if drop := peak - now; drop >= 8<<20 && drop >= peak/4 {
 		debug.FreeOSMemory()
 		s.log.Logf("verbose", "released memory: tables went from %d to %d bytes", peak, now)
 		return now
