@@ -34,7 +34,6 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
-	"github.com/tidwall/redcon"
 )
 
 // benchKeyCount is the size of the pre-built key set.
@@ -106,7 +105,7 @@ func byteArgs(words []string) [][]byte {
 type cmdHarness struct {
 	tbl *commands.Table
 	cl  *commands.Client
-	w   *redcon.Writer
+	w   *commands.Writer
 	srv *server.Server
 }
 
@@ -127,12 +126,12 @@ func newServer(tb testing.TB) *server.Server {
 // same table, so no accessor is needed.
 func newCmdHarness(tb testing.TB) *cmdHarness {
 	srv := newServer(tb)
-	h := &cmdHarness{srv: srv, tbl: commands.NewTable(srv, commands.Options{}), w: redcon.NewWriter(io.Discard)}
+	h := &cmdHarness{srv: srv, tbl: commands.NewTable(srv, commands.Options{}), w: commands.NewWriter(io.Discard)}
 	h.cl = h.newClient(h.w, 1)
 	return h
 }
 
-func (h *cmdHarness) newClient(w *redcon.Writer, id int64) *commands.Client {
+func (h *cmdHarness) newClient(w *commands.Writer, id int64) *commands.Client {
 	return h.tbl.NewClient(commands.ClientOptions{ID: id, Addr: "127.0.0.1:1", LocalAddr: "127.0.0.1:2", Writer: w, Authorized: true})
 }
 
@@ -147,7 +146,7 @@ func (h *cmdHarness) do(args [][]byte) {
 // with want, so that a benchmark never measures an error path.
 func (h *cmdHarness) check(tb testing.TB, args [][]byte, want string) {
 	var buf bytes.Buffer
-	w := redcon.NewWriter(&buf)
+	w := commands.NewWriter(&buf)
 	h.tbl.Dispatch(h.newClient(w, 2), args)
 	_ = w.Flush()
 	if !bytes.HasPrefix(buf.Bytes(), []byte(want)) {
@@ -214,7 +213,7 @@ func BenchmarkCommandParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		id := next.Add(1)
-		w := redcon.NewWriter(io.Discard)
+		w := commands.NewWriter(io.Discard)
 		cl := h.newClient(w, 10+id)
 		args := byteArgs([]string{"CL.THROTTLE", "", "15", "30", "60"})
 		i := int(id) * 7919
@@ -239,40 +238,6 @@ func (r *loopReader) Read(p []byte) (int, error) {
 	n := copy(p, r.buf[r.off:])
 	r.off = (r.off + n) % len(r.buf)
 	return n, nil
-}
-
-// BenchmarkRESP parses pipelined CL.THROTTLE requests with redcon's reader
-// (as the server's connection loop does) and dispatches them, flushing once
-// per read. 65536 keys, so after the warm-up lap every key exists.
-func BenchmarkRESP(b *testing.B) {
-	keys := benchKeys()[:65536]
-	var pipeline []byte
-	for _, k := range keys {
-		pipeline = redcon.AppendArray(pipeline, 5)
-		for _, a := range [][]byte{[]byte("CL.THROTTLE"), k, []byte("15"), []byte("30"), []byte("60")} {
-			pipeline = redcon.AppendBulk(pipeline, a)
-		}
-	}
-	perCmd := len(pipeline) / len(keys)
-	h := newCmdHarness(b)
-	rd := redcon.NewReader(&loopReader{buf: pipeline, chunk: 16 * perCmd}) // about -P 16
-	run := func(n int) {
-		for done := 0; done < n; {
-			cmds, err := rd.ReadCommands()
-			if err != nil {
-				b.Fatal(err)
-			}
-			for _, c := range cmds {
-				h.tbl.Dispatch(h.cl, c.Args)
-			}
-			_ = h.w.Flush()
-			done += len(cmds)
-		}
-	}
-	run(len(keys))
-	b.ReportAllocs()
-	b.ResetTimer()
-	run(b.N)
 }
 
 func BenchmarkEngine(b *testing.B) {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
-	"github.com/tidwall/redcon"
 )
 
 // Host is what a command needs from the server around it. Implementations
@@ -78,7 +77,7 @@ type queued struct {
 // goroutines may read it through Info and Kill.
 type Client struct {
 	// W is where replies go.
-	W *redcon.Writer
+	W *Writer
 
 	id        int64
 	addr      string
@@ -115,7 +114,7 @@ type ClientOptions struct {
 	ID         int64
 	Addr       string // remote address
 	LocalAddr  string
-	Writer     *redcon.Writer
+	Writer     *Writer
 	Close      func() // closes the connection; safe from any goroutine
 	Authorized bool   // no password is required
 }
@@ -145,6 +144,10 @@ func (c *Client) CloseAfterReply() bool { return c.closeAfter }
 
 // Touch records activity now (for CLIENT LIST's idle).
 func (c *Client) Touch(unixSec int64) { c.lastActive.Store(unixSec) }
+
+// Killed reports whether Kill was called: the connection must run nothing
+// more.
+func (c *Client) Killed() bool { return c.killed.Load() }
 
 // Kill closes the client's connection. Safe from any goroutine.
 func (c *Client) Kill() {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
-	"github.com/tidwall/redcon"
 )
 
 const now0 = int64(1_700_000_000_000_000_000)
@@ -76,7 +75,7 @@ func newHarness(t *testing.T, pass string) *harness {
 	table := NewTable(h, Options{EnableDebug: true})
 	out := &bytes.Buffer{}
 	c := table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
-		Writer: redcon.NewWriter(out), Authorized: pass == ""})
+		Writer: NewWriter(out), Authorized: pass == ""})
 	h.clients = []*Client{c}
 	return &harness{t: t, host: h, table: table, out: out, c: c}
 }

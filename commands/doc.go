@@ -5,7 +5,7 @@
 // error text is defined once, in errors.go.
 //
 // Package commands knows nothing of sockets: it writes replies to a
-// *redcon.Writer and reaches server-wide state (clients, settings, stats,
+// *Writer and reaches server-wide state (clients, settings, stats,
 // shutdown) through the Host interface. It must not import server, persist
 // or cluster.
 package commands

@@ -22,6 +22,7 @@ const (
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
+	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	errNoAuth         = "NOAUTH Authentication required."
 	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"

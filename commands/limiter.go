@@ -196,6 +196,7 @@ var errorTexts = []struct {
 	{engine.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
 	{engine.ErrWindowRange, [2]string{errRange("window"), ""}},
 	{engine.ErrExactLimit, [2]string{errExactLimit, ""}},
+	{engine.ErrShardFull, [2]string{errShardFull, "Cell error: Store error: " + errShardFull[4:]}},
 }
 
 // errorText returns the reply for an engine error; cell selects

@@ -7,7 +7,7 @@ import (
 )
 
 // Reply helpers that know RESP2 from RESP3. Everything else is written with
-// the redcon.Writer methods directly.
+// the Writer methods directly.
 
 var (
 	resp3Null = []byte("_\r\n")

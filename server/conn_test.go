@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func newTestServer(t *testing.T) *Server {
+func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Port = 0
@@ -24,38 +24,108 @@ func newTestServer(t *testing.T) *Server {
 	return s
 }
 
-func TestCheckPending(t *testing.T) {
-	s := newTestServer(t)
+// parseAll feeds in to a fresh parser in chunks of chunk bytes, as reads
+// would deliver it, and returns the requests it parsed and its error.
+func parseAll(in string, chunk int) ([]string, error) {
+	var p parser
+	var out []string
+	buf := []byte{}
+	for fed := 0; ; {
+		for len(buf) > 0 {
+			args, used, err := p.next(buf, 1<<20, 4<<20)
+			if err != nil {
+				return out, err
+			}
+			if used == 0 {
+				break
+			}
+			var parts []string
+			for _, a := range args {
+				parts = append(parts, string(a))
+			}
+			out = append(out, strings.Join(parts, "|"))
+			buf = buf[used:]
+		}
+		if fed == len(in) {
+			return out, nil
+		}
+		step := min(chunk, len(in)-fed)
+		buf = append(buf, in[fed:fed+step]...)
+		fed += step
+	}
+}
+
+func TestParser(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
 	cases := []struct {
-		in, err string
+		name, in string
+		want     []string // requests, arguments joined by |
+		err      string
 	}{
-		{"*", ""},
-		{"*3\r", ""},
-		{"*3\r\n$11\r\nCL.THRO", ""},
-		{"*1048576\r\n", ""},
-		{"*1048577\r\n", "invalid multibulk length"},
-		{"*" + strings.Repeat("1", 40), "too big mbulk count string"},
-		{"*2\r\n$1048576\r\n", ""},
-		{"*2\r\n$1048577\r\n", "invalid bulk length"},
-		{"*2\r\n$3\r\nGET\r\n$1048577\r\n", "invalid bulk length"},
-		{"*2\r\n$" + strings.Repeat("9", 40), "too big bulk count string"},
-		{"*5\r\n$1048576\r\n", ""},
-		{"*5\r\n$1048576\r\n" + strings.Repeat("x", 1048576) + "\r\n$1048576\r\n" + strings.Repeat("x", 100), ""},
-		{"*9\r\n" + strings.Repeat("$1048576\r\n"+strings.Repeat("x", 1048576)+"\r\n", 4) + "$1\r\n", "query buffer limit exceeded"},
-		{"*2\r\nx", ""}, // malformed: left to redcon
-		{"PING", ""},
-		{strings.Repeat("a", maxInlineSize), ""},
-		{strings.Repeat("a", maxInlineSize+1), "too big inline request"},
+		{"resp", "*2\r\n$4\r\nECHO\r\n$5\r\nab\r\nc\r\n", []string{"ECHO|ab\r\nc"}, ""},
+		{"pipeline", "*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$0\r\n\r\n", []string{"PING", "GET|"}, ""},
+		{"empty multibulk is skipped", "*0\r\n*-1\r\n*1\r\n$4\r\nPING\r\n", []string{"", "", "PING"}, ""},
+		{"largest bulk", "*1\r\n$1048576\r\n" + big + "\r\n", []string{big}, ""},
+		{"inline", "PING\r\nSET  a   b\n\r\n", []string{"PING", "SET|a|b", ""}, ""},
+		{"inline quotes", `SET "a b" 'c d' "\x41\n" 'it\'s' ""` + "\r\n", []string{"SET|a b|c d|A\n|it's|"}, ""},
+		{"inline $", "$3 PING\r\n", []string{"$3|PING"}, ""},
+		{"negative bulk length", "*1\r\n$-2\r\n", nil, "invalid bulk length"},
+		{"huge bulk length", "*1\r\n$9223372036854775807\r\n", nil, "invalid bulk length"},
+		{"bulk over the limit", "*1\r\n$1048577\r\n", nil, "invalid bulk length"},
+		{"bulk not a number", "*1\r\n$1x\r\n", nil, "invalid bulk length"},
+		{"bulk without digits", "*1\r\n$\r\n", nil, "invalid bulk length"},
+		{"bulk not terminated", "*1\r\n$2\r\nabcd\r\n", nil, "invalid bulk length"},
+		{"bulk length of 19 digits", "*1\r\n$" + strings.Repeat("0", 19), nil, "invalid bulk length"},
+		{"count over the limit", "*1048577\r\n", nil, "invalid multibulk length"},
+		{"count not a number", "*x\r\n", nil, "invalid multibulk length"},
+		{"count of 19 digits", "*" + strings.Repeat("0", 19), nil, "invalid multibulk length"},
+		{"expected $", "*1\r\n:1\r\n", nil, "expected '$', got ':'"},
+		{"query limit", "*5\r\n" + strings.Repeat("$1048576\r\n"+big+"\r\n", 3) + "$1048576\r\n", nil, "query buffer limit exceeded"},
+		{"unbalanced quotes", `SET "a` + "\r\n", nil, "unbalanced quotes in request"},
+		{"quote not followed by space", `SET "a"b` + "\r\n", nil, "unbalanced quotes in request"},
+		{"inline too long", strings.Repeat("a", maxInlineSize+1), nil, "too big inline request"},
+		{"inline line too long", strings.Repeat("a", maxInlineSize+1) + "\r\n", nil, "too big inline request"},
 	}
 	for _, c := range cases {
-		err := s.checkPending([]byte(c.in))
-		got := ""
-		if err != nil {
-			got = strings.TrimPrefix(err.Error(), "Protocol error: ")
+		for _, chunk := range []int{1, 7, 1 << 22} {
+			if chunk == 1 && len(c.in) > 4096 {
+				chunk = 4093 // byte by byte through megabytes is just slow
+			}
+			got, err := parseAll(c.in, chunk)
+			gotErr := ""
+			if err != nil {
+				gotErr = strings.TrimPrefix(err.Error(), "Protocol error: ")
+			}
+			if gotErr != c.err || strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("%s, chunks of %d: got %.60q, %q; want %.60q, %q", c.name, chunk, got, gotErr, c.want, c.err)
+			}
 		}
-		if got != c.err {
-			t.Errorf("checkPending(%.40q…) = %q, want %q", c.in, got, c.err)
+	}
+}
+
+// A request dripped in small pieces is parsed once, not again from its
+// start on every read: the work is linear in its size.
+func TestParserResumes(t *testing.T) {
+	var p parser
+	const n = 20000
+	var req strings.Builder
+	req.WriteString("*20000\r\n")
+	for range n {
+		req.WriteString("$1\r\nx\r\n")
+	}
+	in := []byte(req.String())
+	for i := 1; i < len(in); i += 7 {
+		if _, used, err := p.next(in[:i], 1<<20, 4<<20); used != 0 || err != nil {
+			t.Fatalf("at %d: used %d err %v", i, used, err)
 		}
+		// Resuming means the spans read so far are never read again.
+		if got, lo := len(p.spans), (i-9)/7-1; got < lo {
+			t.Fatalf("at %d bytes only %d arguments kept, want at least %d", i, got, lo)
+		}
+	}
+	args, used, err := p.next(in, 1<<20, 4<<20)
+	if err != nil || used != len(in) || len(args) != n {
+		t.Fatalf("complete: %d args, used %d of %d, %v", len(args), used, len(in), err)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package server owns the network side of cellserver: it accepts RESP
-// connections through github.com/tidwall/redcon, bounds what a client can
+// connections (replies encoded with github.com/tidwall/redcon), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
 // commands table. It implements commands.Host. It must not import persist's
@@ -23,7 +23,6 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
-	"github.com/tidwall/redcon"
 )
 
 // Version is cellserver's own version.
@@ -214,7 +213,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		nc.Close()
 		return nil
 	}
-	c := &conn{s: s, nc: nc, w: redcon.NewWriter(nc)}
+	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc)}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
 		Addr:       nc.RemoteAddr().String(),
@@ -257,8 +256,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			s.closing = true
 			ls := s.listeners
 			for _, c := range s.clients {
-				// A command running now finishes; its reply has nowhere to go.
-				c.nc.Close()
+				// A command running now finishes; its reply has nowhere to
+				// go, and nothing after it runs.
+				c.cl.Kill()
 			}
 			s.mu.Unlock()
 			for _, l := range ls {

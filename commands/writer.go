@@ -1,0 +1,68 @@
+package commands
+
+import (
+	"io"
+
+	"github.com/tidwall/redcon"
+)
+
+// Writer buffers RESP replies, encoded by redcon, for one connection. The
+// server flushes it once per batch of requests, or sooner when Len grows
+// large. It is not safe for concurrent use.
+type Writer struct {
+	w   io.Writer
+	b   []byte
+	err error
+}
+
+// maxIdleWriterBuf is the largest buffer a Writer keeps after a flush.
+const maxIdleWriterBuf = 256 << 10
+
+// NewWriter returns a Writer that flushes to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Len returns the bytes buffered and not flushed yet.
+func (w *Writer) Len() int { return len(w.b) }
+
+// Flush writes the buffered replies. After an error every call fails.
+func (w *Writer) Flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.b) > 0 {
+		_, w.err = w.w.Write(w.b)
+	}
+	if cap(w.b) > maxIdleWriterBuf {
+		w.b = nil
+	} else {
+		w.b = w.b[:0]
+	}
+	return w.err
+}
+
+// WriteArray writes an array header of n elements.
+func (w *Writer) WriteArray(n int) { w.b = redcon.AppendArray(w.b, n) }
+
+// WriteBulk writes a bulk string.
+func (w *Writer) WriteBulk(b []byte) { w.b = redcon.AppendBulk(w.b, b) }
+
+// WriteBulkString writes a bulk string.
+func (w *Writer) WriteBulkString(s string) { w.b = redcon.AppendBulkString(w.b, s) }
+
+// WriteString writes a simple string; CR and LF become spaces.
+func (w *Writer) WriteString(s string) { w.b = redcon.AppendString(w.b, s) }
+
+// WriteError writes an error reply; CR and LF become spaces.
+func (w *Writer) WriteError(s string) { w.b = redcon.AppendError(w.b, s) }
+
+// WriteInt writes an integer.
+func (w *Writer) WriteInt(n int) { w.b = redcon.AppendInt(w.b, int64(n)) }
+
+// WriteInt64 writes an integer.
+func (w *Writer) WriteInt64(n int64) { w.b = redcon.AppendInt(w.b, n) }
+
+// WriteNull writes RESP2's null bulk string.
+func (w *Writer) WriteNull() { w.b = redcon.AppendNull(w.b) }
+
+// WriteRaw writes bytes as they are.
+func (w *Writer) WriteRaw(b []byte) { w.b = append(w.b, b...) }
