@@ -153,7 +153,7 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			e.Sweep(e.cfg.SweepBudget)
+			e.sweepTick(e.cfg.SweepBudget)
 		}
 	}
 }

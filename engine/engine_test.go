@@ -361,3 +361,30 @@ func TestManualClock(t *testing.T) {
 		t.Fatal("Real must return to the wall clock")
 	}
 }
+
+// One background tick reclaims a mass expiry: it repeats its round while
+// most of what it examines has expired.
+func TestSweepTickReclaimsMassExpiry(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	for i := range 20000 {
+		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+	}
+	clock.Advance(10e9)
+	e.sweepTick(65536) // 4 shards × 400 entries a round, 16 rounds: 25600 ≥ 20000
+	if n := e.Stats().Keys; n != 0 {
+		t.Fatalf("%d keys left after one tick", n)
+	}
+}
+
+func TestDeleteSlotCountsLiveKeysOnly(t *testing.T) {
+	e, clock := newTestEngine(t, 1)
+	e.Throttle([]byte("{a}old"), readmeParams)
+	clock.Advance(10e9)
+	e.Throttle([]byte("{a}new"), readmeParams)
+	if n := e.DeleteSlot(Slot([]byte("a"))); n != 1 {
+		t.Fatalf("DeleteSlot = %d, want 1 (the other key had expired)", n)
+	}
+	if st := e.Stats(); st.Keys != 0 || st.ExpiredKeys != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}

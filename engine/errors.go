@@ -6,6 +6,9 @@ import "errors"
 var (
 	// ErrWrongType: the key holds another kind of limiter.
 	ErrWrongType = errors.New("engine: wrong kind of value")
+	// ErrShardFull: a shard's table would pass 4 GiB of records; configure
+	// more shards.
+	ErrShardFull = errors.New("engine: shard full (more than 4 GiB of keys in one shard)")
 	// ErrClockOverflow: a clock adjustment would leave the int64 range.
 	ErrClockOverflow = errors.New("engine: clock out of range")
 

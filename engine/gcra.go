@@ -95,7 +95,7 @@ func GCRA(tat int64, exists bool, now int64, p GCRAParams) (GCRAOutcome, error) 
 		if p.Increment <= p.Tolerance {
 			retry = cellSeconds(-diff)
 		}
-		ttl = tat - now // tat > now here: limited implies tat ≥ newTAT−inc > now
+		ttl = tat - now // 0 for a fresh key whose quantity alone is over τ
 	} else {
 		if newTAT < now {
 			// An over-refund: redis-cell would store a TAT in the past

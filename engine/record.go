@@ -147,6 +147,7 @@ func (v *View) DeleteSlot(slot int) int {
 	sh := v.e.shardOf(slot)
 	v.lock(sh)
 	defer v.unlock(sh)
+	sh.reapLocked(floorDiv(v.e.clock.Now(), nsPerMs)) // count live keys only
 	n := 0
 	for i := 0; i < len(sh.t.slots); {
 		s := sh.t.slots[i]
@@ -181,6 +182,8 @@ func (v *View) Import(r Record) (bool, error) {
 	if len(r.Hits) > 0 {
 		e.log = append([]Hit(nil), r.Hits...)
 	}
-	sh.putLocked(r.Key, h, i, e)
+	if err := sh.putLocked(r.Key, h, i, e); err != nil {
+		return false, err
+	}
 	return true, nil
 }

@@ -51,16 +51,21 @@ func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) 
 }
 
 // putLocked stores e under key (hash h). i is the key's slot from
-// getLocked, or -1 when it had none.
-func (s *shard) putLocked(key []byte, h uint64, i int, e entry) {
+// getLocked, or -1 when it had none. When the shard cannot take the
+// record it returns ErrShardFull and changes nothing.
+func (s *shard) putLocked(key []byte, h uint64, i int, e entry) error {
+	if i >= 0 && s.t.kindAt(i) == e.kind && s.t.update(i, e) {
+		return nil
+	}
+	if !s.t.fits(key, e) {
+		return ErrShardFull
+	}
 	if i >= 0 {
-		if s.t.kindAt(i) == e.kind && s.t.update(i, e) {
-			return
-		}
 		s.removeLocked(i) // another kind (only Import does that) or layout
 	}
 	s.t.insert(key, h, e)
 	s.kinds[e.kind]++
+	return nil
 }
 
 // removeLocked deletes the key in slot i. It reports whether the slots

@@ -8,14 +8,34 @@ const (
 	sweepMaxPerShard = 400
 )
 
+// sweepMaxRounds bounds the rounds of one background tick: a tick repeats
+// its round while more than a quarter of what it examined had expired, as
+// Redis's active expiry does, so that a mass expiry is reclaimed in a few
+// seconds rather than minutes, yet a tick's work stays bounded.
+const sweepMaxRounds = 16
+
+// sweepTick is one tick of the background sweep.
+func (e *Engine) sweepTick(budget int) {
+	for range sweepMaxRounds {
+		examined, removed := e.sweep(budget)
+		if removed*4 <= examined {
+			return
+		}
+	}
+}
+
 // Sweep removes expired keys, examining at most budget entries in all and
 // holding any one shard's lock for at most sweepMaxPerShard of them. Each
 // call continues from the shard where the previous one stopped. It returns
 // the number of keys removed.
 func (e *Engine) Sweep(budget int) int {
+	_, removed := e.sweep(budget)
+	return removed
+}
+
+func (e *Engine) sweep(budget int) (examined, removed int) {
 	e.sweepMu.Lock()
 	defer e.sweepMu.Unlock()
-	removed := 0
 	for visited := 0; visited < len(e.shards) && budget > 0; visited++ {
 		sh := &e.shards[e.sweepNext]
 		e.sweepNext = (e.sweepNext + 1) % len(e.shards)
@@ -25,6 +45,7 @@ func (e *Engine) Sweep(budget int) int {
 			n, r := sh.sweepLocked(nowMs, min(sweepSample, budget))
 			spent += n
 			budget -= n
+			examined += n
 			removed += r
 			if n < sweepSample || r*4 <= n {
 				break
@@ -32,5 +53,5 @@ func (e *Engine) Sweep(budget int) int {
 		}
 		sh.mu.Unlock()
 	}
-	return removed
+	return examined, removed
 }

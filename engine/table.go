@@ -171,7 +171,21 @@ func (t *table) update(i int, e entry) bool {
 	return true
 }
 
-// insert adds key (hash h, not present) with e.
+// fits reports whether a record for key and e can be added: the arena's
+// live bytes must stay addressable by a 32-bit offset.
+func (t *table) fits(key []byte, e entry) bool {
+	return len(t.arena)-t.dead+recordLen(key, e) < refMask
+}
+
+func recordLen(key []byte, e entry) int {
+	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*stateWords[e.kind]
+	if _, implicit := implicitHead(e); !implicit {
+		n += 8
+	}
+	return n
+}
+
+// insert adds key (hash h, not present) with e, which must fit.
 func (t *table) insert(key []byte, h uint64, e entry) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
@@ -197,10 +211,7 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 	if !implicit {
 		head = byte(e.kind)
 	}
-	size := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*stateWords[e.kind]
-	if !implicit {
-		size += 8
-	}
+	size := recordLen(key, e)
 	if len(t.arena)+size > cap(t.arena) {
 		live := len(t.arena) - t.dead
 		if t.dead > live {
@@ -210,9 +221,6 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 			copy(grown, t.arena)
 			t.arena = grown
 		}
-	}
-	if len(t.arena)+size > refMask {
-		panic("engine: shard arena above 4 GiB") // 2³² bytes of keys in one shard: use more shards
 	}
 	ref := uint32(len(t.arena))
 	t.arena = append(t.arena, head)
@@ -324,6 +332,28 @@ func (t *table) newLog(hits []Hit) int64 {
 func (t *table) freeLog(id int64) {
 	t.logs[id] = nil
 	t.freeLogs = append(t.freeLogs, id)
+	if len(t.freeLogs) > 64 && 2*len(t.freeLogs) > len(t.logs) {
+		t.compactLogs()
+	}
+}
+
+// compactLogs renumbers the sliding logs densely, so that the id slices
+// shrink when many logs have gone.
+func (t *table) compactLogs() {
+	logs := make([][]Hit, 0, len(t.logs)-len(t.freeLogs))
+	for _, s := range t.slots {
+		if s == 0 {
+			continue
+		}
+		ref := uint32(s)
+		if Kind(t.arena[ref]&headKind) != KindSlidingLog {
+			continue
+		}
+		p := t.stateAt(ref) + 8
+		logs = append(logs, t.logs[t.word(p)])
+		t.putWord(p, int64(len(logs)-1))
+	}
+	t.logs, t.freeLogs = logs, nil
 }
 
 // memory returns the bytes the table holds (slots, arena, log entries).

@@ -204,3 +204,24 @@ func TestTableBytesPerKey(t *testing.T) {
 		t.Fatalf("%.1f bytes per key at %d keys, want at most 56", worst, at)
 	}
 }
+
+func TestTableCompactsLogIDs(t *testing.T) {
+	seed := maphash.MakeSeed()
+	var tb table
+	key := func(i int) []byte { return fmt.Appendf(nil, "log:%d", i) }
+	for i := range 1000 {
+		tb.insert(key(i), maphash.Bytes(seed, key(i)), entry{kind: KindSlidingLog, expireMs: 9, log: []Hit{{int64(i), 1}}})
+	}
+	for i := range 990 {
+		tb.removeAt(tb.find(key(i), maphash.Bytes(seed, key(i))))
+	}
+	if len(tb.logs) > 200 {
+		t.Fatalf("%d log ids kept for 10 logs", len(tb.logs))
+	}
+	for i := 990; i < 1000; i++ {
+		e := tb.entryAt(tb.find(key(i), maphash.Bytes(seed, key(i))))
+		if len(e.log) != 1 || e.log[0].At != int64(i) {
+			t.Fatalf("log of key %d after renumbering: %+v", i, e.log)
+		}
+	}
+}

@@ -36,7 +36,9 @@ func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
 	}
 	switch out.Write {
 	case WriteStore:
-		sh.putLocked(key, h, i, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT})
+		if err := sh.putLocked(key, h, i, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT}); err != nil {
+			return Result{}, err
+		}
 	case WriteDelete:
 		if ok {
 			sh.removeLocked(i)
@@ -60,7 +62,9 @@ func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, h, i, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem})
+	if err := sh.applyLocked(key, h, i, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem}); err != nil {
+		return Result{}, err
+	}
 	return out.Result, nil
 }
 
@@ -80,7 +84,9 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 		if err != nil {
 			return Result{}, err
 		}
-		sh.applyLocked(key, h, i, out, entry{kind: KindSlidingLog, log: hits})
+		if err := sh.applyLocked(key, h, i, out, entry{kind: KindSlidingLog, log: hits}); err != nil {
+			return Result{}, err
+		}
 		return out.Result, nil
 	}
 	if ok && e.kind != KindSlidingWindow {
@@ -90,7 +96,9 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, h, i, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr})
+	if err := sh.applyLocked(key, h, i, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr}); err != nil {
+		return Result{}, err
+	}
 	return out.Result, nil
 }
 
@@ -108,23 +116,28 @@ func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	sh.applyLocked(key, h, i, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count})
+	if err := sh.applyLocked(key, h, i, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count}); err != nil {
+		return Result{}, err
+	}
 	return out.Result, nil
 }
 
 // applyLocked carries out an algorithm's Outcome on key (hash h), whose
 // live entry is in slot i (-1: none).
-func (s *shard) applyLocked(key []byte, h uint64, i int, out Outcome, next entry) {
+func (s *shard) applyLocked(key []byte, h uint64, i int, out Outcome, next entry) error {
 	switch out.Write {
 	case WriteStore:
 		next.expireMs = out.ExpireMs
-		s.putLocked(key, h, i, next)
+		if err := s.putLocked(key, h, i, next); err != nil {
+			return err
+		}
 	case WriteDelete:
 		if i >= 0 {
 			s.removeLocked(i)
 		}
 	}
 	s.count(next.kind, out.Result.Limited)
+	return nil
 }
 
 func (s *shard) count(k Kind, limited bool) {
