@@ -130,6 +130,13 @@ func TestGarbage(t *testing.T) {
 		{"no dollar", "*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", true},
 		{"non-numeric length", "*1\r\n$abc\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
 		{"negative length", "*1\r\n$-5\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		// $-2 and a length near 2⁶³ crashed the process through redcon's
+		// ReadNextCommand (found in review).
+		{"length -2", "*1\r\n$-2\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"length -1", "*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"length 2^63-1", "*1\r\n$9223372036854775807\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
+		{"unbalanced quotes", "SET \"a b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", true},
+		{"empty multibulk", "*0\r\n*-1\r\n", "", false},
 		{"bulk longer than said", "*1\r\n$2\r\nPING\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
 		{"binary inline", "\x00\x01\xfe\xff\r\n", "-ERR unknown command '\x00\x01\xfe\xff', with args beginning with: \r\n", false},
 		{"bulk at top level", "$4\r\nPING\r\n", "-ERR unknown command '$4', with args beginning with: \r\n+PONG\r\n", false},
