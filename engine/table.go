@@ -35,6 +35,15 @@ type table struct {
 
 	logs     [][]Hit
 	freeLogs []int64 // ids of logs no longer used
+
+	limit int // the most arena bytes; 0: refMask, what a 32-bit offset reaches (tests lower it)
+}
+
+func (t *table) maxArena() int {
+	if t.limit > 0 {
+		return t.limit
+	}
+	return refMask
 }
 
 const (
@@ -174,7 +183,7 @@ func (t *table) update(i int, e entry) bool {
 // fits reports whether a record for key and e can be added: the arena's
 // live bytes must stay addressable by a 32-bit offset.
 func (t *table) fits(key []byte, e entry) bool {
-	return len(t.arena)-t.dead+recordLen(key, e) < refMask
+	return len(t.arena)-t.dead+recordLen(key, e) < t.maxArena()
 }
 
 func recordLen(key []byte, e entry) int {
@@ -212,6 +221,9 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 		head = byte(e.kind)
 	}
 	size := recordLen(key, e)
+	if len(t.arena)+size >= t.maxArena() {
+		t.compact(size) // offsets are 32 bits; fits guarantees the live bytes do fit
+	}
 	if len(t.arena)+size > cap(t.arena) {
 		live := len(t.arena) - t.dead
 		if t.dead > live {
@@ -260,8 +272,9 @@ func (t *table) recordSize(ref uint32) int {
 // record that was further on; callers walking the slots revisit i.
 func (t *table) removeAt(i int) {
 	ref := uint32(t.slots[i])
+	logID := int64(-1)
 	if Kind(t.arena[ref]&headKind) == KindSlidingLog {
-		t.freeLog(t.word(t.stateAt(ref) + 8))
+		logID = t.word(t.stateAt(ref) + 8)
 	}
 	t.dead += t.recordSize(ref)
 	for j := t.next(i); t.slots[j] != 0; j = t.next(j) {
@@ -274,9 +287,12 @@ func (t *table) removeAt(i int) {
 	}
 	t.slots[i] = 0
 	t.count--
+	if logID >= 0 {
+		t.freeLog(logID) // after the slot is cleared: compactLogs must not see it
+	}
 	switch {
 	case t.count == 0:
-		*t = table{} // everything goes back
+		*t = table{limit: t.limit} // everything goes back
 	case len(t.slots) > minSlots && t.count*8 < len(t.slots):
 		t.rehash(max(minSlots, 2*t.count))
 	}
@@ -332,7 +348,9 @@ func (t *table) newLog(hits []Hit) int64 {
 func (t *table) freeLog(id int64) {
 	t.logs[id] = nil
 	t.freeLogs = append(t.freeLogs, id)
-	if len(t.freeLogs) > 64 && 2*len(t.freeLogs) > len(t.logs) {
+	// Renumbering walks every slot: do it only once the free ids are many
+	// relative to both the logs and the slots, so its cost is amortized.
+	if len(t.freeLogs) > 64 && 2*len(t.freeLogs) > len(t.logs) && 16*len(t.freeLogs) >= len(t.slots) {
 		t.compactLogs()
 	}
 }

@@ -225,3 +225,46 @@ func TestTableCompactsLogIDs(t *testing.T) {
 		}
 	}
 }
+
+// Records are addressed by 32-bit offsets: the arena compacts rather than
+// pass the limit, and a table whose live records would not fit refuses.
+func TestTableStaysWithinItsOffsets(t *testing.T) {
+	seed := maphash.MakeSeed()
+	sh := shard{t: table{limit: 1000}}
+	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
+	put := func(i int) error {
+		k := key(i)
+		h := maphash.Bytes(seed, k)
+		tat := now0 + int64(i)*1e6
+		return sh.putLocked(k, h, sh.t.find(k, h), entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat})
+	}
+	n := 0
+	for ; put(n) == nil; n++ {
+	}
+	if n != 37 { // 27-byte records under a 1000-byte limit: 37 fit (999 bytes)
+		t.Fatalf("%d keys fit, want 37", n)
+	}
+	if err := put(n); err != ErrShardFull || sh.t.count != 37 {
+		t.Fatalf("over the limit: %v with %d keys", err, sh.t.count)
+	}
+	// Remove a third (the dead bytes are not enough to compact on their
+	// own), then insert as many: the arena must compact at the limit, never
+	// wrap, and every key must read back.
+	for i := range 12 {
+		sh.removeLocked(sh.t.find(key(i), maphash.Bytes(seed, key(i))))
+	}
+	for i := 100; i < 112; i++ {
+		if err := put(i); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	if len(sh.t.arena) >= 1000 {
+		t.Fatalf("arena of %d bytes past its limit", len(sh.t.arena))
+	}
+	for _, i := range []int{12, 36, 100, 111} {
+		j := sh.t.find(key(i), maphash.Bytes(seed, key(i)))
+		if j < 0 || sh.t.entryAt(j).a != now0+int64(i)*1e6 {
+			t.Fatalf("key %d lost or changed", i)
+		}
+	}
+}
