@@ -145,6 +145,11 @@ func (c *Client) CloseAfterReply() bool { return c.closeAfter }
 // Touch records activity now (for CLIENT LIST's idle).
 func (c *Client) Touch(unixSec int64) { c.lastActive.Store(unixSec) }
 
+// Authenticated reports whether the client may run commands: it gave the
+// password, or none is required. The server reads requests of clients that
+// have not authenticated under Redis's tighter limits.
+func (c *Client) Authenticated() bool { return c.authenticated }
+
 // Killed reports whether Kill was called: the connection must run nothing
 // more.
 func (c *Client) Killed() bool { return c.killed.Load() }

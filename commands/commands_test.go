@@ -449,6 +449,10 @@ func TestClientCommands(t *testing.T) {
 	if got := h.do("CLIENT", "KILL", "1.2.3.4:5"); got != errReply(errNoSuchClient) {
 		t.Fatal(got)
 	}
+	// Killing oneself answers first, then closes.
+	if got := h.do("CLIENT", "KILL", "ID", "7", "SKIPME", "no"); got != ":1\r\n" || !h.c.CloseAfterReply() {
+		t.Fatalf("self-kill: %q, close after reply %v", got, h.c.CloseAfterReply())
+	}
 }
 
 func TestParseInt(t *testing.T) {

@@ -323,8 +323,8 @@ func clientKill(c *Client, args [][]byte) {
 	if len(args) == 1 { // the old form: CLIENT KILL ip:port
 		for _, cl := range c.host.Clients() {
 			if cl.addr == string(args[0]) {
-				cl.Kill()
 				c.writeOK()
+				c.kill(cl)
 				return
 			}
 		}
@@ -385,9 +385,19 @@ func clientKill(c *Client, args [][]byte) {
 			ok = ok && m(cl)
 		}
 		if ok {
-			cl.Kill()
+			c.kill(cl)
 			killed++
 		}
 	}
 	c.W.WriteInt64(killed)
+}
+
+// kill disconnects cl; when cl is c itself, only once the reply is out, as
+// Redis does.
+func (c *Client) kill(cl *Client) {
+	if cl == c {
+		c.closeAfter = true
+		return
+	}
+	cl.Kill()
 }

@@ -15,8 +15,9 @@ type Writer struct {
 	err error
 }
 
-// maxIdleWriterBuf is the largest buffer a Writer keeps after a flush.
-const maxIdleWriterBuf = 256 << 10
+// maxIdleWriterBuf is the largest buffer a Writer keeps after a flush, so
+// that an idle connection holds little.
+const maxIdleWriterBuf = 16 << 10
 
 // NewWriter returns a Writer that flushes to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }

@@ -54,9 +54,10 @@ func (c *conn) serve() {
 	for {
 		// Run every complete request in the buffer, then flush once.
 		ran := false
-		maxBulk, maxQuery := c.s.limits.maxBulk.Load(), c.s.limits.maxQuery.Load()
+		lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 		for r < n {
-			args, used, err := c.p.next(c.buf[r:n], maxBulk, maxQuery)
+			lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
+			args, used, err := c.p.next(c.buf[r:n], lim)
 			if err != nil {
 				c.w.WriteError("ERR " + err.Error())
 				c.w.Flush() //nolint:errcheck // closing anyway

@@ -33,7 +33,7 @@ func newBatchHarness(tb testing.TB, keys int) *batchHarness {
 func (h *batchHarness) run() {
 	b := h.req
 	for len(b) > 0 {
-		args, used, err := h.p.next(b, 1<<20, 1<<30)
+		args, used, err := h.p.next(b, bounds{maxBulk: 1 << 20, maxQuery: 1 << 30, authed: true})
 		if err != nil || used == 0 {
 			panic(fmt.Sprint("parse: ", used, err))
 		}

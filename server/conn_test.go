@@ -32,7 +32,7 @@ func parseAll(in string, chunk int) ([]string, error) {
 	buf := []byte{}
 	for fed := 0; ; {
 		for len(buf) > 0 {
-			args, used, err := p.next(buf, 1<<20, 4<<20)
+			args, used, err := p.next(buf, bounds{maxBulk: 1 << 20, maxQuery: 4 << 20, authed: true})
 			if err != nil {
 				return out, err
 			}
@@ -68,6 +68,11 @@ func TestParser(t *testing.T) {
 		{"largest bulk", "*1\r\n$1048576\r\n" + big + "\r\n", []string{big}, ""},
 		{"inline", "PING\r\nSET  a   b\n\r\n", []string{"PING", "SET|a|b", ""}, ""},
 		{"inline quotes", `SET "a b" 'c d' "\x41\n" 'it\'s' ""` + "\r\n", []string{"SET|a b|c d|A\n|it's|"}, ""},
+		{"quote inside a word", `SET k a"b c"` + "\r\n", []string{"SET|k|ab c"}, ""},
+		{"quoted then word", `SET "a"` + "\t" + `b` + "\r\n", []string{"SET|a|b"}, ""},
+		{"escape at the end of quotes", `ECHO "a\"` + "\r\n", nil, "unbalanced quotes in request"},
+		{"NUL ends the line", "ECHO ab\x00cd\r\n", []string{"ECHO|ab"}, ""},
+		{"NUL inside quotes", "ECHO \"ab\x00cd\"\r\n", nil, "unbalanced quotes in request"},
 		{"inline $", "$3 PING\r\n", []string{"$3|PING"}, ""},
 		{"negative bulk length", "*1\r\n$-2\r\n", nil, "invalid bulk length"},
 		{"huge bulk length", "*1\r\n$9223372036854775807\r\n", nil, "invalid bulk length"},
@@ -78,6 +83,11 @@ func TestParser(t *testing.T) {
 		{"bulk length of 19 digits", "*1\r\n$" + strings.Repeat("0", 19), nil, "invalid bulk length"},
 		{"count over the limit", "*1048577\r\n", nil, "invalid multibulk length"},
 		{"count not a number", "*x\r\n", nil, "invalid multibulk length"},
+		{"count with a leading zero", "*01\r\n", nil, "invalid multibulk length"},
+		{"count -0", "*-0\r\n", nil, "invalid multibulk length"},
+		{"length -0", "*1\r\n$-0\r\n\r\n", nil, "invalid bulk length"},
+		{"length with a leading zero", "*1\r\n$01\r\nA\r\n", nil, "invalid bulk length"},
+		{"length 0", "*1\r\n$0\r\n\r\n", []string{""}, ""},
 		{"count of 19 digits", "*" + strings.Repeat("0", 19), nil, "invalid multibulk length"},
 		{"expected $", "*1\r\n:1\r\n", nil, "expected '$', got ':'"},
 		{"query limit", "*5\r\n" + strings.Repeat("$1048576\r\n"+big+"\r\n", 3) + "$1048576\r\n", nil, "query buffer limit exceeded"},
@@ -103,6 +113,51 @@ func TestParser(t *testing.T) {
 	}
 }
 
+// Before AUTH (with a password required), requests are read under Redis's
+// tighter limits: at most 10 arguments, bulks of at most 16384 bytes.
+func TestParserLimitsBeforeAuth(t *testing.T) {
+	var p parser
+	lim := bounds{maxBulk: 1 << 20, maxQuery: 1 << 30}
+	cases := []struct{ in, err string }{
+		{"*11\r\n", "unauthenticated multibulk length"},
+		{"*2\r\n$4\r\nAUTH\r\n$16385\r\n", "unauthenticated bulk length"},
+		{"*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n", ""},
+	}
+	for _, c := range cases {
+		_, _, err := p.next([]byte(c.in), lim)
+		got := ""
+		if err != nil {
+			got = strings.TrimPrefix(err.Error(), "Protocol error: ")
+		}
+		if got != c.err {
+			t.Errorf("%q before AUTH: %q, want %q", c.in, got, c.err)
+		}
+	}
+	lim.authed = true
+	if _, _, err := p.next([]byte("*11\r\n"), lim); err != nil {
+		t.Errorf("11 arguments after AUTH: %v", err)
+	}
+}
+
+// An inline line that arrives a byte at a time is searched for its end
+// once: the parser remembers how far it looked.
+func TestParserResumesInline(t *testing.T) {
+	var p parser
+	line := []byte(strings.Repeat("a", 60000) + "\n")
+	lim := bounds{maxBulk: 1 << 20, maxQuery: 1 << 30, authed: true}
+	for i := 1; i < len(line); i++ {
+		if _, used, err := p.next(line[:i], lim); used != 0 || err != nil {
+			t.Fatalf("at %d: %d %v", i, used, err)
+		}
+		if p.scan != i {
+			t.Fatalf("at %d bytes the parser resumes at %d", i, p.scan)
+		}
+	}
+	if args, used, err := p.next(line, lim); err != nil || used != len(line) || len(args) != 1 {
+		t.Fatalf("complete line: %d args, used %d, %v", len(args), used, err)
+	}
+}
+
 // A request dripped in small pieces is parsed once, not again from its
 // start on every read: the work is linear in its size.
 func TestParserResumes(t *testing.T) {
@@ -115,7 +170,7 @@ func TestParserResumes(t *testing.T) {
 	}
 	in := []byte(req.String())
 	for i := 1; i < len(in); i += 7 {
-		if _, used, err := p.next(in[:i], 1<<20, 4<<20); used != 0 || err != nil {
+		if _, used, err := p.next(in[:i], bounds{maxBulk: 1 << 20, maxQuery: 4 << 20, authed: true}); used != 0 || err != nil {
 			t.Fatalf("at %d: used %d err %v", i, used, err)
 		}
 		// Resuming means the spans read so far are never read again.
@@ -123,7 +178,7 @@ func TestParserResumes(t *testing.T) {
 			t.Fatalf("at %d bytes only %d arguments kept, want at least %d", i, got, lo)
 		}
 	}
-	args, used, err := p.next(in, 1<<20, 4<<20)
+	args, used, err := p.next(in, bounds{maxBulk: 1 << 20, maxQuery: 4 << 20, authed: true})
 	if err != nil || used != len(in) || len(args) != n {
 		t.Fatalf("complete: %d args, used %d of %d, %v", len(args), used, len(in), err)
 	}

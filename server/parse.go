@@ -1,5 +1,7 @@
 package server
 
+import "bytes"
+
 // The request parser. It reads RESP multibulk requests and inline (telnet)
 // lines as Redis does, and is built for a server that must not be brought
 // down by what it reads:
@@ -20,11 +22,24 @@ package server
 // its unparsed input.
 type parser struct {
 	want   int    // arguments the request announced; 0: no header read yet
-	scan   int    // where parsing resumes
+	scan   int    // where parsing resumes (in an inline line: where to look for its end)
 	spans  []span // the arguments read so far
 	args   [][]byte
 	inline []byte // unescaped inline arguments
 }
+
+// bounds are the limits a request is read under.
+type bounds struct {
+	maxBulk  int64 // proto-max-bulk-len
+	maxQuery int64 // client-query-buffer-limit
+	authed   bool  // false: Redis's limits for a client that has not authenticated
+}
+
+// Redis's limits before AUTH, when a password is required.
+const (
+	unauthMultibulk = 10
+	unauthBulk      = 16384
+)
 
 type span struct{ off, n int }
 
@@ -33,7 +48,16 @@ type span struct{ off, n int }
 // request took; used is 0 when the request is not complete yet. A request
 // of no arguments (an empty line, *0) is returned with used > 0 and no
 // arguments.
-func (p *parser) next(b []byte, maxBulk, maxQuery int64) (args [][]byte, used int, err error) {
+func (p *parser) next(b []byte, lim bounds) (args [][]byte, used int, err error) {
+	args, used, err = p.parse(b, lim)
+	if err != nil {
+		p.reset(nil)
+	}
+	return args, used, err
+}
+
+func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error) {
+	maxBulk, maxQuery := lim.maxBulk, lim.maxQuery
 	if p.want == 0 {
 		if b[0] != '*' {
 			return p.nextInline(b)
@@ -45,6 +69,8 @@ func (p *parser) next(b []byte, maxBulk, maxQuery int64) (args [][]byte, used in
 		switch {
 		case n > maxMultibulk:
 			return nil, 0, protocolError("invalid multibulk length")
+		case !lim.authed && n > unauthMultibulk:
+			return nil, 0, protocolError("unauthenticated multibulk length")
 		case n <= 0:
 			return nil, end, nil // *0 and *-1 are ignored, as in Redis
 		}
@@ -61,6 +87,9 @@ func (p *parser) next(b []byte, maxBulk, maxQuery int64) (args [][]byte, used in
 		n, end, err := header(b, i)
 		if err != nil || end == 0 {
 			return nil, 0, err
+		}
+		if !lim.authed && n > unauthBulk {
+			return nil, 0, protocolError("unauthenticated bulk length")
 		}
 		if n < 0 || n > maxBulk || int64(end)+n+2 > maxQuery {
 			if n >= 0 && n <= maxBulk {
@@ -100,6 +129,9 @@ func (p *parser) reset(args [][]byte) {
 	} else {
 		p.args = args[:0]
 	}
+	if cap(p.inline) > 4096 {
+		p.inline = nil // a long inline line's buffer is not kept
+	}
 }
 
 // release drops the arguments' references to the read buffer, so that a
@@ -108,13 +140,17 @@ func (p *parser) release() { clear(p.args[:cap(p.args)]) }
 
 // header reads the integer of a header line (*n or $n) starting at b[i]
 // and returns it with the offset after the line's "\n"; end is 0 when the
-// line is not complete. The number must be an optional '-' then at most 18
-// digits, so a header line is never longer than 22 bytes.
+// line is not complete. The number is written as Redis's string2ll wants
+// it: an optional '-', then at most 18 digits with no leading zero (so "0",
+// but not "00", "01" or "-0"); a header line is never longer than 22 bytes.
 func header(b []byte, i int) (n int64, end int, err error) {
 	var neg bool
 	digits := 0
 	for j := i + 1; j < len(b); j++ {
 		c := b[j]
+		if digits == 1 && n == 0 && c != '\r' || neg && digits == 1 && n == 0 {
+			return 0, 0, protocolError(headerError(b[i])) // a leading zero, or -0
+		}
 		switch {
 		case c == '\r':
 			if j+1 == len(b) {
@@ -155,20 +191,19 @@ func printable(c byte) string {
 
 // nextInline parses an inline command: one line, split at spaces, with
 // Redis's quoting ("…" with \n \r \t \b \a \\ \" \xHH escapes, '…' with \').
+// A line that arrives in pieces is searched for its end once: p.scan keeps
+// how far the search went.
 func (p *parser) nextInline(b []byte) ([][]byte, int, error) {
-	end := -1
-	for i, c := range b {
-		if c == '\n' {
-			end = i
-			break
-		}
-		if i >= maxInlineSize {
+	end := bytes.IndexByte(b[p.scan:min(len(b), maxInlineSize+1)], '\n')
+	if end < 0 {
+		if len(b) > maxInlineSize {
 			return nil, 0, protocolError("too big inline request")
 		}
-	}
-	if end < 0 {
+		p.scan = len(b)
 		return nil, 0, nil
 	}
+	end += p.scan
+	p.scan = 0
 	line := b[:end]
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
@@ -180,14 +215,21 @@ func (p *parser) nextInline(b []byte) ([][]byte, int, error) {
 	return args, end + 1, nil
 }
 
-// splitInline splits a line into arguments, unescaping quoted ones into
-// p.inline. It runs in time linear in the line.
+// splitInline splits a line into arguments as Redis's sdssplitargs does,
+// unescaping quoted parts into p.inline. A quote may open inside a word
+// (a"b c" is one argument, ab c); a closing quote must be followed by a
+// space or the end of the line; a NUL byte ends the line, since Redis reads
+// it as a C string. It runs in time linear in the line.
 func (p *parser) splitInline(line []byte) ([][]byte, bool) {
+	if k := bytes.IndexByte(line, 0); k >= 0 {
+		line = line[:k]
+	}
 	if cap(p.inline) < len(line) {
 		p.inline = make([]byte, 0, max(len(line), 256))
 	}
 	buf := p.inline[:0] // never grows past len(line): slices into it stay valid
 	args := p.args[:0]
+	closes := func(i int) bool { return i+1 == len(line) || isSpace(line[i+1]) }
 	i := 0
 	for {
 		for i < len(line) && isSpace(line[i]) {
@@ -200,21 +242,22 @@ func (p *parser) splitInline(line []byte) ([][]byte, bool) {
 			return args, true
 		}
 		start := len(buf)
-		switch line[i] {
-		case '"':
-			i++
-			for {
+		inq, insq := false, false
+	word:
+		for ; ; i++ {
+			switch {
+			case inq:
 				if i == len(line) {
-					return nil, false
+					return nil, false // unterminated quotes
 				}
 				c := line[i]
-				if c == '"' {
+				switch {
+				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+					c = unhex(line[i+2])<<4 | unhex(line[i+3])
+					i += 3
+				case c == '\\' && i+1 < len(line):
 					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) {
-					i++
-					switch e := line[i]; e {
+					switch line[i] {
 					case 'n':
 						c = '\n'
 					case 'r':
@@ -225,48 +268,50 @@ func (p *parser) splitInline(line []byte) ([][]byte, bool) {
 						c = '\b'
 					case 'a':
 						c = '\a'
-					case 'x':
-						if i+2 < len(line) && isHex(line[i+1]) && isHex(line[i+2]) {
-							c = unhex(line[i+1])<<4 | unhex(line[i+2])
-							i += 2
-						} else {
-							c = e
-						}
 					default:
-						c = e
+						c = line[i]
 					}
+				case c == '"':
+					if !closes(i) {
+						return nil, false
+					}
+					i++
+					break word
 				}
 				buf = append(buf, c)
-				i++
-			}
-		case '\'':
-			i++
-			for {
+			case insq:
 				if i == len(line) {
 					return nil, false
 				}
 				c := line[i]
-				if c == '\'' {
-					i++
-					break
-				}
-				if c == '\\' && i+1 < len(line) && line[i+1] == '\'' {
+				switch {
+				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
 					i++
 					c = '\''
+				case c == '\'':
+					if !closes(i) {
+						return nil, false
+					}
+					i++
+					break word
 				}
 				buf = append(buf, c)
-				i++
+			default:
+				if i == len(line) {
+					break word
+				}
+				switch c := line[i]; c {
+				case ' ', '\n', '\r', '\t':
+					i++
+					break word
+				case '"':
+					inq = true
+				case '\'':
+					insq = true
+				default:
+					buf = append(buf, c)
+				}
 			}
-		default:
-			for i < len(line) && !isSpace(line[i]) {
-				buf = append(buf, line[i])
-				i++
-			}
-			args = append(args, buf[start:len(buf):len(buf)])
-			continue
-		}
-		if i < len(line) && !isSpace(line[i]) {
-			return nil, false // a closing quote must be followed by a space
 		}
 		args = append(args, buf[start:len(buf):len(buf)])
 	}

@@ -3,7 +3,8 @@ package server
 import "testing"
 
 // FuzzParser: no input, however cut into reads, makes the parser panic,
-// loop, or claim more bytes than it was given.
+// loop, or claim more bytes than it was given; and cutting it into reads
+// does not change what it parses.
 func FuzzParser(f *testing.F) {
 	for _, s := range []string{
 		"*1\r\n$4\r\nPING\r\n", "*1\r\n$-2\r\n", "*1\r\n$9223372036854775807\r\n",
@@ -13,34 +14,46 @@ func FuzzParser(f *testing.F) {
 		f.Add([]byte(s), uint8(3))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
-		var p parser
-		step := int(chunk%16) + 1
-		var buf []byte
-		for fed := 0; fed < len(in) || len(buf) > 0; {
-			if fed < len(in) {
-				n := min(step, len(in)-fed)
-				buf = append(buf, in[fed:fed+n]...)
-				fed += n
-			}
-			args, used, err := p.next(buf, 1<<10, 1<<14)
-			if err != nil {
-				return
-			}
-			if used < 0 || used > len(buf) {
-				t.Fatalf("used %d of %d bytes", used, len(buf))
-			}
-			if used == 0 {
-				if fed == len(in) {
-					return // incomplete at the end of the input
-				}
-				continue
-			}
-			for _, a := range args {
-				if len(a) > 1<<14 {
-					t.Fatalf("argument of %d bytes past the limits", len(a))
-				}
-			}
-			buf = buf[used:]
+		whole := parseChunked(t, in, len(in)+1)
+		if cut := parseChunked(t, in, int(chunk%16)+1); cut != whole {
+			t.Fatalf("parsed whole: %q\nin reads of %d: %q", whole, chunk%16+1, cut)
 		}
 	})
+}
+
+// parseChunked parses in as reads of step bytes would deliver it and
+// describes what it got: each request's arguments, then how it ended.
+func parseChunked(t *testing.T, in []byte, step int) string {
+	var p parser
+	var out, buf []byte
+	for fed := 0; fed < len(in) || len(buf) > 0; {
+		if fed < len(in) {
+			n := min(step, len(in)-fed)
+			buf = append(buf, in[fed:fed+n]...)
+			fed += n
+		}
+		args, used, err := p.next(buf, bounds{maxBulk: 1 << 10, maxQuery: 1 << 14, authed: true})
+		if err != nil {
+			return string(out) + "error: " + err.Error()
+		}
+		if used < 0 || used > len(buf) {
+			t.Fatalf("used %d of %d bytes", used, len(buf))
+		}
+		if used == 0 {
+			if fed == len(in) {
+				return string(out) + "incomplete"
+			}
+			continue
+		}
+		for _, a := range args {
+			if len(a) > 1<<14 {
+				t.Fatalf("argument of %d bytes past the limits", len(a))
+			}
+			out = append(out, a...)
+			out = append(out, 0xff)
+		}
+		out = append(out, '\n')
+		buf = buf[used:]
+	}
+	return string(out) + "end"
 }

@@ -230,8 +230,8 @@ func (s *Server) admit(nc net.Conn) *conn {
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
 	c.nc.Close()
-	counts := c.cl.Counts()
 	s.mu.Lock()
+	counts := c.cl.Counts() // under mu: a CONFIG RESETSTAT cannot slip in between
 	delete(s.clients, c.cl)
 	if len(s.retired) < len(counts) {
 		s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)

@@ -98,6 +98,28 @@ func TestAuth(t *testing.T) {
 }
 
 // TestAuthWithoutPassword: AUTH when no password is set, as Redis answers.
+// Before AUTH, requests are read under Redis 7's limits for clients that
+// have not authenticated: 10 arguments, 16384-byte bulks.
+func TestUnauthenticatedLimits(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, withPass("s3cret"))
+	for _, c := range []struct{ req, want string }{
+		{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length\r\n"},
+		{"*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n"},
+	} {
+		rc := dialRaw(t, ts.Addr)
+		rc.send(c.req)
+		if got := rc.line(); got != c.want {
+			t.Fatalf("%q: got %q, want %q", c.req, got, c.want)
+		}
+		rc.wantClosed()
+	}
+	// Once authenticated, the full limits apply.
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+OK\r\n", "AUTH", "s3cret")
+	rc.wantDo("$16385\r\n"+strings.Repeat("x", 16385)+"\r\n", "ECHO", strings.Repeat("x", 16385))
+}
+
 func TestAuthWithoutPassword(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)

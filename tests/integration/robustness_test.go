@@ -138,7 +138,10 @@ func TestGarbage(t *testing.T) {
 		{"unbalanced quotes", "SET \"a b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", true},
 		{"empty multibulk", "*0\r\n*-1\r\n", "", false},
 		{"bulk longer than said", "*1\r\n$2\r\nPING\r\n", "-ERR Protocol error: invalid bulk length\r\n", true},
-		{"binary inline", "\x00\x01\xfe\xff\r\n", "-ERR unknown command '\x00\x01\xfe\xff', with args beginning with: \r\n", false},
+		{"binary inline", "\x01\xfe\xff\r\n", "-ERR unknown command '\x01\xfe\xff', with args beginning with: \r\n", false},
+		// Redis splits inline lines as C strings: a NUL ends the line, so
+		// a line that starts with one is empty and ignored.
+		{"inline starting with NUL", "\x00\x01\xfe\xff\r\n", "", false},
 		{"bulk at top level", "$4\r\nPING\r\n", "-ERR unknown command '$4', with args beginning with: \r\n+PONG\r\n", false},
 	}
 	for _, c := range cases {
