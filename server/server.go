@@ -357,7 +357,24 @@ func (s *Server) ConfigSet(name, value string) error {
 	}
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
+	if lookupSetting(name).name == "timeout" {
+		s.applyTimeout(s.cfg.Timeout)
+	}
 	return nil
+}
+
+// applyTimeout gives connections blocked in a read the new idle timeout at
+// once (each connection sets its own deadline again before its next read).
+func (s *Server) applyTimeout(d time.Duration) {
+	var at time.Time // zero: no deadline
+	if d > 0 {
+		at = time.Now().Add(d)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.clients {
+		c.nc.SetReadDeadline(at) //nolint:errcheck // a closed connection is going anyway
+	}
 }
 
 // storeLimits publishes the request bounds and idle timeout to the

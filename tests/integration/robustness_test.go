@@ -212,3 +212,20 @@ func TestIdleTimeout(t *testing.T) {
 	}
 	pingNew(t, ts)
 }
+
+// TestTimeoutSetAtRunTime: CONFIG SET timeout reaches connections that are
+// already open and idle, not only those that send again.
+func TestTimeoutSetAtRunTime(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	idle := dialRaw(t, ts.Addr)
+	idle.wantDo("+PONG\r\n", "PING") // now blocked in a read with no deadline
+	admin := dialRaw(t, ts.Addr)
+	admin.wantDo("+OK\r\n", "CONFIG", "SET", "timeout", "1")
+	start := time.Now()
+	idle.wantClosed()
+	if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("idle connection closed after %v, want about 1 s", d)
+	}
+	pingNew(t, ts) // the admin connection, idle as long, is gone too
+}
