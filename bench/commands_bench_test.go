@@ -226,20 +226,6 @@ func BenchmarkCommandParallel(b *testing.B) {
 	})
 }
 
-// loopReader serves buf over and over, at most chunk bytes per Read.
-type loopReader struct {
-	buf   []byte
-	off   int
-	chunk int
-}
-
-func (r *loopReader) Read(p []byte) (int, error) {
-	p = p[:min(len(p), r.chunk)]
-	n := copy(p, r.buf[r.off:])
-	r.off = (r.off + n) % len(r.buf)
-	return n, nil
-}
-
 func BenchmarkEngine(b *testing.B) {
 	keys := benchKeys()
 	for _, c := range limiterCases(b) {

@@ -60,8 +60,3 @@ func expireMsAt(idleAt int64) int64 {
 	}
 	return ceilDiv(idleAt, nsPerMs)
 }
-
-// mulOverflows reports whether a·b overflows int64, for a, b ≥ 0.
-func mulOverflows(a, b int64) bool {
-	return a != 0 && b > maxInt64/a
-}
