@@ -91,6 +91,21 @@ func withDebug(on bool) func(*server.Config) {
 
 // client returns a go-redis client for ts, closed when the test ends.
 // opts may change the default options (RESP3, three retries).
+// eachProtocol runs fn once per protocol (go-redis's RESP3 default and
+// RESP2), as parallel subtests, each on a fresh server whose clock is
+// frozen at t0.
+func eachProtocol(t *testing.T, fn func(t *testing.T, ts *testServer, rdb *redis.Client)) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t)
+			rdb := ts.client(t, p.opt)
+			setClock(t, rdb, t0)
+			fn(t, ts, rdb)
+		})
+	}
+}
+
 func (ts *testServer) client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
 	o := &redis.Options{Addr: ts.Addr, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout}

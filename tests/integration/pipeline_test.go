@@ -13,59 +13,52 @@ import (
 // TestPipelineGoRedis sends 1000 mixed commands in one go-redis pipeline
 // and checks every reply, in order.
 func TestPipelineGoRedis(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
-
-			pipe := rdb.Pipeline()
-			var cmds []*redis.Cmd
-			var wants []any
-			calls := map[string]int64{}
-			for i := range 1000 {
-				switch i % 5 {
-				case 0:
-					cmds = append(cmds, pipe.Do(ctx, "PING"))
-					wants = append(wants, "PONG")
-				case 1:
-					cmds = append(cmds, pipe.Do(ctx, "ECHO", strconv.Itoa(i)))
-					wants = append(wants, strconv.Itoa(i))
-				case 2:
-					// max_burst 999, 1 per s: the k-th call on a key has
-					// 1000 − k left and resets in k s.
-					key := fmt.Sprintf("cl:%d", i%7)
-					calls[key]++
-					k := calls[key]
-					cmds = append(cmds, pipe.Do(ctx, "CL.THROTTLE", key, 999, 1, 1))
-					wants = append(wants, []any{int64(0), int64(1000), 1000 - k, int64(-1), k})
-				case 3:
-					calls["fw"]++
-					k := calls["fw"]
-					cmds = append(cmds, pipe.Do(ctx, "FW.INCR", "fw", 150, 60))
-					if k <= 150 {
-						wants = append(wants, []any{int64(0), int64(150), 150 - k, int64(-1), int64(60)})
-					} else {
-						wants = append(wants, []any{int64(1), int64(150), int64(0), int64(60), int64(60)})
-					}
-				case 4:
-					cmds = append(cmds, pipe.Do(ctx, "EXISTS", "fw", "cl:2", "nope"))
-					wants = append(wants, int64(2))
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		pipe := rdb.Pipeline()
+		var cmds []*redis.Cmd
+		var wants []any
+		calls := map[string]int64{}
+		for i := range 1000 {
+			switch i % 5 {
+			case 0:
+				cmds = append(cmds, pipe.Do(ctx, "PING"))
+				wants = append(wants, "PONG")
+			case 1:
+				cmds = append(cmds, pipe.Do(ctx, "ECHO", strconv.Itoa(i)))
+				wants = append(wants, strconv.Itoa(i))
+			case 2:
+				// max_burst 999, 1 per s: the k-th call on a key has
+				// 1000 − k left and resets in k s.
+				key := fmt.Sprintf("cl:%d", i%7)
+				calls[key]++
+				k := calls[key]
+				cmds = append(cmds, pipe.Do(ctx, "CL.THROTTLE", key, 999, 1, 1))
+				wants = append(wants, []any{int64(0), int64(1000), 1000 - k, int64(-1), k})
+			case 3:
+				calls["fw"]++
+				k := calls["fw"]
+				cmds = append(cmds, pipe.Do(ctx, "FW.INCR", "fw", 150, 60))
+				if k <= 150 {
+					wants = append(wants, []any{int64(0), int64(150), 150 - k, int64(-1), int64(60)})
+				} else {
+					wants = append(wants, []any{int64(1), int64(150), int64(0), int64(60), int64(60)})
 				}
+			case 4:
+				cmds = append(cmds, pipe.Do(ctx, "EXISTS", "fw", "cl:2", "nope"))
+				wants = append(wants, int64(2))
 			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				t.Fatalf("Exec: %v", err)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatalf("Exec: %v", err)
+		}
+		for i, c := range cmds {
+			got, err := c.Result()
+			if err != nil || !reflect.DeepEqual(got, wants[i]) {
+				t.Fatalf("command %d %v: got %#v, %v; want %#v", i, c.Args(), got, err, wants[i])
 			}
-			for i, c := range cmds {
-				got, err := c.Result()
-				if err != nil || !reflect.DeepEqual(got, wants[i]) {
-					t.Fatalf("command %d %v: got %#v, %v; want %#v", i, c.Args(), got, err, wants[i])
-				}
-			}
-			wantVal(t, rdb, int64(8), "DBSIZE")
-		})
-	}
+		}
+		wantVal(t, rdb, int64(8), "DBSIZE")
+	})
 }
 
 // TestPipelineRaw writes many commands, multibulk and inline, in one

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/redis/go-redis/v9"
 	"net"
 	"regexp"
 	"slices"
@@ -177,109 +178,102 @@ func parseInfo(t *testing.T, text string) (map[string]string, []string) {
 
 // TestInfo: INFO's sections and the fields clients and operators read.
 func TestInfo(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		info := func(section ...any) (map[string]string, []string) {
+			t.Helper()
+			s, ok := do(t, rdb, append([]any{"INFO"}, section...)...).(string)
+			if !ok {
+				t.Fatalf("INFO did not reply a string")
+			}
+			return parseInfo(t, s)
+		}
+		f, sections := info()
+		wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Limiter", "Keyspace"}
+		if !slices.Equal(sections, wantSections) {
+			t.Errorf("INFO sections %q, want %q", sections, wantSections)
+		}
+		checks := map[string]string{
+			"redis_version": `^7\.0\.15$`, "redis_mode": `^standalone$`, "tcp_port": "^" + strconv.Itoa(ts.Port) + "$",
+			"process_id": `^\d+$`, "uptime_in_seconds": `^\d+$`,
+			"connected_clients": `^\d+$`, "maxclients": `^10000$`, "blocked_clients": `^0$`,
+			"used_memory": `^\d+$`, "used_memory_human": `^[\d.]+[BKMG]$`,
+			"loading": `^0$`, "aof_enabled": `^0$`,
+			"total_connections_received": `^\d+$`, "total_commands_processed": `^\d+$`,
+			"expired_keys": `^\d+$`, "rejected_connections": `^0$`,
+			"cl_throttle_keys": `^0$`, "tb_take_allowed": `^0$`, "shards": `^\d+$`,
+		}
+		for k, re := range checks {
+			if v, ok := f[k]; !ok || !regexp.MustCompile(re).MatchString(v) {
+				t.Errorf("INFO %s = %q (present %v), want %s", k, v, ok, re)
+			}
+		}
+		if _, ok := f["db0"]; ok {
+			t.Errorf("INFO keyspace shows db0 on an empty keyspace")
+		}
+		if _, ok := f["cmdstat_ping"]; ok {
+			t.Errorf("default INFO includes commandstats")
+		}
 
-			info := func(section ...any) (map[string]string, []string) {
-				t.Helper()
-				s, ok := do(t, rdb, append([]any{"INFO"}, section...)...).(string)
-				if !ok {
-					t.Fatalf("INFO did not reply a string")
-				}
-				return parseInfo(t, s)
-			}
-			f, sections := info()
-			wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Limiter", "Keyspace"}
-			if !slices.Equal(sections, wantSections) {
-				t.Errorf("INFO sections %q, want %q", sections, wantSections)
-			}
-			checks := map[string]string{
-				"redis_version": `^7\.0\.15$`, "redis_mode": `^standalone$`, "tcp_port": "^" + strconv.Itoa(ts.Port) + "$",
-				"process_id": `^\d+$`, "uptime_in_seconds": `^\d+$`,
-				"connected_clients": `^\d+$`, "maxclients": `^10000$`, "blocked_clients": `^0$`,
-				"used_memory": `^\d+$`, "used_memory_human": `^[\d.]+[BKMG]$`,
-				"loading": `^0$`, "aof_enabled": `^0$`,
-				"total_connections_received": `^\d+$`, "total_commands_processed": `^\d+$`,
-				"expired_keys": `^\d+$`, "rejected_connections": `^0$`,
-				"cl_throttle_keys": `^0$`, "tb_take_allowed": `^0$`, "shards": `^\d+$`,
-			}
-			for k, re := range checks {
-				if v, ok := f[k]; !ok || !regexp.MustCompile(re).MatchString(v) {
-					t.Errorf("INFO %s = %q (present %v), want %s", k, v, ok, re)
-				}
-			}
-			if _, ok := f["db0"]; ok {
-				t.Errorf("INFO keyspace shows db0 on an empty keyspace")
-			}
-			if _, ok := f["cmdstat_ping"]; ok {
-				t.Errorf("default INFO includes commandstats")
-			}
+		// Counts move.
+		before, _ := info("stats")
+		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "i1", 15, 30, 60)
+		wantInts(t, rdb, ints(0, 1, 0, -1, 60), "FW.INCR", "i2", 1, 60)
+		wantInts(t, rdb, ints(1, 1, 0, 60, 60), "FW.INCR", "i2", 1, 60)
+		wantInts(t, rdb, ints(0, 5, 4, -1, 10), "TB.TAKE", "i3", 5, 1, 10)
+		wantErr(t, rdb, errSyntax, "SW.HIT", "i4", 1, 1, "X")
+		after, _ := info("stats")
+		n0, _ := strconv.Atoi(before["total_commands_processed"])
+		n1, _ := strconv.Atoi(after["total_commands_processed"])
+		if n1-n0 != 6 { // five commands and the first INFO
+			t.Errorf("total_commands_processed moved from %d to %d over 6 commands", n0, n1)
+		}
 
-			// Counts move.
-			before, _ := info("stats")
-			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "i1", 15, 30, 60)
-			wantInts(t, rdb, ints(0, 1, 0, -1, 60), "FW.INCR", "i2", 1, 60)
-			wantInts(t, rdb, ints(1, 1, 0, 60, 60), "FW.INCR", "i2", 1, 60)
-			wantInts(t, rdb, ints(0, 5, 4, -1, 10), "TB.TAKE", "i3", 5, 1, 10)
-			wantErr(t, rdb, errSyntax, "SW.HIT", "i4", 1, 1, "X")
-			after, _ := info("stats")
-			n0, _ := strconv.Atoi(before["total_commands_processed"])
-			n1, _ := strconv.Atoi(after["total_commands_processed"])
-			if n1-n0 != 6 { // five commands and the first INFO
-				t.Errorf("total_commands_processed moved from %d to %d over 6 commands", n0, n1)
+		lim, sections := info("limiter")
+		if !slices.Equal(sections, []string{"Limiter"}) {
+			t.Errorf("INFO limiter sections %q", sections)
+		}
+		for k, v := range map[string]string{
+			"cl_throttle_keys": "1", "cl_throttle_allowed": "1", "cl_throttle_limited": "0",
+			"fw_incr_keys": "1", "fw_incr_allowed": "1", "fw_incr_limited": "1",
+			"tb_take_keys": "1", "tb_take_allowed": "1",
+			"sw_hit_keys": "0", "sw_hit_exact_keys": "0",
+		} {
+			if lim[k] != v {
+				t.Errorf("INFO limiter %s = %q, want %q", k, lim[k], v)
 			}
-
-			lim, sections := info("limiter")
-			if !slices.Equal(sections, []string{"Limiter"}) {
-				t.Errorf("INFO limiter sections %q", sections)
+		}
+		ks, sections := info("keyspace")
+		if !slices.Equal(sections, []string{"Keyspace"}) || ks["db0"] != "keys=3,expires=3,avg_ttl=0" {
+			t.Errorf("INFO keyspace: %q %v", sections, ks)
+		}
+		cs, sections := info("commandstats")
+		if !slices.Equal(sections, []string{"Commandstats"}) {
+			t.Errorf("INFO commandstats sections %q", sections)
+		}
+		for k, v := range map[string]string{
+			"cmdstat_cl.throttle": "calls=1,rejected_calls=0,failed_calls=0",
+			"cmdstat_fw.incr":     "calls=2,rejected_calls=0,failed_calls=0",
+			"cmdstat_sw.hit":      "calls=1,rejected_calls=0,failed_calls=1",
+		} {
+			if cs[k] != v {
+				t.Errorf("INFO commandstats %s = %q, want %q", k, cs[k], v)
 			}
-			for k, v := range map[string]string{
-				"cl_throttle_keys": "1", "cl_throttle_allowed": "1", "cl_throttle_limited": "0",
-				"fw_incr_keys": "1", "fw_incr_allowed": "1", "fw_incr_limited": "1",
-				"tb_take_keys": "1", "tb_take_allowed": "1",
-				"sw_hit_keys": "0", "sw_hit_exact_keys": "0",
-			} {
-				if lim[k] != v {
-					t.Errorf("INFO limiter %s = %q, want %q", k, lim[k], v)
-				}
+		}
+		for _, sec := range []string{"server", "clients", "memory", "persistence"} {
+			_, got := info(sec)
+			if len(got) != 1 || !strings.EqualFold(got[0], sec) {
+				t.Errorf("INFO %s gave sections %q", sec, got)
 			}
-			ks, sections := info("keyspace")
-			if !slices.Equal(sections, []string{"Keyspace"}) || ks["db0"] != "keys=3,expires=3,avg_ttl=0" {
-				t.Errorf("INFO keyspace: %q %v", sections, ks)
-			}
-			cs, sections := info("commandstats")
-			if !slices.Equal(sections, []string{"Commandstats"}) {
-				t.Errorf("INFO commandstats sections %q", sections)
-			}
-			for k, v := range map[string]string{
-				"cmdstat_cl.throttle": "calls=1,rejected_calls=0,failed_calls=0",
-				"cmdstat_fw.incr":     "calls=2,rejected_calls=0,failed_calls=0",
-				"cmdstat_sw.hit":      "calls=1,rejected_calls=0,failed_calls=1",
-			} {
-				if cs[k] != v {
-					t.Errorf("INFO commandstats %s = %q, want %q", k, cs[k], v)
-				}
-			}
-			for _, sec := range []string{"server", "clients", "memory", "persistence"} {
-				_, got := info(sec)
-				if len(got) != 1 || !strings.EqualFold(got[0], sec) {
-					t.Errorf("INFO %s gave sections %q", sec, got)
-				}
-			}
-			_, all := info("all")
-			if !slices.Contains(all, "Commandstats") || !slices.Contains(all, "Limiter") {
-				t.Errorf("INFO all sections %q", all)
-			}
-			_, two := info("server", "keyspace")
-			if !slices.Equal(two, []string{"Server", "Keyspace"}) {
-				t.Errorf("INFO server keyspace sections %q", two)
-			}
-		})
-	}
+		}
+		_, all := info("all")
+		if !slices.Contains(all, "Commandstats") || !slices.Contains(all, "Limiter") {
+			t.Errorf("INFO all sections %q", all)
+		}
+		_, two := info("server", "keyspace")
+		if !slices.Equal(two, []string{"Server", "Keyspace"}) {
+			t.Errorf("INFO server keyspace sections %q", two)
+		}
+	})
 }
 
 // TestCommandIntrospection: COMMAND, COUNT, INFO, DOCS, LIST.

@@ -14,198 +14,168 @@ import (
 var protocols = []struct {
 	name string
 	opt  func(*redis.Options)
-	resp string // what CLIENT INFO shows
 }{
-	{"resp3-defaults", func(*redis.Options) {}, "resp=3"},
-	{"resp2", resp2, "resp=2"},
+	{"resp3-defaults", func(*redis.Options) {}},
+	{"resp2", resp2},
 }
 
 // TestThrottleReadme is SPEC §1.1 through go-redis: the README example and
 // what the key holds afterwards.
 func TestThrottleReadme(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		// The handshake went through: protocol and CLIENT SETINFO.
+		resp := "resp=3" // go-redis's default
+		if rdb.Options().Protocol == 2 {
+			resp = "resp=2"
+		}
+		info, ok := do(t, rdb, "CLIENT", "INFO").(string)
+		if !ok || !strings.Contains(info, " "+resp+" ") || !strings.Contains(info, " lib-name=go-redis(") {
+			t.Fatalf("CLIENT INFO = %q, want %s and lib-name=go-redis(…)", info, resp)
+		}
 
-			// The handshake went through: protocol and CLIENT SETINFO.
-			info, ok := do(t, rdb, "CLIENT", "INFO").(string)
-			if !ok || !strings.Contains(info, " "+p.resp+" ") || !strings.Contains(info, " lib-name=go-redis(") {
-				t.Fatalf("CLIENT INFO = %q, want %s and lib-name=go-redis(…)", info, p.resp)
-			}
+		// T = 60e9/30 = 2e9 ns, τ = 16·T, limit 16.
+		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user123", 15, 30, 60)
+		wantVal(t, rdb, strconv.FormatInt(t0+2*sec, 10), "GET", "user123")
+		wantVal(t, rdb, int64(2000), "PTTL", "user123")
+		wantVal(t, rdb, int64(2), "TTL", "user123")
+		wantVal(t, rdb, "string", "TYPE", "user123")
+		wantVal(t, rdb, int64(1), "EXISTS", "user123")
 
-			// T = 60e9/30 = 2e9 ns, τ = 16·T, limit 16.
-			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user123", 15, 30, 60)
-			wantVal(t, rdb, strconv.FormatInt(t0+2*sec, 10), "GET", "user123")
-			wantVal(t, rdb, int64(2000), "PTTL", "user123")
-			wantVal(t, rdb, int64(2), "TTL", "user123")
-			wantVal(t, rdb, "string", "TYPE", "user123")
-			wantVal(t, rdb, int64(1), "EXISTS", "user123")
-
-			// DEL resets the limit.
-			wantVal(t, rdb, int64(1), "DEL", "user123")
-			wantVal(t, rdb, nil, "GET", "user123")
-			wantVal(t, rdb, int64(-2), "PTTL", "user123")
-			wantVal(t, rdb, "none", "TYPE", "user123")
-			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user123", 15, 30, 60)
-		})
-	}
+		// DEL resets the limit.
+		wantVal(t, rdb, int64(1), "DEL", "user123")
+		wantVal(t, rdb, nil, "GET", "user123")
+		wantVal(t, rdb, int64(-2), "PTTL", "user123")
+		wantVal(t, rdb, "none", "TYPE", "user123")
+		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user123", 15, 30, 60)
+	})
 }
 
 // TestThrottleSequence makes 17 calls on a frozen clock: the first 16 are
 // allowed, the 17th is limited and says when to come back.
 func TestThrottleSequence(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
-			for k := int64(1); k <= 16; k++ {
-				// ttl = k·T = 2k s; remaining = (τ − ttl)/T = 16 − k.
-				wantInts(t, rdb, ints(0, 16, 16-k, -1, 2*k), "CL.THROTTLE", "seq", 15, 30, 60)
-			}
-			// Limited: new_tat − τ − now = 2 s; ttl = tat − now = 32 s.
-			wantInts(t, rdb, ints(1, 16, 0, 2, 32), "CL.THROTTLE", "seq", 15, 30, 60)
-			// A limited request changes nothing.
-			wantVal(t, rdb, strconv.FormatInt(t0+32*sec, 10), "GET", "seq")
-			wantVal(t, rdb, int64(32000), "PTTL", "seq")
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		for k := int64(1); k <= 16; k++ {
+			// ttl = k·T = 2k s; remaining = (τ − ttl)/T = 16 − k.
+			wantInts(t, rdb, ints(0, 16, 16-k, -1, 2*k), "CL.THROTTLE", "seq", 15, 30, 60)
+		}
+		// Limited: new_tat − τ − now = 2 s; ttl = tat − now = 32 s.
+		wantInts(t, rdb, ints(1, 16, 0, 2, 32), "CL.THROTTLE", "seq", 15, 30, 60)
+		// A limited request changes nothing.
+		wantVal(t, rdb, strconv.FormatInt(t0+32*sec, 10), "GET", "seq")
+		wantVal(t, rdb, int64(32000), "PTTL", "seq")
 
-			// Two seconds later exactly one more fits (equality is allowed).
-			advance(t, rdb, 2*sec)
-			wantInts(t, rdb, ints(0, 16, 0, -1, 32), "CL.THROTTLE", "seq", 15, 30, 60)
-			wantInts(t, rdb, ints(1, 16, 0, 2, 32), "CL.THROTTLE", "seq", 15, 30, 60)
+		// Two seconds later exactly one more fits (equality is allowed).
+		advance(t, rdb, 2*sec)
+		wantInts(t, rdb, ints(0, 16, 0, -1, 32), "CL.THROTTLE", "seq", 15, 30, 60)
+		wantInts(t, rdb, ints(1, 16, 0, 2, 32), "CL.THROTTLE", "seq", 15, 30, 60)
 
-			// Quantity above the limit can never be allowed: retry_after -1.
-			wantInts(t, rdb, ints(1, 16, 0, -1, 32), "CL.THROTTLE", "seq", 15, 30, 60, 17)
-		})
-	}
+		// Quantity above the limit can never be allowed: retry_after -1.
+		wantInts(t, rdb, ints(1, 16, 0, -1, 32), "CL.THROTTLE", "seq", 15, 30, 60, 17)
+	})
 }
 
 // TestThrottleQuantityZero: quantity 0 is allowed on a fresh key and writes
 // a key with a 0 ms ttl; on an existing key it rewrites it and refreshes
 // its expiry.
 func TestThrottleQuantityZero(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "q0", 15, 30, 60, 0)
+		wantVal(t, rdb, strconv.FormatInt(t0, 10), "GET", "q0")
+		wantVal(t, rdb, int64(0), "PTTL", "q0")
+		wantVal(t, rdb, int64(1), "EXISTS", "q0")
+		advance(t, rdb, ms-1) // still in the same millisecond
+		wantVal(t, rdb, int64(1), "EXISTS", "q0")
+		advance(t, rdb, 1) // the next millisecond: expired
+		wantVal(t, rdb, int64(0), "EXISTS", "q0")
+		wantVal(t, rdb, int64(-2), "PTTL", "q0")
 
-			wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "q0", 15, 30, 60, 0)
-			wantVal(t, rdb, strconv.FormatInt(t0, 10), "GET", "q0")
-			wantVal(t, rdb, int64(0), "PTTL", "q0")
-			wantVal(t, rdb, int64(1), "EXISTS", "q0")
-			advance(t, rdb, ms-1) // still in the same millisecond
-			wantVal(t, rdb, int64(1), "EXISTS", "q0")
-			advance(t, rdb, 1) // the next millisecond: expired
-			wantVal(t, rdb, int64(0), "EXISTS", "q0")
-			wantVal(t, rdb, int64(-2), "PTTL", "q0")
+		// An existing key: tat = now + 4 s, expiring at now_ms + 4000.
+		setClock(t, rdb, t0)
+		wantInts(t, rdb, ints(0, 16, 14, -1, 4), "CL.THROTTLE", "q1", 15, 30, 60, 2)
+		advance(t, rdb, 1_999_100_000) // 1999.1 ms later
+		wantVal(t, rdb, int64(2001), "PTTL", "q1")
+		// ttl = 4e9 − 1.9991e9 = 2.0009 s → 2 (the 0.9 ms is under 1 ms);
+		// remaining = trunc(29999100 µs / 2000000 µs) = 14.
+		wantInts(t, rdb, ints(0, 16, 14, -1, 2), "CL.THROTTLE", "q1", 15, 30, 60, 0)
+		// Rewritten: expiry = floor(now_ms) + trunc(ttl_ms) = 1999 + 2000.
+		wantVal(t, rdb, int64(2000), "PTTL", "q1")
+		wantVal(t, rdb, strconv.FormatInt(t0+4*sec, 10), "GET", "q1")
 
-			// An existing key: tat = now + 4 s, expiring at now_ms + 4000.
-			setClock(t, rdb, t0)
-			wantInts(t, rdb, ints(0, 16, 14, -1, 4), "CL.THROTTLE", "q1", 15, 30, 60, 2)
-			advance(t, rdb, 1_999_100_000) // 1999.1 ms later
-			wantVal(t, rdb, int64(2001), "PTTL", "q1")
-			// ttl = 4e9 − 1.9991e9 = 2.0009 s → 2 (the 0.9 ms is under 1 ms);
-			// remaining = trunc(29999100 µs / 2000000 µs) = 14.
-			wantInts(t, rdb, ints(0, 16, 14, -1, 2), "CL.THROTTLE", "q1", 15, 30, 60, 0)
-			// Rewritten: expiry = floor(now_ms) + trunc(ttl_ms) = 1999 + 2000.
-			wantVal(t, rdb, int64(2000), "PTTL", "q1")
-			wantVal(t, rdb, strconv.FormatInt(t0+4*sec, 10), "GET", "q1")
-
-			// Quantity 0 is limited only when the stored TAT lies beyond
-			// now + τ: here after the limit was lowered to max_burst 0
-			// (τ = T = 2 s < ttl 2.0009 s). retry = new_tat − τ − now =
-			// 0.9 ms → 0; remaining = trunc(−900 µs / 2 s) = 0.
-			wantInts(t, rdb, ints(1, 1, 0, 0, 2), "CL.THROTTLE", "q1", 0, 30, 60, 0)
-		})
-	}
+		// Quantity 0 is limited only when the stored TAT lies beyond
+		// now + τ: here after the limit was lowered to max_burst 0
+		// (τ = T = 2 s < ttl 2.0009 s). retry = new_tat − τ − now =
+		// 0.9 ms → 0; remaining = trunc(−900 µs / 2 s) = 0.
+		wantInts(t, rdb, ints(1, 1, 0, 0, 2), "CL.THROTTLE", "q1", 0, 30, 60, 0)
+	})
 }
 
 // TestThrottleRefund: a negative quantity gives back; an over-refund
 // replies a full bucket and keeps no state; new_tat == now is stored.
 func TestThrottleRefund(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0)
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		for k := int64(1); k <= 3; k++ {
+			wantInts(t, rdb, ints(0, 16, 16-k, -1, 2*k), "CL.THROTTLE", "r", 15, 30, 60)
+		}
+		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "r", 15, 30, 60, -2)
+		wantVal(t, rdb, strconv.FormatInt(t0+2*sec, 10), "GET", "r")
+		wantVal(t, rdb, int64(2000), "PTTL", "r")
 
-			for k := int64(1); k <= 3; k++ {
-				wantInts(t, rdb, ints(0, 16, 16-k, -1, 2*k), "CL.THROTTLE", "r", 15, 30, 60)
-			}
-			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "r", 15, 30, 60, -2)
-			wantVal(t, rdb, strconv.FormatInt(t0+2*sec, 10), "GET", "r")
-			wantVal(t, rdb, int64(2000), "PTTL", "r")
+		// Over-refund: new_tat = now + 2 s − 10 s < now.
+		wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "r", 15, 30, 60, -5)
+		wantVal(t, rdb, int64(0), "EXISTS", "r")
+		wantVal(t, rdb, nil, "GET", "r")
+		wantVal(t, rdb, int64(0), "DBSIZE")
 
-			// Over-refund: new_tat = now + 2 s − 10 s < now.
-			wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "r", 15, 30, 60, -5)
-			wantVal(t, rdb, int64(0), "EXISTS", "r")
-			wantVal(t, rdb, nil, "GET", "r")
-			wantVal(t, rdb, int64(0), "DBSIZE")
+		// Over-refund of a key that does not exist.
+		wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "none", 15, 30, 60, -1)
+		wantVal(t, rdb, int64(0), "EXISTS", "none")
 
-			// Over-refund of a key that does not exist.
-			wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "none", 15, 30, 60, -1)
-			wantVal(t, rdb, int64(0), "EXISTS", "none")
-
-			// Exactly full again: new_tat == now is stored, with PTTL 0.
-			wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "e", 15, 30, 60)
-			wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "e", 15, 30, 60, -1)
-			wantVal(t, rdb, strconv.FormatInt(t0, 10), "GET", "e")
-			wantVal(t, rdb, int64(0), "PTTL", "e")
-		})
-	}
+		// Exactly full again: new_tat == now is stored, with PTTL 0.
+		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "e", 15, 30, 60)
+		wantInts(t, rdb, ints(0, 16, 16, -1, 0), "CL.THROTTLE", "e", 15, 30, 60, -1)
+		wantVal(t, rdb, strconv.FormatInt(t0, 10), "GET", "e")
+		wantVal(t, rdb, int64(0), "PTTL", "e")
+	})
 }
 
 // TestThrottleRounding: retry_after and reset_after get +1 only when the
 // sub-second part is at least 1 ms (SPEC §1.1).
 func TestThrottleRounding(t *testing.T) {
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			ts := startServer(t)
-			rdb := ts.client(t, p.opt)
-
-			cases := []struct {
-				name      string
-				elapsed   int64 // ns after two calls at t0 (tat = t0 + 4 s)
-				remaining int64
-				reset     int64
-			}{
-				{"2.0009s", 1_999_100_000, 14, 2},
-				{"2.001s", 1_999_000_000, 14, 3},
-				{"2.000999999s", 1_999_000_001, 14, 2},
-				{"2s", 2 * sec, 15, 2},
-				{"1.0000001s", 2_999_999_900, 15, 1},
-				{"0.0009s", 3_999_100_000, 15, 0},
-				{"0.001s", 3_999_000_000, 15, 1},
-			}
-			for _, c := range cases {
-				key := "round:" + c.name
-				setClock(t, rdb, t0)
-				wantInts(t, rdb, ints(0, 16, 14, -1, 4), "CL.THROTTLE", key, 15, 30, 60, 2)
-				advance(t, rdb, c.elapsed)
-				wantInts(t, rdb, ints(0, 16, c.remaining, -1, c.reset), "CL.THROTTLE", key, 15, 30, 60, 0)
-			}
-
-			// retry_after rounds the same way. max_burst 0, T = τ = 2 s:
-			// one call fills it (tat = t0 + 2 s); a second at t0 + e is
-			// limited with retry = 2 s − e and reset = 2 s − e.
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		cases := []struct {
+			name      string
+			elapsed   int64 // ns after two calls at t0 (tat = t0 + 4 s)
+			remaining int64
+			reset     int64
+		}{
+			{"2.0009s", 1_999_100_000, 14, 2},
+			{"2.001s", 1_999_000_000, 14, 3},
+			{"2.000999999s", 1_999_000_001, 14, 2},
+			{"2s", 2 * sec, 15, 2},
+			{"1.0000001s", 2_999_999_900, 15, 1},
+			{"0.0009s", 3_999_100_000, 15, 0},
+			{"0.001s", 3_999_000_000, 15, 1},
+		}
+		for _, c := range cases {
+			key := "round:" + c.name
 			setClock(t, rdb, t0)
-			wantInts(t, rdb, ints(0, 1, 0, -1, 2), "CL.THROTTLE", "retry", 0, 30, 60)
-			advance(t, rdb, 1_000_900_000) // 0.9991 s left
-			wantInts(t, rdb, ints(1, 1, 0, 1, 1), "CL.THROTTLE", "retry", 0, 30, 60)
-			advance(t, rdb, 998_200_000) // 0.0009 s left
-			wantInts(t, rdb, ints(1, 1, 0, 0, 0), "CL.THROTTLE", "retry", 0, 30, 60)
-			advance(t, rdb, 900_000) // 0 left: allowed (equality)
-			wantInts(t, rdb, ints(0, 1, 0, -1, 2), "CL.THROTTLE", "retry", 0, 30, 60)
-		})
-	}
+			wantInts(t, rdb, ints(0, 16, 14, -1, 4), "CL.THROTTLE", key, 15, 30, 60, 2)
+			advance(t, rdb, c.elapsed)
+			wantInts(t, rdb, ints(0, 16, c.remaining, -1, c.reset), "CL.THROTTLE", key, 15, 30, 60, 0)
+		}
+
+		// retry_after rounds the same way. max_burst 0, T = τ = 2 s:
+		// one call fills it (tat = t0 + 2 s); a second at t0 + e is
+		// limited with retry = 2 s − e and reset = 2 s − e.
+		setClock(t, rdb, t0)
+		wantInts(t, rdb, ints(0, 1, 0, -1, 2), "CL.THROTTLE", "retry", 0, 30, 60)
+		advance(t, rdb, 1_000_900_000) // 0.9991 s left
+		wantInts(t, rdb, ints(1, 1, 0, 1, 1), "CL.THROTTLE", "retry", 0, 30, 60)
+		advance(t, rdb, 998_200_000) // 0.0009 s left
+		wantInts(t, rdb, ints(1, 1, 0, 0, 0), "CL.THROTTLE", "retry", 0, 30, 60)
+		advance(t, rdb, 900_000) // 0 left: allowed (equality)
+		wantInts(t, rdb, ints(0, 1, 0, -1, 2), "CL.THROTTLE", "retry", 0, 30, 60)
+	})
 }
 
 // TestThrottleLargeDurations: beyond ~2²⁴ s the f64 sum of seconds and
