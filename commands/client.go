@@ -39,19 +39,18 @@ type Host interface {
 
 // HostStats are the server-wide figures INFO reports.
 type HostStats struct {
-	Version          string
-	Port             int
-	PID              int
-	ConfigFile       string
-	Executable       string
-	Started          time.Time
-	MaxClients       int
-	ConnsReceived    int64
-	ConnsRejected    int64
-	CommandsRetired  []CommandCounts // counts of clients that have gone
-	UsedMemory       uint64          // Go heap in use
-	UsedMemoryRSS    uint64          // resident set size, 0 if unknown
-	PersistenceNotes string          // extra lines for # Persistence
+	Version         string
+	Port            int
+	PID             int
+	ConfigFile      string
+	Executable      string
+	Started         time.Time
+	MaxClients      int
+	ConnsReceived   int64
+	ConnsRejected   int64
+	CommandsRetired []CommandCounts // counts of clients that have gone
+	UsedMemory      uint64          // Go heap in use
+	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
 }
 
 // CommandCounts are one command's counters for INFO commandstats.

@@ -3,7 +3,6 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -229,12 +228,8 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "mem_allocator", "go")
 }
 
-func infoPersistence(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
+func infoPersistence(_ *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 	field(b, "loading", 0)
-	if st.PersistenceNotes != "" {
-		b.WriteString(st.PersistenceNotes)
-		return
-	}
 	field(b, "rdb_changes_since_last_save", 0)
 	field(b, "rdb_bgsave_in_progress", 0)
 	field(b, "rdb_last_bgsave_status", "ok")
@@ -314,10 +309,4 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
 	}
 	return strconv.FormatUint(n, 10) + "B"
-}
-
-// Executable returns the running binary's path, "" if unknown.
-func Executable() string {
-	p, _ := os.Executable()
-	return p
 }

@@ -392,7 +392,7 @@ func (s *Server) Stats() commands.HostStats {
 	s.cfgMu.RLock()
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
-		Executable: commands.Executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
+		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
 		UsedMemory: ms.HeapAlloc, UsedMemoryRSS: rss(),
 	}
 	s.cfgMu.RUnlock()
@@ -428,6 +428,12 @@ func (s *Server) RequestShutdown() {
 
 // Logf logs at a level.
 func (s *Server) Logf(level, format string, args ...any) { s.log.Logf(level, format, args...) }
+
+// executable returns the running binary's path, "" if unknown.
+func executable() string {
+	p, _ := os.Executable()
+	return p
+}
 
 // rss reads the process's resident set size from /proc, 0 if unavailable.
 func rss() uint64 {
