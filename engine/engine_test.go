@@ -420,3 +420,40 @@ func TestCRC16(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefetchChangesNothing: prefetching, with hints fresh or stale, on
+// keys present, absent or removed, leaves every answer as it was; run
+// beside writers it is race-free (go test -race).
+func TestPrefetchChangesNothing(t *testing.T) {
+	e, _ := newTestEngine(t, 4)
+	p := GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
+	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
+	e.PrefetchRecord(Hint{}) // the zero Hint does nothing
+	stale := e.Prefetch(key(0))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 5000 {
+			e.PrefetchRecord(e.Prefetch(key(i % 700)))
+			e.PrefetchRecord(stale)
+		}
+	}()
+	for i := range 1000 {
+		if _, err := e.Throttle(key(i), p); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			e.Del(key(i / 2))
+		}
+	}
+	wg.Wait()
+	e.Flush()
+	e.PrefetchRecord(stale)
+	for i := range 1000 {
+		e.PrefetchRecord(e.Prefetch(key(i)))
+		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
+			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
+		}
+	}
+}

@@ -42,6 +42,7 @@ type conn struct {
 	cl  *commands.Client
 	buf []byte // read buffer: buf[r:n] is unparsed input, from a request's start
 	p   parser
+	la  lookahead
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -55,6 +56,7 @@ func (c *conn) serve() {
 		// Run every complete request in the buffer, then flush once.
 		ran := false
 		lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
+		c.la.reset(r)
 		for r < n {
 			lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
 			args, used, err := c.p.next(c.buf[r:n], lim)
@@ -67,6 +69,9 @@ func (c *conn) serve() {
 				break // incomplete
 			}
 			r += used
+			if r < n {
+				c.la.advance(c.buf[:n], r, c.s.table, c.s.eng)
+			}
 			if len(args) == 0 {
 				continue // an empty line or *0: nothing to do, as in Redis
 			}

@@ -265,3 +265,30 @@ func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 		t.Fatalf("read buffer is %d bytes after the large request", n)
 	}
 }
+
+func TestPeek(t *testing.T) {
+	cases := []struct {
+		in        string
+		name, key string
+		used      int
+	}{
+		{"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$2\r\n15\r\n", "GET", "k", 28},
+		{"*2\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n*1\r\n", "CL.THROTTLE", "", 28},
+		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r", "", "", 0},    // incomplete
+		{"*1\r\n$4\r\nPING\r\n", "", "", 0},            // no key
+		{"*9\r\n$1\r\na\r\n", "", "", 0},               // too many arguments to be a limiter command
+		{"GET k\r\n", "", "", 0},                       // inline
+		{"*2\r\n$3\r\nGET\r\n:1\r\n", "", "", 0},       // not a bulk string
+		{"*2\r\n$-1\r\nGET\r\n$1\r\nk\r\n", "", "", 0}, // negative length
+		{"*2\r\n$1234567890\r\nGET\r\n", "", "", 0},    // too long a number
+		{"*2\r\n$\r\n\r\n$1\r\nk\r\n", "", "", 0},      // empty number
+		{"*2\r\n$3\r\nGET\r\n$99\r\nk\r\n", "", "", 0}, // length past the input
+		{"", "", "", 0},
+	}
+	for _, c := range cases {
+		name, key, used := peek([]byte(c.in))
+		if string(name) != c.name || string(key) != c.key || used != c.used {
+			t.Errorf("peek(%q) = %q, %q, %d; want %q, %q, %d", c.in, name, key, used, c.name, c.key, c.used)
+		}
+	}
+}

@@ -4,7 +4,8 @@ import "testing"
 
 // FuzzParser: no input, however cut into reads, makes the parser panic,
 // loop, or claim more bytes than it was given; and cutting it into reads
-// does not change what it parses.
+// does not change what it parses. The lookahead's peek agrees with the
+// parser on every request both can read.
 func FuzzParser(f *testing.F) {
 	for _, s := range []string{
 		"*1\r\n$4\r\nPING\r\n", "*1\r\n$-2\r\n", "*1\r\n$9223372036854775807\r\n",
@@ -18,7 +19,25 @@ func FuzzParser(f *testing.F) {
 		if cut := parseChunked(t, in, int(chunk%16)+1); cut != whole {
 			t.Fatalf("parsed whole: %q\nin reads of %d: %q", whole, chunk%16+1, cut)
 		}
+		checkPeek(t, in)
 	})
+}
+
+// checkPeek parses in request by request and checks that wherever peek
+// reads a request it reads the parser's name, key and length.
+func checkPeek(t *testing.T, in []byte) {
+	var p parser
+	for len(in) > 0 {
+		name, key, n := peek(in)
+		args, used, err := p.next(in, bounds{maxBulk: 1 << 10, maxQuery: 1 << 14, authed: true})
+		if err != nil || used == 0 {
+			return
+		}
+		if n > 0 && (n != used || len(args) < 2 || string(name) != string(args[0]) || string(key) != string(args[1])) {
+			t.Fatalf("peek(%q) = %q, %q, %d; parser: %q, %d", in, name, key, n, args, used)
+		}
+		in = in[used:]
+	}
 }
 
 // parseChunked parses in as reads of step bytes would deliver it and
