@@ -49,7 +49,7 @@ type HostStats struct {
 	ConnsReceived   int64
 	ConnsRejected   int64
 	CommandsRetired []CommandCounts // counts of clients that have gone
-	UsedMemory      uint64          // Go heap in use
+	UsedMemory      uint64          // Go heap in use plus the tables' arrays kept outside it
 	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
 }
 

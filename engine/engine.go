@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"hash/maphash"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -64,6 +65,7 @@ type Engine struct {
 
 	cfg    Config
 	shards []shard
+	mem    *offHeap // the shards' large arrays, outside the Go heap
 	clock  Clock
 	seed   maphash.Seed // for keys' hashes inside a shard
 
@@ -80,10 +82,29 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), seed: maphash.MakeSeed()}
+	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(offHeap), seed: maphash.MakeSeed()}
+	for i := range e.shards {
+		e.shards[i].t.mem = e.mem
+	}
 	e.View = View{e: e}
+	runtime.AddCleanup(e, releaseShards, e.shards)
 	return e, nil
 }
+
+// releaseShards frees the tables of an engine no longer reachable: the
+// collector does not free their mapped arrays.
+func releaseShards(shards []shard) {
+	for i := range shards {
+		sh := &shards[i]
+		sh.mu.Lock()
+		sh.t.reset()
+		sh.mu.Unlock()
+	}
+}
+
+// OffHeapBytes returns the bytes the engine's tables hold outside the Go
+// heap, which runtime.MemStats does not count. It takes no lock.
+func (e *Engine) OffHeapBytes() int64 { return e.mem.mapped.Load() }
 
 // Clock returns the engine's clock.
 func (e *Engine) Clock() Clock { return e.clock }
@@ -161,7 +182,7 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 // Stats are the engine's counters, summed over shards.
 type Stats struct {
 	Keys        int64
-	TableBytes  int64 // memory held by the shards' tables
+	TableBytes  int64 // memory held by the shards' tables, off-heap arrays included
 	ExpiredKeys int64 // removed because they expired, lazily or by sweep
 	Allowed     [KindFixedWindow + 1]int64
 	Limited     [KindFixedWindow + 1]int64

@@ -78,9 +78,9 @@ func (s *shard) removeLocked(i int) (reshaped bool) {
 	return len(s.t.slots) != n
 }
 
-// clearLocked drops every key.
+// clearLocked drops every key and frees the table's arrays.
 func (s *shard) clearLocked() {
-	s.t = table{}
+	s.t.reset()
 	s.sweepPos = 0
 	s.kinds = [KindFixedWindow + 1]int64{}
 }
@@ -133,8 +133,9 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	return examined, removed
 }
 
-// keysLocked calls fn for every live key with its entry; fn must not keep
-// key, which aliases the table.
+// keysLocked calls fn for every live key with its entry. key aliases the
+// table's arena, which is unmapped once replaced: fn must copy what it
+// keeps, and must not change the shard.
 func (s *shard) keysLocked(nowMs int64, fn func(key []byte, e entry)) {
 	for i, slot := range s.t.slots {
 		if slot == 0 {

@@ -25,9 +25,13 @@ import "encoding/binary"
 //     id stored in the record.
 //
 // Neither slots nor arena contains pointers, so the garbage collector never
-// scans them however many keys there are. table is not safe for concurrent
-// use: its shard's lock guards it.
+// scans them however many keys there are, and mem keeps the large ones out
+// of the Go heap altogether. An array is freed the moment it is replaced,
+// so nothing may keep a slice of slots or arena across a change to the
+// table (keyOf's result included), and a key passed in must not alias the
+// arena. table is not safe for concurrent use: its shard's lock guards it.
 type table struct {
+	mem   *offHeap // allocates and frees slots and arena
 	slots []uint64
 	count int
 	arena []byte
@@ -106,7 +110,8 @@ func (t *table) find(key []byte, h uint64) int {
 	}
 }
 
-// keyOf returns the key of the record at ref; it aliases the arena.
+// keyOf returns the key of the record at ref. It aliases the arena: it is
+// valid only until the next change to the table.
 func (t *table) keyOf(ref uint32) []byte {
 	n, w := binary.Uvarint(t.arena[ref+1:])
 	start := int(ref) + 1 + w
@@ -229,23 +234,30 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 		if t.dead > live {
 			t.compact(size)
 		} else {
-			grown := make([]byte, len(t.arena), len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))
+			grown := makeArray[byte](t.mem, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))[:len(t.arena)]
 			copy(grown, t.arena)
+			freeArray(t.mem, t.arena)
 			t.arena = grown
 		}
 	}
-	ref := uint32(len(t.arena))
-	t.arena = append(t.arena, head)
-	t.arena = binary.AppendUvarint(t.arena, uint64(len(key)))
-	t.arena = append(t.arena, key...)
+	// The record is written in place, within the capacity just ensured: a
+	// reslice past it would panic, where append would silently move the
+	// arena to the Go heap.
+	ref := len(t.arena)
+	t.arena = t.arena[:ref+size]
+	rec := t.arena[ref:]
+	rec[0] = head
+	p := 1 + binary.PutUvarint(rec[1:], uint64(len(key)))
+	p += copy(rec[p:], key)
 	if !implicit {
-		t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(e.expireMs))
+		binary.LittleEndian.PutUint64(rec[p:], uint64(e.expireMs))
+		p += 8
 	}
 	words := [3]int64{e.a, e.b, e.c}
 	for w := range stateWords[e.kind] {
-		t.arena = binary.LittleEndian.AppendUint64(t.arena, uint64(words[w]))
+		binary.LittleEndian.PutUint64(rec[p+8*w:], uint64(words[w]))
 	}
-	return ref
+	return uint32(ref)
 }
 
 func uvarintLen(x uint64) int {
@@ -292,7 +304,7 @@ func (t *table) removeAt(i int) {
 	}
 	switch {
 	case t.count == 0:
-		*t = table{limit: t.limit} // everything goes back
+		t.reset() // everything goes back
 	case len(t.slots) > minSlots && t.count*8 < len(t.slots):
 		t.rehash(max(minSlots, 2*t.count))
 	}
@@ -301,10 +313,18 @@ func (t *table) removeAt(i int) {
 	}
 }
 
-// rehash moves every slot into a new array of n slots.
+// reset frees slots and arena and empties the table, keeping its
+// allocator and limit.
+func (t *table) reset() {
+	freeArray(t.mem, t.slots)
+	freeArray(t.mem, t.arena)
+	*t = table{mem: t.mem, limit: t.limit}
+}
+
+// rehash moves every slot into a new array of n slots and frees the old one.
 func (t *table) rehash(n int) {
 	old := t.slots
-	t.slots = make([]uint64, n)
+	t.slots = makeArray[uint64](t.mem, n)
 	for _, s := range old {
 		if s == 0 {
 			continue
@@ -315,23 +335,27 @@ func (t *table) rehash(n int) {
 		}
 		t.slots[i] = s
 	}
+	freeArray(t.mem, old)
 }
 
 // compact copies the live records into a new arena sized for them (plus
-// room for extra bytes) and points the slots at their new offsets.
+// room for extra bytes), points the slots at their new offsets and frees
+// the old arena.
 func (t *table) compact(extra int) {
 	live := len(t.arena) - t.dead
-	arena := make([]byte, 0, live+live/8+extra+arenaMinGrow)
+	arena := makeArray[byte](t.mem, live+live/8+extra+arenaMinGrow)
+	n := 0
 	for i, s := range t.slots {
 		if s == 0 {
 			continue
 		}
 		ref := uint32(s)
 		size := t.recordSize(ref)
-		t.slots[i] = s&^refMask | uint64(len(arena))
-		arena = append(arena, t.arena[ref:int(ref)+size]...)
+		t.slots[i] = s&^refMask | uint64(n)
+		n += copy(arena[n:], t.arena[ref:int(ref)+size])
 	}
-	t.arena, t.dead = arena, 0
+	freeArray(t.mem, t.arena)
+	t.arena, t.dead = arena[:n], 0
 }
 
 func (t *table) newLog(hits []Hit) int64 {
@@ -374,7 +398,8 @@ func (t *table) compactLogs() {
 	t.logs, t.freeLogs = logs, nil
 }
 
-// memory returns the bytes the table holds (slots, arena, log entries).
+// memory returns the bytes the table holds (slots, arena, log entries),
+// on the Go heap or not.
 func (t *table) memory() int {
 	n := 8*cap(t.slots) + cap(t.arena)
 	for _, l := range t.logs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"math/rand"
 	"testing"
 )
@@ -74,7 +75,7 @@ func randomEntry(rng *rand.Rand) entry {
 func TestTableAgainstAModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	seed := maphash.MakeSeed()
-	var tb table
+	tb := table{mem: new(offHeap)}
 	want := map[string]entry{}
 	keyLens := []int{0, 1, 2, 17, 17, 17, 60, 127, 128, 300, 70000}
 	keys := make([]string, 3000)
@@ -117,20 +118,23 @@ func TestTableAgainstAModel(t *testing.T) {
 		}
 	}
 	checkTable(t, &tb, seed, want)
-	// Emptied, it holds nothing.
+	if offHeapMin < math.MaxInt && tb.mem.mapped.Load() == 0 {
+		t.Fatal("no array was mapped: the model does not test the off-heap arrays")
+	}
+	// Emptied, it holds nothing, mapped or not.
 	for k := range want {
 		tb.removeAt(tb.find([]byte(k), maphash.Bytes(seed, []byte(k))))
 		delete(want, k)
 	}
 	checkTable(t, &tb, seed, want)
-	if tb.memory() != 0 || tb.arena != nil || tb.logs != nil {
-		t.Fatalf("an empty table still holds %d bytes", tb.memory())
+	if tb.memory() != 0 || tb.arena != nil || tb.logs != nil || tb.mem.mapped.Load() != 0 {
+		t.Fatalf("an empty table still holds %d bytes, %d mapped", tb.memory(), tb.mem.mapped.Load())
 	}
 }
 
 func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 	seed := maphash.MakeSeed()
-	var tb table
+	tb := table{mem: new(offHeap)}
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
 	tat := now0 + 2_000_900_000
@@ -156,7 +160,7 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 
 func TestTableCompactsDeadRecords(t *testing.T) {
 	seed := maphash.MakeSeed()
-	var tb table
+	tb := table{mem: new(offHeap)}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	for i := range 10000 {
 		// expireMs is not floor(a/1e6) or one less: stored explicitly.
@@ -187,7 +191,7 @@ func TestTableCompactsDeadRecords(t *testing.T) {
 // 1000 to 20000, including just after each growth of slots or arena.
 func TestTableBytesPerKey(t *testing.T) {
 	seed := maphash.MakeSeed()
-	var tb table
+	tb := table{mem: new(offHeap)}
 	worst, at := 0.0, 0
 	for i := range 20000 {
 		k := fmt.Appendf(nil, "user:%012d", i)
@@ -207,7 +211,7 @@ func TestTableBytesPerKey(t *testing.T) {
 
 func TestTableCompactsLogIDs(t *testing.T) {
 	seed := maphash.MakeSeed()
-	var tb table
+	tb := table{mem: new(offHeap)}
 	key := func(i int) []byte { return fmt.Appendf(nil, "log:%d", i) }
 	for i := range 1000 {
 		tb.insert(key(i), maphash.Bytes(seed, key(i)), entry{kind: KindSlidingLog, expireMs: 9, log: []Hit{{int64(i), 1}}})
@@ -230,7 +234,7 @@ func TestTableCompactsLogIDs(t *testing.T) {
 // pass the limit, and a table whose live records would not fit refuses.
 func TestTableStaysWithinItsOffsets(t *testing.T) {
 	seed := maphash.MakeSeed()
-	sh := shard{t: table{limit: 1000}}
+	sh := shard{t: table{mem: new(offHeap), limit: 1000}}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	put := func(i int) error {
 		k := key(i)

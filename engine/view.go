@@ -231,7 +231,8 @@ func (v *View) Flush() {
 
 // Keys calls fn with every live key that keep accepts (nil: all) and whose
 // kind is want (KindNone: any). It holds one shard's lock at a time and
-// copies keys before calling fn, which may keep them.
+// copies keys before calling fn, which may keep them. keep runs under the
+// lock on the table's own bytes: it must neither retain its key nor use v.
 func (v *View) Keys(keep func(key []byte) bool, want Kind, fn func(key []byte)) {
 	for i := range v.e.shards {
 		for _, k := range v.shardKeys(i, keep, want) {
@@ -243,7 +244,7 @@ func (v *View) Keys(keep func(key []byte) bool, want Kind, fn func(key []byte)) 
 // Scan returns the live keys of the shards from cursor on, whole shards at
 // a time until it has at least count keys, and the cursor to continue from
 // (0 when done). A key that exists for the whole of a scan is returned at
-// least once, as Redis promises.
+// least once, as Redis promises. keep is as for Keys.
 func (v *View) Scan(cursor uint64, count int, keep func(key []byte) bool, want Kind) (uint64, [][]byte) {
 	var out [][]byte
 	i := cursor

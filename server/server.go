@@ -109,7 +109,9 @@ func (s *Server) cron() {
 
 // releaseMemory hands memory back to the operating system once the tables
 // have shrunk by a lot since peak (keys expired or were deleted): Go
-// returns freed pages only gradually by itself. It returns the new peak.
+// returns freed pages only gradually by itself. (The tables' large arrays
+// live outside the Go heap and go back the moment they are freed; this is
+// for the rest.) It returns the new peak.
 func (s *Server) releaseMemory(peak int64) int64 {
 	now := s.eng.Stats().TableBytes
 	if now > peak {
@@ -393,7 +395,9 @@ func (s *Server) Stats() commands.HostStats {
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
-		UsedMemory: ms.HeapAlloc, UsedMemoryRSS: rss(),
+		// The tables' large arrays are mapped outside the Go heap, which
+		// HeapAlloc does not count.
+		UsedMemory: ms.HeapAlloc + uint64(s.eng.OffHeapBytes()), UsedMemoryRSS: rss(),
 	}
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {

@@ -4,11 +4,12 @@
 // bench/run.sh starts the servers and runs it; it prints a Markdown section.
 //
 // For cellserver (which must run with --enable-debug-command yes) it
-// freezes the server's clock, reads INFO used_memory (the Go heap) and
-// /proc/PID/status VmRSS, inserts -keys distinct 17-byte keys
-// ("user:000000000000" on) with pipelined CL.THROTTLE key 15 1 3600, reads
-// memory again, then moves the clock two hours on with DEBUG CLOCK ADVANCE,
-// polls DBSIZE until every key is gone, and reads memory a third time.
+// freezes the server's clock, reads INFO used_memory (the Go heap plus the
+// tables' arrays kept outside it) and /proc/PID/status VmRSS, inserts
+// -keys distinct 17-byte keys ("user:000000000000" on) with pipelined
+// CL.THROTTLE key 15 1 3600, reads memory again, then moves the clock two
+// hours on with DEBUG CLOCK ADVANCE, polls DBSIZE until every key is gone,
+// and reads memory a third time.
 // (DBSIZE and INFO reclaim expired keys themselves, so the background
 // sweep's own pace is measured in-process by BenchmarkSweep instead.) The Go heap counts garbage until a collection runs,
 // and the server has no command that forces one, so before each heap
@@ -355,7 +356,7 @@ func pct(x, base uint64) string {
 func report(w io.Writer, o options, cs *csFigures, rd *redisFigures) {
 	fmt.Fprintf(w, "%d distinct 17-byte keys (`user:000000000000` on), each set by one allowed `CL.THROTTLE key 15 1 3600` "+
 		"(cellserver) or the same through `EVALSHA gcra.lua` (Redis); %d pipelines of %d. "+
-		"cellserver heap = INFO `used_memory` (Go HeapAlloc), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS.\n\n",
+		"cellserver heap = INFO `used_memory` (Go HeapAlloc + the tables' off-heap arrays), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS.\n\n",
 		o.keys, o.workers, o.batch)
 	fmt.Fprintln(w, "| server | empty heap | full heap | heap B/key | empty RSS | full RSS | RSS B/key | insert time |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")

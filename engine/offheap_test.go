@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+func skipWithoutMmap(t *testing.T) {
+	t.Helper()
+	if offHeapMin == math.MaxInt {
+		t.Skip("no off-heap arrays on " + runtime.GOOS)
+	}
+}
+
+func TestOffHeapArrays(t *testing.T) {
+	skipWithoutMmap(t)
+	m := new(offHeap)
+	page := os.Getpagesize()
+
+	small := makeArray[byte](m, offHeapMin-1)
+	if len(small) != offHeapMin-1 || cap(small) != offHeapMin-1 || m.mapped.Load() != 0 {
+		t.Fatalf("below the threshold: len %d cap %d, %d bytes mapped", len(small), cap(small), m.mapped.Load())
+	}
+	freeArray(m, small)
+
+	for _, n := range []int{offHeapMin / 8, offHeapMin/8 + 1, 100000} {
+		a := makeArray[uint64](m, n)
+		mapped := (8*n + page - 1) / page * page
+		if len(a) != n || 8*cap(a) != mapped || m.mapped.Load() != int64(mapped) {
+			t.Fatalf("%d uint64s: len %d cap %d, %d bytes mapped, want %d", n, len(a), cap(a), m.mapped.Load(), mapped)
+		}
+		if slices.ContainsFunc(a[:cap(a)], func(x uint64) bool { return x != 0 }) {
+			t.Fatalf("%d uint64s: not zeroed", n)
+		}
+		for i := range a[:cap(a)] {
+			a[:cap(a)][i] = math.MaxUint64
+		}
+		freeArray(m, a)
+		if m.mapped.Load() != 0 {
+			t.Fatalf("%d uint64s: %d bytes still mapped after free", n, m.mapped.Load())
+		}
+	}
+
+	// A byte array freed resliced to nothing, then one in its place: the
+	// new one is zeroed whatever the old one held.
+	b := makeArray[byte](m, 3*offHeapMin)
+	for i := range b {
+		b[i] = 0xff
+	}
+	freeArray(m, b[:0])
+	b = makeArray[byte](m, 3*offHeapMin)
+	if !bytes.Equal(b, make([]byte, len(b))) {
+		t.Fatal("a new array is not zeroed")
+	}
+	freeArray(m, b)
+	if m.mapped.Load() != 0 {
+		t.Fatalf("%d bytes still mapped", m.mapped.Load())
+	}
+}
+
+// Whichever way every key goes, the tables' mapped arrays go with them.
+func TestOffHeapReturnsToZero(t *testing.T) {
+	skipWithoutMmap(t)
+	const n, tags = 20000, 64 // about 1 MB of tables in 4 shards: both arrays mapped
+	key := func(i int) []byte { return fmt.Appendf(nil, "{%d}user:%012d", i%tags, i) }
+	fill := func(t *testing.T) (*Engine, *ManualClock) {
+		e, clock := newTestEngine(t, 4)
+		for i := range n {
+			key := key(i)
+			switch i % 4 {
+			case 0:
+				e.Throttle(key, readmeParams)
+			case 1:
+				e.TokenBucket(key, TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 1})
+			case 2:
+				e.SlidingWindow(key, SlidingWindowRequest{Limit: 10, Window: 1, Cost: 1, Exact: i%8 == 2})
+			case 3:
+				e.FixedWindow(key, FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
+			}
+		}
+		if e.OffHeapBytes() < n*16 {
+			t.Fatalf("%d keys: only %d bytes off the Go heap", n, e.OffHeapBytes())
+		}
+		return e, clock
+	}
+	for _, c := range []struct {
+		name   string
+		remove func(e *Engine, clock *ManualClock)
+	}{
+		{"sweep", func(e *Engine, clock *ManualClock) {
+			clock.Advance(1e12)
+			for e.Sweep(1<<20) > 0 {
+			}
+		}},
+		{"lazy expiry", func(e *Engine, clock *ManualClock) {
+			clock.Advance(1e12)
+			for i := range n {
+				e.Exists(key(i))
+			}
+		}},
+		{"DBSIZE", func(e *Engine, clock *ManualClock) {
+			clock.Advance(1e12)
+			e.DBSize()
+		}},
+		{"DEL", func(e *Engine, _ *ManualClock) {
+			for i := range n {
+				e.Del(key(i))
+			}
+		}},
+		{"DeleteSlot", func(e *Engine, _ *ManualClock) {
+			for i := range tags {
+				e.DeleteSlot(Slot(key(i)))
+			}
+		}},
+		{"FLUSHALL", func(e *Engine, _ *ManualClock) { e.Flush() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, clock := fill(t)
+			c.remove(e, clock)
+			if st := e.Stats(); st.Keys != 0 || st.TableBytes != 0 || e.OffHeapBytes() != 0 {
+				t.Fatalf("%d keys, %d table bytes, %d off-heap bytes left", st.Keys, st.TableBytes, e.OffHeapBytes())
+			}
+		})
+	}
+}
+
+// Keys handed out of the engine are copies: they stay readable once the
+// arena they came from is unmapped (an alias would be a SIGSEGV).
+func TestKeysOutliveTheirTable(t *testing.T) {
+	skipWithoutMmap(t)
+	e, _ := newTestEngine(t, 1)
+	for i := range 5000 {
+		e.Throttle(fmt.Appendf(nil, "{a}%d", i), readmeParams)
+	}
+	var keys [][]byte
+	e.Keys(nil, KindNone, func(k []byte) { keys = append(keys, k) })
+	_, scanned := e.Scan(0, 10, nil, KindNone)
+	var exported [][]byte
+	for _, r := range e.ExportSlot(Slot([]byte("a"))) {
+		exported = append(exported, r.Key)
+	}
+	if e.OffHeapBytes() == 0 {
+		t.Fatal("the table is not off the Go heap: nothing to test")
+	}
+	e.Flush()
+	if e.OffHeapBytes() != 0 {
+		t.Fatalf("%d bytes mapped after FLUSHALL", e.OffHeapBytes())
+	}
+	for name, got := range map[string][][]byte{"Keys": keys, "Scan": scanned, "ExportSlot": exported} {
+		slices.SortFunc(got, bytes.Compare)
+		if len(got) != 5000 || string(got[0]) != "{a}0" || string(got[4999]) != "{a}999" {
+			t.Fatalf("%s after FLUSHALL: %d keys, %q … %q", name, len(got), got[0], got[len(got)-1])
+		}
+	}
+}
+
+// An engine dropped without emptying it gives its mapped arrays back once
+// it is collected.
+func TestOffHeapFreedWithTheEngine(t *testing.T) {
+	skipWithoutMmap(t)
+	e, err := New(Config{Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5000 {
+		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+	}
+	mem := e.mem
+	if mem.mapped.Load() == 0 {
+		t.Fatal("the table is not off the Go heap: nothing to test")
+	}
+	e = nil
+	for range 100 {
+		runtime.GC()
+		if mem.mapped.Load() == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // the cleanup runs on its own goroutine
+	}
+	t.Fatalf("%d bytes still mapped after the engine was collected", mem.mapped.Load())
+}
