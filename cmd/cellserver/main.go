@@ -20,7 +20,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -39,9 +38,6 @@ func main() {
 
 // run serves until a signal arrives on sigs (or SHUTDOWN), then shuts down
 // cleanly and returns nil.
-// gcPercent is the GC target cellserver runs with unless GOGC is set.
-const gcPercent = 25
-
 func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	cfg, done, err := parseArgs(args, stdout)
 	if err != nil || done {
@@ -49,12 +45,6 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	if cfg.Threads > 0 {
 		runtime.GOMAXPROCS(cfg.Threads)
-	}
-	if os.Getenv("GOGC") == "" {
-		// Keys live in pointer-free arrays, so a collection costs little
-		// and commands allocate nothing: collecting at 25% growth instead
-		// of Go's 100% keeps the process near its live size.
-		debug.SetGCPercent(gcPercent)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
