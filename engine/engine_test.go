@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 )
 
 func newTestEngine(t *testing.T, shards int) (*Engine, *ManualClock) {
@@ -455,5 +456,25 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
 			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
 		}
+	}
+}
+
+// TestSystemClock: the cheap wall clock agrees with time.Now, before and
+// after a Sync, and never runs backwards between syncs.
+func TestSystemClock(t *testing.T) {
+	c := NewSystemClock()
+	prev := c.Now()
+	for i := range 1000 {
+		if i%100 == 0 {
+			c.Sync()
+		}
+		got, want := c.Now(), time.Now().UnixNano()
+		if d := got - want; d < -int64(time.Millisecond) || d > int64(time.Millisecond) {
+			t.Fatalf("Now() = %d, time.Now() = %d: %v apart", got, want, time.Duration(d))
+		}
+		if i%100 != 0 && got < prev {
+			t.Fatalf("Now() went back from %d to %d without a Sync", prev, got)
+		}
+		prev = got
 	}
 }
