@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,9 @@ func main() {
 
 // run serves until a signal arrives on sigs (or SHUTDOWN), then shuts down
 // cleanly and returns nil.
+// gcPercent is the GC target cellserver runs with unless GOGC is set.
+const gcPercent = 25
+
 func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	cfg, done, err := parseArgs(args, stdout)
 	if err != nil || done {
@@ -45,6 +49,16 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	if cfg.Threads > 0 {
 		runtime.GOMAXPROCS(cfg.Threads)
+	}
+	if os.Getenv("GOGC") == "" {
+		// Most keys live in tables outside the Go heap, and commands
+		// allocate nothing, so a collection costs little: collecting at
+		// 25% growth instead of Go's 100% keeps what is on the heap
+		// (sliding logs, buffers) near its live size, and the process near
+		// its empty size once keys expire (measured: +20% RSS after expiry
+		// at GOGC=100, +8% at 25). SW.HIT EXACT, which allocates as its
+		// logs grow, pays for it: about 8% at -P 16.
+		debug.SetGCPercent(gcPercent)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
