@@ -108,16 +108,20 @@ func (s *Server) cron() {
 }
 
 // releaseMemory hands memory back to the operating system once the tables
-// have shrunk by a lot since peak (keys expired or were deleted): Go
-// returns freed pages only gradually by itself. (The tables' large arrays
-// live outside the Go heap and go back the moment they are freed; this is
-// for the rest.) It returns the new peak.
+// have shrunk by a quarter and at least releaseAt since peak (keys expired
+// or were deleted): Go returns freed pages only gradually by itself. (The
+// tables' large arrays live outside the Go heap and go back the moment
+// they are freed; this is for the rest: small tables, and what the
+// shrinking tables passed through.) It runs at most once a second and
+// costs a collection of the Go heap, which holds little. It returns the
+// new peak.
 func (s *Server) releaseMemory(peak int64) int64 {
+	const releaseAt = 1 << 20
 	now := s.eng.Stats().TableBytes
 	if now > peak {
 		return now
 	}
-	if drop := peak - now; drop >= 8<<20 && drop >= peak/4 {
+	if drop := peak - now; drop >= releaseAt && drop >= peak/4 {
 		debug.FreeOSMemory()
 		s.log.Logf("verbose", "released memory: tables went from %d to %d bytes", peak, now)
 		return now
