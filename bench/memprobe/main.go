@@ -362,26 +362,6 @@ func measureRedis(ctx context.Context, o options) (*redisFigures, error) {
 		logf("redis %s: used_memory %d, VmRSS %d", what, heap, rss)
 		return reading{heap, rss}, err
 	}
-	// Warm-up: the whole cycle once on a few keys (insert, expire, reclaim)
-	// before the empty reading. The binary's pages are read in as its code
-	// first runs and count in RSS from then on, whatever the keys do; the
-	// empty reading then counts them too, and what is compared after
-	// expiry is what the keys left behind.
-	warm := o
-	warm.keys = min(o.keys, 50000)
-	if err := insert(ctx, rdb, warm, func(k string) []any { return []any{"CL.THROTTLE", k, "15", "1", "3600"} }); err != nil {
-		return nil, err
-	}
-	// The server samples its tables' size once a second and releases
-	// memory after a drop it has seen: let it see the warm-up's keys.
-	time.Sleep(2 * time.Second)
-	if err := rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(int64(2*time.Hour), 10)).Err(); err != nil {
-		return nil, err
-	}
-	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != 0 {
-		return nil, fmt.Errorf("DBSIZE %d after the warm-up's keys expired (%v)", n, err)
-	}
-	time.Sleep(2 * time.Second) // the server's memory release runs once a second
 	if f.empty, err = read("empty"); err != nil {
 		return nil, err
 	}
