@@ -134,6 +134,10 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 		logf("cellserver %s: used_memory %d, VmRSS %d", what, heap, rss)
 		return reading{heap, rss}, nil
 	}
+	throttle := func(k string) []any { return []any{"CL.THROTTLE", k, "15", "1", "3600"} }
+	expireAll := func() error {
+		return rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(int64(2*time.Hour), 10)).Err()
+	}
 	// Warm-up: the whole cycle once on a few keys (insert, expire, reclaim)
 	// before the empty reading. The binary's pages are read in as its code
 	// first runs and count in RSS from then on, whatever the keys do; the
@@ -141,13 +145,13 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	// expiry is what the keys left behind.
 	warm := o
 	warm.keys = min(o.keys, 50000)
-	if err := insert(ctx, rdb, warm, func(k string) []any { return []any{"CL.THROTTLE", k, "15", "1", "3600"} }); err != nil {
+	if err := insert(ctx, rdb, warm, throttle); err != nil {
 		return nil, err
 	}
 	// The server samples its tables' size once a second and releases
 	// memory after a drop it has seen: let it see the warm-up's keys.
 	time.Sleep(2 * time.Second)
-	if err := rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(int64(2*time.Hour), 10)).Err(); err != nil {
+	if err := expireAll(); err != nil {
 		return nil, err
 	}
 	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != 0 {
@@ -158,7 +162,7 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 		return nil, err
 	}
 	start := time.Now()
-	if err := insert(ctx, rdb, o, func(k string) []any { return []any{"CL.THROTTLE", k, "15", "1", "3600"} }); err != nil {
+	if err := insert(ctx, rdb, o, throttle); err != nil {
 		return nil, err
 	}
 	f.insert = time.Since(start)
@@ -168,7 +172,7 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	if f.full, err = read("full"); err != nil {
 		return nil, err
 	}
-	if err := rdb.Do(ctx, "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(int64(2*time.Hour), 10)).Err(); err != nil {
+	if err := expireAll(); err != nil {
 		return nil, err
 	}
 	start = time.Now()
