@@ -225,7 +225,7 @@ run_tput() {
 	)
 	local raw=$tmp/raw.txt
 	: >"$raw"
-	local round p w name target port cmd n out line
+	local round p w name target port cmd n out line flush_port
 	for round in $(seq "$ROUNDS"); do
 		for p in 1 16; do
 			for w in "${workloads[@]}"; do
@@ -235,7 +235,13 @@ run_tput() {
 					n=$N16
 					[[ $target == Redis+Lua ]] && n=$NLUA16
 				fi
-				redis-cli -h "$HOST" -p "$port" FLUSHALL >/dev/null
+				# Every server starts each run empty, not only the one under test:
+				# the keys a run leaves behind expire during the next one, and a
+				# server expiring them (Redis's active expiry, cellserver's sweep)
+				# takes CPU from the run on this small machine.
+				for flush_port in "$R" "$C" "$D"; do
+					redis-cli -h "$HOST" -p "$flush_port" FLUSHALL >/dev/null
+				done
 				log "round $round -P $p: $name on $target, -n $n"
 				# shellcheck disable=SC2086 # cmd is the words of the command
 				out=$("${pin_bench[@]+"${pin_bench[@]}"}" redis-benchmark -h "$HOST" -p "$port" -c "$CLIENTS" -n "$n" -r "$KEYSPACE" -P "$p" --csv $cmd)
@@ -259,7 +265,7 @@ run_tput() {
 		echo
 		machine
 		printf -- '- command: `%s`\n' "$(command_line)"
-		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL before each run; %s round(s) of the whole list, run one after the other.\n' \
+		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL of every server before each run (so no server expires the last run's keys during the next); %s round(s) of the whole list, run one after the other.\n' \
 			"$CLIENTS" "$KEYSPACE" "$N1" "$N16" "$NLUA16" "$ROUNDS"
 		echo '- ops/s, p50 and p99 are the median over rounds; the ratios are computed within each round (against that round'"'"'s Redis PING and Redis+Lua GCRA runs) and their median is shown, with the range over rounds in brackets.'
 		printf -- '- cellserver runs with `--threads %s` (one thread runs commands, as in Redis); the rows marked "default threads" come from a second cellserver with the default, one thread per core (%s here).\n' "$CS_THREADS" "$(nproc)"
