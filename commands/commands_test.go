@@ -351,6 +351,27 @@ func TestDebugIsUnknownWhenOff(t *testing.T) {
 	}
 }
 
+// TestLookup finds every command by its name in any case, and nothing
+// else: not a prefix, not a name one letter off, not an empty name.
+func TestLookup(t *testing.T) {
+	h := newHarness(t, "")
+	for _, c := range h.table.list {
+		for _, name := range []string{c.Name, strings.ToUpper(c.Name), strings.ToUpper(c.Name[:1]) + c.Name[1:]} {
+			if got := h.table.Lookup([]byte(name)); got != c {
+				t.Fatalf("Lookup(%q) = %v", name, got)
+			}
+		}
+		for _, name := range []string{c.Name[:len(c.Name)-1], c.Name + "x", c.Name + "\x00", "x" + c.Name[1:]} {
+			if got := h.table.Lookup([]byte(name)); got != nil && got.Name != strings.ToLower(name) {
+				t.Fatalf("Lookup(%q) = %s", name, got.Name)
+			}
+		}
+	}
+	if h.table.Lookup(nil) != nil || h.table.Lookup([]byte("cl.throttl\xc5")) != nil {
+		t.Fatal("Lookup of a name that is not there")
+	}
+}
+
 func TestDebugClockDrivesTheEngine(t *testing.T) {
 	h := newHarness(t, "")
 	h.do("DEBUG", "CLOCK", "SET", fmt.Sprint(now0))

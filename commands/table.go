@@ -63,9 +63,31 @@ type Command struct {
 // Table is the set of commands a server answers. Build it with NewTable;
 // it is read-only afterwards and safe for concurrent use.
 type Table struct {
-	byName map[string]*Command
-	list   []*Command // in registration order
+	byName [indexSize]*Command // open addressing by nameHash, probed linearly
+	list   []*Command          // in registration order
 	host   Host
+}
+
+// The name index is a fixed array rather than a map: Lookup runs for every
+// request (twice over a pipeline, see server/prefetch.go), and hashing the
+// name while folding its case, then comparing one or two rows, costs less
+// than a map's string hash and probe.
+const (
+	indexSize  = 256 // a power of two, well above the number of commands
+	maxNameLen = 32  // no command name is longer
+)
+
+// nameHash is FNV-1a over the lowercased name.
+func nameHash(name []byte, lower []byte) uint32 {
+	h := uint32(2166136261)
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
 }
 
 // Options choose optional parts of the table.
@@ -78,7 +100,7 @@ type Options struct {
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{byName: make(map[string]*Command), host: host}
+	t := &Table{host: host}
 	registerLimiter(t)
 	registerKeyspace(t)
 	registerConnection(t)
@@ -93,15 +115,23 @@ func NewTable(host Host, opt Options) *Table {
 // Register adds c to the table. It panics if the name is taken or the row
 // is incomplete: the table is built at start, so that is a programming error.
 func (t *Table) Register(c Command) {
-	if c.Name == "" || c.Handler == nil || c.Arity == 0 || c.Name != strings.ToLower(c.Name) {
+	if c.Name == "" || c.Handler == nil || c.Arity == 0 || c.Name != strings.ToLower(c.Name) || len(c.Name) > maxNameLen {
 		panic("commands: incomplete command row " + c.Name)
 	}
-	if _, dup := t.byName[c.Name]; dup {
+	if t.Lookup([]byte(c.Name)) != nil {
 		panic("commands: " + c.Name + " registered twice")
+	}
+	if 2*(len(t.list)+1) > indexSize {
+		panic("commands: the name index is full")
 	}
 	c.id = len(t.list)
 	p := &c
-	t.byName[c.Name] = p
+	var lower [maxNameLen]byte
+	i := nameHash([]byte(c.Name), lower[:])
+	for t.byName[i%indexSize] != nil {
+		i++
+	}
+	t.byName[i%indexSize] = p
 	t.list = append(t.list, p)
 }
 
@@ -110,17 +140,16 @@ func (t *Table) Len() int { return len(t.list) }
 
 // Lookup finds a command by name, in any case, without allocating.
 func (t *Table) Lookup(name []byte) *Command {
-	var buf [32]byte
-	if len(name) > len(buf) {
+	if len(name) > maxNameLen {
 		return nil
 	}
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
+	var lower [maxNameLen]byte
+	for i := nameHash(name, lower[:]); ; i++ {
+		c := t.byName[i%indexSize]
+		if c == nil || c.Name == string(lower[:len(name)]) {
+			return c
 		}
-		buf[i] = c
 	}
-	return t.byName[string(buf[:len(name)])]
 }
 
 // sorted returns the commands by name.
