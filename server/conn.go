@@ -59,6 +59,7 @@ func (c *conn) serve() {
 		c.la.reset(r)
 		for r < n {
 			lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
+			c.la.advance(c.buf[:n], r, c.s.table, c.s.eng)
 			args, used, err := c.p.next(c.buf[r:n], lim)
 			if err != nil {
 				c.w.WriteError("ERR " + err.Error())
@@ -69,9 +70,6 @@ func (c *conn) serve() {
 				break // incomplete
 			}
 			r += used
-			if r < n {
-				c.la.advance(c.buf[:n], r, c.s.table, c.s.eng)
-			}
 			if len(args) == 0 {
 				continue // an empty line or *0: nothing to do, as in Redis
 			}

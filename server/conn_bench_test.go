@@ -3,7 +3,10 @@ package server
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/cellserver/cellserver/commands"
 )
@@ -65,5 +68,66 @@ func BenchmarkServeBatch(b *testing.B) {
 	b.ResetTimer()
 	for range b.N / 16 {
 		h.run()
+	}
+}
+
+// scriptConn is a net.Conn whose every Read returns a -P 16 batch of
+// CL.THROTTLE requests on random keys among keys, and whose writes are
+// counted and dropped: the connection loop with no system calls.
+type scriptConn struct {
+	net.Conn // nil: only Read, Write, Close and the addresses are used
+	batch    []byte
+	digits   []int // where each request's 12-digit key number starts in batch
+	rng      *rand.Rand
+	keys     int
+	left     int // batches still to return
+	written  int
+}
+
+func newScriptConn(keys, batches int) *scriptConn {
+	c := &scriptConn{rng: rand.New(rand.NewPCG(1, 2)), keys: keys, left: batches}
+	for range 16 {
+		c.batch = append(c.batch, "*5\r\n$11\r\nCL.THROTTLE\r\n$16\r\nkey:"...)
+		c.digits = append(c.digits, len(c.batch))
+		c.batch = append(c.batch, "000000000000\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"...)
+	}
+	return c
+}
+
+func (c *scriptConn) Read(b []byte) (int, error) {
+	if c.left == 0 {
+		return 0, io.EOF
+	}
+	c.left--
+	for _, d := range c.digits {
+		n := c.rng.IntN(c.keys)
+		for i := d + 11; i >= d; i-- {
+			c.batch[i] = byte('0' + n%10)
+			n /= 10
+		}
+	}
+	return copy(b, c.batch), nil
+}
+
+func (c *scriptConn) Write(b []byte) (int, error)     { c.written += len(b); return len(b), nil }
+func (c *scriptConn) Close() error                    { return nil }
+func (c *scriptConn) LocalAddr() net.Addr             { return &net.TCPAddr{} }
+func (c *scriptConn) RemoteAddr() net.Addr            { return &net.TCPAddr{} }
+func (c *scriptConn) SetReadDeadline(time.Time) error { return nil }
+
+// BenchmarkServeConn: one op is one request of redis-benchmark's -P 16
+// CL.THROTTLE workload (random keys among a million, starting empty),
+// through the whole connection loop, lookahead and prefetching included,
+// without the sockets. Run it with -benchtime 2000000x, as bench/run.sh's
+// -P 16 runs.
+func BenchmarkServeConn(b *testing.B) {
+	s := newTestServer(b)
+	nc := newScriptConn(1_000_000, b.N/16+1)
+	c := s.admit(nc)
+	b.ResetTimer()
+	c.serve()
+	b.StopTimer()
+	if want := 16 * len(":0\r\n"); nc.written < want {
+		b.Fatalf("%d bytes of replies", nc.written)
 	}
 }

@@ -2,11 +2,14 @@ package server
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/engine"
 )
 
 func newTestServer(t testing.TB) *Server {
@@ -275,7 +278,8 @@ func TestPeek(t *testing.T) {
 		{"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$2\r\n15\r\n", "GET", "k", 28},
 		{"*2\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n*1\r\n", "CL.THROTTLE", "", 28},
 		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r", "", "", 0},    // incomplete
-		{"*1\r\n$4\r\nPING\r\n", "", "", 0},            // no key
+		{"*1\r\n$4\r\nPING\r\n", "PING", "", 14},       // no key
+		{"*0\r\n", "", "", 0},                          // no name
 		{"*9\r\n$1\r\na\r\n", "", "", 0},               // too many arguments to be a limiter command
 		{"GET k\r\n", "", "", 0},                       // inline
 		{"*2\r\n$3\r\nGET\r\n:1\r\n", "", "", 0},       // not a bulk string
@@ -290,5 +294,68 @@ func TestPeek(t *testing.T) {
 		if string(name) != c.name || string(key) != c.key || used != c.used {
 			t.Errorf("peek(%q) = %q, %q, %d; want %q, %q, %d", c.in, name, key, used, c.name, c.key, c.used)
 		}
+	}
+}
+
+// TestLookahead: advance prefetches a group at a time, for the requests with
+// a key only, waits until the group has been reached before the next, and
+// gives up on the rest of the batch at a request it cannot peek at.
+func TestLookahead(t *testing.T) {
+	s := newTestServer(t)
+	cl := func(k string) string {
+		return fmt.Sprintf("*5\r\n$11\r\nCL.THROTTLE\r\n$%d\r\n%s\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n", len(k), k)
+	}
+	var b []byte
+	var starts []int
+	add := func(req string) {
+		starts = append(starts, len(b))
+		b = append(b, req...)
+	}
+	for i := range groupMax + 3 {
+		if i == 1 {
+			add("*1\r\n$4\r\nPING\r\n")
+			continue
+		}
+		add(cl(fmt.Sprint("k", i)))
+	}
+	add("PING\r\n") // inline: peek stops here
+	add(cl("last"))
+
+	var la lookahead
+	la.reset(0)
+	la.advance(b, 0, s.table, s.eng)
+	if la.next != starts[groupMax] {
+		t.Fatalf("first group ends at %d, want %d", la.next, starts[groupMax])
+	}
+	for i, h := range la.hints[:groupMax] {
+		if (h == engine.Hint{}) != (i == 1) {
+			t.Fatalf("request %d: hint %v", i, h)
+		}
+	}
+	prev := la.hints
+	la.hints = [groupMax]engine.Hint{}
+	la.advance(b, starts[5], s.table, s.eng) // inside the group: nothing to do
+	if la.next != starts[groupMax] || la.hints != ([groupMax]engine.Hint{}) {
+		t.Fatal("advance inside a group peeked again")
+	}
+	la.hints = prev
+	la.advance(b, starts[groupMax], s.table, s.eng)
+	if la.next != -1 {
+		t.Fatalf("after the inline request: next %d, want -1", la.next)
+	}
+	for i := range 3 {
+		if la.hints[i] == (engine.Hint{}) {
+			t.Fatalf("second group, request %d: no hint", i)
+		}
+	}
+	la.hints = [groupMax]engine.Hint{}
+	la.advance(b, starts[len(starts)-1], s.table, s.eng)
+	if la.hints != ([groupMax]engine.Hint{}) {
+		t.Fatal("peeked after giving up on the batch")
+	}
+	la.reset(starts[len(starts)-1]) // a new batch: one request, not worth a prefetch
+	la.advance(b, starts[len(starts)-1], s.table, s.eng)
+	if la.hints != ([groupMax]engine.Hint{}) {
+		t.Fatal("prefetched for a lone request")
 	}
 }

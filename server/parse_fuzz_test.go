@@ -33,7 +33,11 @@ func checkPeek(t *testing.T, in []byte) {
 		if err != nil || used == 0 {
 			return
 		}
-		if n > 0 && (n != used || len(args) < 2 || string(name) != string(args[0]) || string(key) != string(args[1])) {
+		var arg1 []byte // nil when there is none, as peek's key
+		if len(args) > 1 {
+			arg1 = args[1]
+		}
+		if n > 0 && (n != used || len(args) < 1 || string(name) != string(args[0]) || string(key) != string(arg1) || (key == nil) != (arg1 == nil)) {
 			t.Fatalf("peek(%q) = %q, %q, %d; parser: %q, %d", in, name, key, n, args, used)
 		}
 		in = in[used:]

@@ -6,72 +6,76 @@ import (
 )
 
 // Lookahead over a pipeline. When one read brings several requests, the
-// connection peeks at the next two while it runs the current one: the
-// request two ahead has its key's index slot prefetched, the one ahead its
-// record (engine.Prefetch). With a million keys each request would
-// otherwise wait for two cache misses in turn; this way they overlap with
-// the work in between. Peeking is only a hint: it reads RESP loosely, stops
-// at anything unusual (an inline command, an incomplete request, more than
-// peekMaxArgs arguments), and the parser still reads every request itself.
+// connection peeks at them in groups before running them: for each request
+// of a group the engine starts loading its key's index slot, then, in a
+// second pass once those lines are on their way, its record
+// (engine.Prefetch). With a million keys each request would otherwise wait
+// for two cache misses in turn; this way the misses of a whole group
+// overlap, and the group's first requests are served from lines that
+// arrived while the rest were being asked for. Peeking is only a hint: it
+// reads RESP loosely, stops at anything unusual (an inline command, an
+// incomplete request, more than peekMaxArgs arguments), and the parser
+// still reads every request itself.
 
-const peekMaxArgs = 8 // longer requests are not limiter commands; never peeked
+const (
+	peekMaxArgs = 8  // longer requests are not limiter commands; never peeked
+	groupMax    = 16 // requests prefetched together
+)
 
 type lookahead struct {
-	pk    int // where the next request to peek at starts; -1: stop peeking in this batch
-	queue [2]peeked
-	n     int // requests in queue
-}
-
-type peeked struct {
-	off    int // where the request starts in the read buffer
-	hint   engine.Hint
-	staged bool // its record has been prefetched
+	next  int // where the first request not yet peeked at starts; -1: stop peeking in this batch
+	names [groupMax][]byte
+	keys  [groupMax][]byte
+	hints [groupMax]engine.Hint
 }
 
 // reset starts a new batch at offset r of the read buffer.
-func (la *lookahead) reset(r int) { *la = lookahead{pk: r} }
+func (la *lookahead) reset(r int) { la.next = r }
 
-// advance is called when the request starting at r is the next to run
-// (b holds the batch): it drops what has run, peeks up to two requests
-// ahead of r and prefetches for them.
+// advance is called before the request starting at r runs (b holds the
+// batch). Once the requests peeked so far have all been reached, it peeks
+// at the next group from r on and prefetches for it. A lone request is
+// left alone: its misses would be waited for at once anyway.
 func (la *lookahead) advance(b []byte, r int, t *commands.Table, e *engine.Engine) {
-	for la.n > 0 && la.queue[0].off < r {
-		la.queue[0] = la.queue[1]
-		la.n--
+	if la.next < 0 || r < la.next {
+		return
 	}
-	if la.pk >= 0 && la.pk < r {
-		la.pk = r
-	}
-	for la.n < len(la.queue) && la.pk >= 0 && la.pk < len(b) {
-		name, key, used := peek(b[la.pk:])
+	la.next = r
+	n := 0
+	for n < groupMax && la.next < len(b) {
+		name, key, used := peek(b[la.next:])
 		if used == 0 {
-			la.pk = -1
+			la.next = -1 // something peek cannot read: the rest of the batch goes without
 			break
 		}
-		p := peeked{off: la.pk}
-		if cmd := t.Lookup(name); cmd != nil && cmd.FirstKey == 1 {
-			p.hint = e.Prefetch(key)
-		}
-		la.queue[la.n] = p
-		la.n++
-		la.pk += used
+		la.names[n], la.keys[n] = name, key
+		n++
+		la.next += used
 	}
-	// The request after r had its slot requested a request ago: now its record.
-	if la.n > 0 && la.queue[0].off == r && !la.queue[0].staged {
-		e.PrefetchRecord(la.queue[0].hint)
-		la.queue[0].staged = true
+	if n < 2 {
+		return
+	}
+	for i := range n {
+		la.hints[i] = engine.Hint{}
+		if cmd := t.Lookup(la.names[i]); cmd != nil && cmd.FirstKey == 1 && la.keys[i] != nil {
+			la.hints[i] = e.Prefetch(la.keys[i])
+		}
+	}
+	for _, h := range la.hints[:n] {
+		e.PrefetchRecord(h)
 	}
 }
 
-// peek returns the name and first argument of the complete RESP request at
-// the start of b and its length, or used 0 when b does not start with one
-// of 2 to peekMaxArgs arguments that it can read at a glance.
+// peek returns the name and first argument (nil when there is none) of the
+// complete RESP request at the start of b and its length, or used 0 when b
+// does not start with one of 1 to peekMaxArgs arguments that it can read at
+// a glance.
 func peek(b []byte) (name, key []byte, used int) {
 	if len(b) == 0 || b[0] != '*' {
 		return nil, nil, 0
 	}
 	n, i := peekNum(b, 1)
-	if n < 2 || n > peekMaxArgs {
+	if n < 1 || n > peekMaxArgs {
 		return nil, nil, 0
 	}
 	for k := range n {
