@@ -111,8 +111,7 @@ func (d *decoder) varint() int64 {
 func (e entry) record(key []byte) Record {
 	r := Record{Key: append([]byte(nil), key...), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
 	if e.kind == KindSlidingLog {
-		r.A = 0 // the log's id inside the table means nothing elsewhere
-		r.Hits = append([]Hit(nil), e.log...)
+		r.Hits = append([]Hit(nil), e.log...) // e.log is the table's scratch
 	}
 	return r
 }
@@ -178,10 +177,8 @@ func (v *View) Import(r Record) (bool, error) {
 	if nowMs > r.ExpireMs {
 		return false, nil
 	}
-	e := entry{kind: r.Kind, expireMs: r.ExpireMs, a: r.A, b: r.B, c: r.C}
-	if len(r.Hits) > 0 {
-		e.log = append([]Hit(nil), r.Hits...)
-	}
+	// The table copies the hits into its arena: e may use r's.
+	e := entry{kind: r.Kind, expireMs: r.ExpireMs, a: r.A, b: r.B, c: r.C, log: r.Hits}
 	if err := sh.putLocked(r.Key, h, i, e); err != nil {
 		return false, err
 	}

@@ -8,8 +8,11 @@ import "sync"
 //	KindGCRA           a = TAT (ns)
 //	KindTokenBucket    a = FullAt, b = Rem
 //	KindSlidingWindow  a = Start, b = Prev, c = Curr
-//	KindSlidingLog     log (a is the log's id inside the table)
+//	KindSlidingLog     log
 //	KindFixedWindow    a = Start, b = Count
+//
+// A sliding log's hits are decoded only on demand (table.logAt), into
+// memory the table reuses: log must not be kept past the shard's lock.
 type entry struct {
 	kind     Kind
 	expireMs int64 // Unix ms; the key is gone once now_ms > expireMs
@@ -54,17 +57,19 @@ func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) 
 // getLocked, or -1 when it had none. When the shard cannot take the
 // record it returns ErrShardFull and changes nothing.
 func (s *shard) putLocked(key []byte, h uint64, i int, e entry) error {
-	if i >= 0 && s.t.kindAt(i) == e.kind && s.t.update(i, e) {
-		return nil
+	was := KindNone
+	if i >= 0 {
+		was = s.t.kindAt(i) // another kind than e's only when Import replaces it
 	}
-	if !s.t.fits(key, e) {
+	if !s.t.put(i, key, h, e) {
 		return ErrShardFull
 	}
-	if i >= 0 {
-		s.removeLocked(i) // another kind (only Import does that) or layout
+	if was != e.kind {
+		if was != KindNone {
+			s.kinds[was]--
+		}
+		s.kinds[e.kind]++
 	}
-	s.t.insert(key, h, e)
-	s.kinds[e.kind]++
 	return nil
 }
 
@@ -102,8 +107,10 @@ func (s *shard) reapLocked(nowMs int64) {
 
 // sweepLocked examines up to budget keys from where the last call left
 // off, removing the expired ones, and returns how many it examined and
-// removed. Successive calls walk the whole table round and round.
+// removed. Successive calls walk the whole table round and round. It also
+// drops a large scratch log (table.releaseScratch).
 func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
+	s.t.releaseScratch()
 	if s.t.count == 0 {
 		s.sweepPos = 0
 		return 0, 0
@@ -133,16 +140,22 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	return examined, removed
 }
 
-// keysLocked calls fn for every live key with its entry. key aliases the
-// table's arena, which is unmapped once replaced: fn must copy what it
-// keeps, and must not change the shard.
+// keysLocked calls fn for every live key with its entry, a sliding log's
+// hits included. key aliases the table's arena, which is unmapped once
+// replaced, and the hits its scratch, reused for the next key: fn must copy
+// what it keeps, and must not change the shard.
 func (s *shard) keysLocked(nowMs int64, fn func(key []byte, e entry)) {
 	for i, slot := range s.t.slots {
 		if slot == 0 {
 			continue
 		}
-		if e := s.t.entryAt(i); nowMs <= e.expireMs {
-			fn(s.t.keyOf(uint32(slot)), e)
+		e := s.t.entryAt(i)
+		if nowMs > e.expireMs {
+			continue
 		}
+		if e.kind == KindSlidingLog {
+			e.log = s.t.logAt(i)
+		}
+		fn(s.t.keyOf(uint32(slot)), e)
 	}
 }

@@ -18,10 +18,13 @@ import (
 // and its contents are untouched. With WriteStore the log is returned with
 // the hits that left the window pruned and the new hit added, append-style:
 // it may share hits' backing array, whose contents may have changed, so the
-// caller must keep the returned slice and drop hits. Its expiry is the
-// instant the newest hit leaves the window. WriteDelete (nil) means the log
-// is empty. Memory stays proportional to the distinct instants in the
-// window.
+// caller must keep the returned slice and drop hits. It adds at most one
+// hit: given hits with capacity for one more, it allocates nothing. Its
+// expiry is the instant the newest hit leaves the window. WriteDelete
+// (nil) means the log is empty. The log holds only the distinct instants
+// in the window (and any later than now); giving back the memory of a log
+// that shrank is the caller's business (the table moves it to a smaller
+// record).
 //
 // A refund drops hits from the newest counted ones, never below 0. Hits
 // later than now (the clock went backwards) are not counted, but they are
@@ -107,9 +110,6 @@ func SlidingLog(hits []Hit, now int64, r SlidingWindowRequest) ([]Hit, Outcome, 
 	}
 	idle := addSat(log[len(log)-1].At, w) // ≤ newest+w: fits
 	res.ResetAfter = roundUp(subSat(idle, now), unit)
-	if cap(log) > 2*len(log)+16 { // let a log that shrank release memory
-		log = slices.Clone(log)
-	}
 	return log, Outcome{Result: res, Write: WriteStore, ExpireMs: expireMsAt(idle)}, nil
 }
 

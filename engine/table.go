@@ -18,11 +18,14 @@ import "encoding/binary"
 //     The head is the kind in its low bits. A CL.THROTTLE record needs no
 //     expiry field: redis-cell's expiry, floor(now_ms) + trunc(ttl_ms), is
 //     always floor(TAT_ms) or one less, so a head bit says which (headImplicit,
-//     headMinusOne). A 17-byte CL.THROTTLE key takes 27 bytes. A record is
-//     rewritten in place when its key is updated; a removed record leaves
-//     dead bytes, reclaimed by compaction once they outweigh the live ones.
-//   - logs holds the sliding logs (the only state with Go pointers), by an
-//     id stored in the record.
+//     headMinusOne). A 17-byte CL.THROTTLE key takes 27 bytes. A sliding
+//     log's state is its hits, with room to grow (logrecord.go). A record is
+//     rewritten in place when its key is updated, and written anew when
+//     its new state does not fit in it (a sliding log that outgrew its
+//     room, or shrank far below it). A removed or replaced record leaves
+//     dead bytes: the next record of the same size takes them (holes), or
+//     compaction reclaims them, once they are an eighth of the live bytes
+//     when the arena is full, or twice them after a removal.
 //
 // Neither slots nor arena contains pointers, so the garbage collector never
 // scans them however many keys there are, and mem keeps the large ones out
@@ -35,10 +38,10 @@ type table struct {
 	slots []uint64
 	count int
 	arena []byte
-	dead  int // bytes of removed records in arena
+	dead  int                 // bytes of removed records in arena
+	holes [holeLists]holeList // dead records kept for reuse, by size
 
-	logs     [][]Hit
-	freeLogs []int64 // ids of logs no longer used
+	scratch []Hit // the decoded log logAt returns, reused from call to call
 
 	limit int // the most arena bytes; 0: refMask, what a 32-bit offset reaches (tests lower it)
 }
@@ -76,7 +79,8 @@ func implicitHead(e entry) (byte, bool) {
 }
 
 // stateWords is the number of 8-byte state words a kind's record holds.
-var stateWords = [...]int{KindGCRA: 1, KindTokenBucket: 2, KindSlidingWindow: 3, KindSlidingLog: 1, KindFixedWindow: 2}
+// A sliding log's hits follow its expiry instead (logrecord.go).
+var stateWords = [...]int{KindGCRA: 1, KindTokenBucket: 2, KindSlidingWindow: 3, KindSlidingLog: 0, KindFixedWindow: 2}
 
 func slotTag(h uint64) uint64 { return (h>>32 | 1) << 32 }
 
@@ -127,7 +131,8 @@ func (t *table) stateAt(ref uint32) int {
 // kindAt returns the kind of the record in slot i.
 func (t *table) kindAt(i int) Kind { return Kind(t.arena[uint32(t.slots[i])] & headKind) }
 
-// entryAt decodes the record in slot i.
+// entryAt decodes the record in slot i, but for a sliding log's hits: its
+// log is nil (logAt decodes it), since most readers need only the expiry.
 func (t *table) entryAt(i int) entry {
 	ref := uint32(t.slots[i])
 	head := t.arena[ref]
@@ -147,9 +152,6 @@ func (t *table) entryAt(i int) entry {
 		words[w] = t.word(p + 8 + 8*w)
 	}
 	e.a, e.b, e.c = words[0], words[1], words[2]
-	if e.kind == KindSlidingLog {
-		e.log = t.logs[e.a]
-	}
 	return e
 }
 
@@ -159,7 +161,8 @@ func (t *table) putWord(p int, v int64) { binary.LittleEndian.PutUint64(t.arena[
 
 // update rewrites the record in slot i, whose kind is e.kind, in place,
 // and reports whether it could: a record whose expiry is implicit can hold
-// only an entry whose expiry is implicit too.
+// only an entry whose expiry is implicit too, and a sliding log's record
+// only as many hits as it has room for.
 func (t *table) update(i int, e entry) bool {
 	ref := uint32(t.slots[i])
 	p := t.stateAt(ref)
@@ -172,10 +175,8 @@ func (t *table) update(i int, e entry) bool {
 		t.putWord(p, e.a)
 		return true
 	}
-	if e.kind == KindSlidingLog {
-		id := t.word(p + 8)
-		t.logs[id] = e.log
-		e.a = id
+	if e.kind == KindSlidingLog && !t.updateLog(p+8, e.log) {
+		return false
 	}
 	t.putWord(p, e.expireMs)
 	words := [3]int64{e.a, e.b, e.c}
@@ -185,29 +186,65 @@ func (t *table) update(i int, e entry) bool {
 	return true
 }
 
-// fits reports whether a record for key and e can be added: the arena's
-// live bytes must stay addressable by a 32-bit offset.
-func (t *table) fits(key []byte, e entry) bool {
-	return len(t.arena)-t.dead+recordLen(key, e) < t.maxArena()
+// put stores e under key (hash h), whose record is in slot i (-1: none):
+// in place when the record can hold e, else as a new record. It reports
+// false, and changes nothing, when the new record would not fit.
+func (t *table) put(i int, key []byte, h uint64, e entry) bool {
+	n := len(e.log) // room counts for sliding logs only
+	if i < 0 {
+		// Most keys of a large keyspace see few hits, the commonest second
+		// one soon after the first: a new log has room for two.
+		room := max(n, 2)
+		if !t.fits(key, e, room) {
+			return false
+		}
+		t.insert(key, h, e, room)
+		return true
+	}
+	// A log that outgrew its record, or shrank far below it (so that memory
+	// follows the live hits), moves to a record with room for half as many
+	// hits again: growing or shrinking steadily, it moves O(log n) times.
+	room := n + n/2
+	if t.kindAt(i) == e.kind {
+		// Where the arena has no place for it, a shrunk log stays put.
+		shrink := e.kind == KindSlidingLog && t.shrunk(i, n) && t.fits(key, e, room)
+		if !shrink && t.update(i, e) {
+			return true
+		}
+	}
+	if !t.fits(key, e, room) {
+		return false
+	}
+	t.replace(i, key, e, room)
+	return true
 }
 
-func recordLen(key []byte, e entry) int {
+// fits reports whether a record for key and e (with room for room hits,
+// if a sliding log) can be added: the arena's live bytes must stay
+// addressable by a 32-bit offset. A record about to be replaced still
+// counts, since compaction keeps it until the new one is written.
+func (t *table) fits(key []byte, e entry, room int) bool {
+	return len(t.arena)-t.dead+recordLen(key, e, room) < t.maxArena()
+}
+
+func recordLen(key []byte, e entry, room int) int {
 	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*stateWords[e.kind]
 	if _, implicit := implicitHead(e); !implicit {
 		n += 8
 	}
+	if e.kind == KindSlidingLog {
+		n += logLen(room)
+	}
 	return n
 }
 
-// insert adds key (hash h, not present) with e, which must fit.
-func (t *table) insert(key []byte, h uint64, e entry) {
+// insert adds key (hash h, not present) with e, which must fit, in a
+// record with room for room hits if e is a sliding log.
+func (t *table) insert(key []byte, h uint64, e entry, room int) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
 	}
-	if e.kind == KindSlidingLog {
-		e.a = t.newLog(e.log)
-	}
-	ref := t.appendRecord(key, e)
+	ref := t.addRecord(key, e, room)
 	tag := slotTag(h)
 	i := t.home(tag)
 	for t.slots[i] != 0 {
@@ -217,21 +254,39 @@ func (t *table) insert(key []byte, h uint64, e entry) {
 	t.count++
 }
 
-// appendRecord writes a record at the end of the arena and returns its
-// offset, growing the arena by an eighth at a time (compacting instead
-// when most of it is dead).
-func (t *table) appendRecord(key []byte, e entry) uint32 {
+// replace writes key (the key of slot i) with e, which must fit, as a new
+// record and points slot i at it; the old record becomes dead bytes.
+func (t *table) replace(i int, key []byte, e entry, room int) {
+	ref := t.addRecord(key, e, room) // may compact, which moves the old record: read its offset after
+	t.free(uint32(t.slots[i]))
+	t.slots[i] = t.slots[i]&^refMask | uint64(ref)
+	t.reclaim()
+}
+
+// addRecord writes a new record for key and e, with room for room hits if
+// a sliding log, and returns its offset: in a dead record of its size if
+// there is one, else at the end of the arena, growing it by an eighth at a
+// time (compacting instead when enough of it is dead).
+func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 	head, implicit := implicitHead(e)
 	if !implicit {
 		head = byte(e.kind)
 	}
-	size := recordLen(key, e)
+	size := recordLen(key, e, room)
+	if ref, ok := t.reuse(size); ok {
+		t.writeRecord(ref, head, implicit, key, e, room)
+		return ref
+	}
 	if len(t.arena)+size >= t.maxArena() {
 		t.compact(size) // offsets are 32 bits; fits guarantees the live bytes do fit
 	}
 	if len(t.arena)+size > cap(t.arena) {
-		live := len(t.arena) - t.dead
-		if t.dead > live {
+		// Compacting copies the live bytes where growing copies them all:
+		// compact once the dead bytes are worth an eighth of the live ones,
+		// as much room as growth would add. Records that move (sliding logs
+		// that grow) leave dead bytes all the time; growing past them
+		// would let the arena reach twice the live bytes.
+		if live := len(t.arena) - t.dead; t.dead > live/8 {
 			t.compact(size)
 		} else {
 			grown := makeArray[byte](t.mem, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))[:len(t.arena)]
@@ -243,8 +298,15 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 	// The record is written in place, within the capacity just ensured: a
 	// reslice past it would panic, where append would silently move the
 	// arena to the Go heap.
-	ref := len(t.arena)
-	t.arena = t.arena[:ref+size]
+	ref := uint32(len(t.arena))
+	t.arena = t.arena[:int(ref)+size]
+	t.writeRecord(ref, head, implicit, key, e, room)
+	return ref
+}
+
+// writeRecord writes the record for key and e at ref, whose bytes are
+// free.
+func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e entry, room int) {
 	rec := t.arena[ref:]
 	rec[0] = head
 	p := 1 + binary.PutUvarint(rec[1:], uint64(len(key)))
@@ -257,7 +319,49 @@ func (t *table) appendRecord(key []byte, e entry) uint32 {
 	for w := range stateWords[e.kind] {
 		binary.LittleEndian.PutUint64(rec[p+8*w:], uint64(words[w]))
 	}
-	return uint32(ref)
+	if e.kind == KindSlidingLog {
+		putLog(rec[p:], room, e.log)
+	}
+}
+
+// holeList links the dead records of one size, kept for reuse: last is
+// the offset + 1 of the last one freed (0: none), whose bytes after the
+// head hold the one before.
+type holeList struct{ size, last uint32 }
+
+// holeLists is how many sizes have dead records kept for reuse at once, a
+// prime: the sizes of one key length's records differ by multiples of 8
+// (state words) or 16 (hits), and spread over all of them.
+const holeLists = 31
+
+// free makes the record at ref dead bytes, and keeps it for a record of
+// the same size (reuse). Records of a few sizes come and go all the time
+// (sliding logs that outgrow their room, keys that expire while others
+// arrive): taken again, their bytes neither pile up for compaction nor
+// make the arena grow. A size that takes the list of another drops it:
+// those records stay dead bytes, for compaction.
+func (t *table) free(ref uint32) {
+	size := t.recordSize(ref)
+	t.dead += size
+	l := &t.holes[size%holeLists]
+	if int(l.size) != size {
+		*l = holeList{size: uint32(size)}
+	}
+	binary.LittleEndian.PutUint32(t.arena[ref+1:], l.last) // every record has 5 bytes or more
+	l.last = ref + 1
+}
+
+// reuse takes a dead record of size bytes out of the dead ones and returns
+// its offset, or false when there is none.
+func (t *table) reuse(size int) (uint32, bool) {
+	l := &t.holes[size%holeLists]
+	if int(l.size) != size || l.last == 0 {
+		return 0, false
+	}
+	ref := l.last - 1
+	l.last = binary.LittleEndian.Uint32(t.arena[ref+1:])
+	t.dead -= size
+	return ref, true
 }
 
 func uvarintLen(x uint64) int {
@@ -276,6 +380,10 @@ func (t *table) recordSize(ref uint32) int {
 	if head&headImplicit == 0 {
 		n += 8
 	}
+	if Kind(head&headKind) == KindSlidingLog {
+		room, _ := binary.Uvarint(t.arena[int(ref)+n:])
+		n += logLen(int(room))
+	}
 	return n
 }
 
@@ -283,12 +391,7 @@ func (t *table) recordSize(ref uint32) int {
 // back, so that no probe sequence is broken. The slot i may then hold a
 // record that was further on; callers walking the slots revisit i.
 func (t *table) removeAt(i int) {
-	ref := uint32(t.slots[i])
-	logID := int64(-1)
-	if Kind(t.arena[ref]&headKind) == KindSlidingLog {
-		logID = t.word(t.stateAt(ref) + 8)
-	}
-	t.dead += t.recordSize(ref)
+	t.free(uint32(t.slots[i]))
 	for j := t.next(i); t.slots[j] != 0; j = t.next(j) {
 		// Move slot j back to i when its home is not in (i, j], cyclically.
 		h := t.home(t.slots[j])
@@ -299,21 +402,24 @@ func (t *table) removeAt(i int) {
 	}
 	t.slots[i] = 0
 	t.count--
-	if logID >= 0 {
-		t.freeLog(logID) // after the slot is cleared: compactLogs must not see it
-	}
 	switch {
 	case t.count == 0:
 		t.reset() // everything goes back
 	case len(t.slots) > minSlots && t.count*8 < len(t.slots):
 		t.rehash(max(minSlots, 2*t.count))
 	}
-	if t.count > 0 && t.dead > 4096 && t.dead > 2*(len(t.arena)-t.dead) {
+	t.reclaim()
+}
+
+// reclaim compacts the arena once its dead bytes are many and twice the
+// live ones, so that its memory follows the live records.
+func (t *table) reclaim() {
+	if t.dead > 4096 && t.dead > 2*(len(t.arena)-t.dead) {
 		t.compact(0)
 	}
 }
 
-// reset frees slots and arena and empties the table, keeping its
+// reset frees slots, arena and scratch and empties the table, keeping its
 // allocator and limit.
 func (t *table) reset() {
 	freeArray(t.mem, t.slots)
@@ -355,55 +461,11 @@ func (t *table) compact(extra int) {
 		n += copy(arena[n:], t.arena[ref:int(ref)+size])
 	}
 	freeArray(t.mem, t.arena)
-	t.arena, t.dead = arena[:n], 0
+	t.arena, t.dead, t.holes = arena[:n], 0, [holeLists]holeList{}
 }
 
-func (t *table) newLog(hits []Hit) int64 {
-	if n := len(t.freeLogs); n > 0 {
-		id := t.freeLogs[n-1]
-		t.freeLogs = t.freeLogs[:n-1]
-		t.logs[id] = hits
-		return id
-	}
-	t.logs = append(t.logs, hits)
-	return int64(len(t.logs) - 1)
-}
-
-func (t *table) freeLog(id int64) {
-	t.logs[id] = nil
-	t.freeLogs = append(t.freeLogs, id)
-	// Renumbering walks every slot: do it only once the free ids are many
-	// relative to both the logs and the slots, so its cost is amortized.
-	if len(t.freeLogs) > 64 && 2*len(t.freeLogs) > len(t.logs) && 16*len(t.freeLogs) >= len(t.slots) {
-		t.compactLogs()
-	}
-}
-
-// compactLogs renumbers the sliding logs densely, so that the id slices
-// shrink when many logs have gone.
-func (t *table) compactLogs() {
-	logs := make([][]Hit, 0, len(t.logs)-len(t.freeLogs))
-	for _, s := range t.slots {
-		if s == 0 {
-			continue
-		}
-		ref := uint32(s)
-		if Kind(t.arena[ref]&headKind) != KindSlidingLog {
-			continue
-		}
-		p := t.stateAt(ref) + 8
-		logs = append(logs, t.logs[t.word(p)])
-		t.putWord(p, int64(len(logs)-1))
-	}
-	t.logs, t.freeLogs = logs, nil
-}
-
-// memory returns the bytes the table holds (slots, arena, log entries),
-// on the Go heap or not.
+// memory returns the bytes the table holds (slots, arena, scratch), on
+// the Go heap or not.
 func (t *table) memory() int {
-	n := 8*cap(t.slots) + cap(t.arena)
-	for _, l := range t.logs {
-		n += 16 * cap(l)
-	}
-	return n
+	return 8*cap(t.slots) + cap(t.arena) + 16*cap(t.scratch)
 }

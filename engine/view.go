@@ -80,6 +80,7 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 		if ok && e.kind != KindSlidingLog {
 			return Result{}, ErrWrongType
 		}
+		e.log = sh.t.logAt(i) // none if i < 0; room for the hit SlidingLog may add
 		hits, out, err := SlidingLog(e.log, now, r)
 		if err != nil {
 			return Result{}, err
