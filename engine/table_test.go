@@ -408,7 +408,7 @@ func TestTableLogRecords(t *testing.T) {
 	if len(tb.arena) != 61 {
 		t.Fatalf("a 17-byte key with one hit takes %d bytes, want 61 (room for 2)", len(tb.arena))
 	}
-	const most = 14100 // past room 2^14: 3-byte room and count fields
+	const most = 1500 // past room 2^7: 2-byte room and count fields
 	moves := 0
 	for n := 2; n <= most; n++ {
 		log = append(log, Hit{now0 + int64(n), -int64(n)})
@@ -418,7 +418,7 @@ func TestTableLogRecords(t *testing.T) {
 		}
 	}
 	// Room 2, then each time the log outgrows its room, half as many hits
-	// again: 4, 7, 12, 19, 30, …, 14050, 21076.
+	// again: 4, 7, 12, 19, 30, …, 1231, 1848.
 	wantRoom, wantMoves := 2, 0
 	for ; wantRoom < most; wantMoves++ {
 		wantRoom = (wantRoom + 1) + (wantRoom+1)/2
@@ -448,10 +448,26 @@ func TestTableLogRecords(t *testing.T) {
 		t.Fatalf("shrinking from %d hits to 1: %d moves", least-1, moves)
 	}
 	// What is left is the record and at most a few KiB of dead bytes not
-	// worth compacting (the log took 300 KiB).
+	// worth compacting (the log took 24 KiB).
 	tb.releaseScratch()
 	if tb.memory() > 8192 {
 		t.Fatalf("%d bytes held for one log of one hit", tb.memory())
+	}
+
+	// Past room 2^14, the room and count fields take 3 bytes.
+	big := make([]Hit, 1<<14+10)
+	for n := range big {
+		big[n] = Hit{now0 + int64(n), int64(n%7 + 1)}
+	}
+	ref = put(big[:len(big)-1])
+	if r := put(big); r != ref {
+		t.Fatal("a log grown by one hit within its room moved")
+	}
+	if got := tb.logAt(tb.find(k, h)); !slices.Equal(got, big) {
+		t.Fatalf("a log of %d hits read back as %d", len(big), len(got))
+	}
+	if room, n, at := tb.logFields(tb.stateAt(ref) + 8); n != len(big) || at-(tb.stateAt(ref)+8) != 6 || room < len(big) {
+		t.Fatalf("a log of %d hits: room %d, n %d, fields of %d bytes", len(big), room, n, at-(tb.stateAt(ref)+8))
 	}
 }
 
