@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,9 +73,9 @@ func BenchmarkServeBatch(b *testing.B) {
 	}
 }
 
-// scriptConn is a net.Conn whose every Read returns a -P 16 batch of
-// CL.THROTTLE requests on random keys among keys, and whose writes are
-// counted and dropped: the connection loop with no system calls.
+// scriptConn is a net.Conn whose every Read returns a -P 16 batch of one
+// command on random keys among keys, and whose writes are counted and
+// dropped: the connection loop with no system calls.
 type scriptConn struct {
 	net.Conn // nil: only Read, Write, Close and the addresses are used
 	batch    []byte
@@ -82,14 +84,20 @@ type scriptConn struct {
 	keys     int
 	left     int // batches still to return
 	written  int
+	first    []byte // the start of the first write
 }
 
-func newScriptConn(keys, batches int) *scriptConn {
+// newScriptConn returns a scriptConn for batches of the command name
+// key:NNNNNNNNNNNN args....
+func newScriptConn(keys, batches int, name string, args ...string) *scriptConn {
 	c := &scriptConn{rng: rand.New(rand.NewPCG(1, 2)), keys: keys, left: batches}
 	for range 16 {
-		c.batch = append(c.batch, "*5\r\n$11\r\nCL.THROTTLE\r\n$16\r\nkey:"...)
+		c.batch = fmt.Appendf(c.batch, "*%d\r\n$%d\r\n%s\r\n$16\r\nkey:", 2+len(args), len(name), name)
 		c.digits = append(c.digits, len(c.batch))
-		c.batch = append(c.batch, "000000000000\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"...)
+		c.batch = append(c.batch, "000000000000\r\n"...)
+		for _, a := range args {
+			c.batch = fmt.Appendf(c.batch, "$%d\r\n%s\r\n", len(a), a)
+		}
 	}
 	return c
 }
@@ -109,25 +117,42 @@ func (c *scriptConn) Read(b []byte) (int, error) {
 	return copy(b, c.batch), nil
 }
 
-func (c *scriptConn) Write(b []byte) (int, error)     { c.written += len(b); return len(b), nil }
+func (c *scriptConn) Write(b []byte) (int, error) {
+	if c.first == nil {
+		c.first = bytes.Clone(b[:min(len(b), 64)])
+	}
+	c.written += len(b)
+	return len(b), nil
+}
+
 func (c *scriptConn) Close() error                    { return nil }
 func (c *scriptConn) LocalAddr() net.Addr             { return &net.TCPAddr{} }
 func (c *scriptConn) RemoteAddr() net.Addr            { return &net.TCPAddr{} }
 func (c *scriptConn) SetReadDeadline(time.Time) error { return nil }
 
-// BenchmarkServeConn: one op is one request of redis-benchmark's -P 16
-// CL.THROTTLE workload (random keys among a million, starting empty),
+// BenchmarkServeConn: one op is one request of a redis-benchmark -P 16
+// workload of bench/run.sh (random keys among a million, starting empty),
 // through the whole connection loop, lookahead and prefetching included,
 // without the sockets. Run it with -benchtime 2000000x, as bench/run.sh's
 // -P 16 runs.
 func BenchmarkServeConn(b *testing.B) {
-	s := newTestServer(b)
-	nc := newScriptConn(1_000_000, b.N/16+1)
-	c := s.admit(nc)
-	b.ResetTimer()
-	c.serve()
-	b.StopTimer()
-	if want := 16 * len(":0\r\n"); nc.written < want {
-		b.Fatalf("%d bytes of replies", nc.written)
+	for _, w := range []struct {
+		name string
+		args []string
+	}{
+		{"CL.THROTTLE", []string{"15", "30", "60"}},
+		{"SW.HIT", []string{"100", "60", "EXACT"}},
+	} {
+		b.Run(strings.Join(append([]string{w.name}, w.args...), "_"), func(b *testing.B) {
+			s := newTestServer(b)
+			nc := newScriptConn(1_000_000, b.N/16+1, w.name, w.args...)
+			c := s.admit(nc)
+			b.ResetTimer()
+			c.serve()
+			b.StopTimer()
+			if !bytes.HasPrefix(nc.first, []byte("*5\r\n")) {
+				b.Fatalf("replies start %q", nc.first)
+			}
+		})
 	}
 }
