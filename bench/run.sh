@@ -265,7 +265,7 @@ run_tput() {
 		echo
 		machine
 		printf -- '- command: `%s`\n' "$(command_line)"
-		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL of every server before each run (so no server expires the last run's keys during the next); %s round(s) of the whole list, run one after the other.\n' \
+		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL of every server before each run (so that no server expires the keys of one run during the next); %s round(s) of the whole list, run one after the other.\n' \
 			"$CLIENTS" "$KEYSPACE" "$N1" "$N16" "$NLUA16" "$ROUNDS"
 		echo '- ops/s, p50 and p99 are the median over rounds; the ratios are computed within each round (against that round'"'"'s Redis PING and Redis+Lua GCRA runs) and their median is shown, with the range over rounds in brackets.'
 		printf -- '- cellserver runs with `--threads %s` (one thread runs commands, as in Redis); the rows marked "default threads" come from a second cellserver with the default, one thread per core (%s here).\n' "$CS_THREADS" "$(nproc)"
