@@ -24,8 +24,6 @@ const (
 
 type lookahead struct {
 	next  int // where the first request not yet peeked at starts; -1: stop peeking in this batch
-	names [groupMax][]byte
-	keys  [groupMax][]byte
 	hints [groupMax]engine.Hint
 }
 
@@ -41,6 +39,9 @@ func (la *lookahead) advance(b []byte, r int, t *commands.Table, e *engine.Engin
 		return
 	}
 	la.next = r
+	// Local, not in la: slices of the read buffer kept past the batch would
+	// keep a buffer the connection has replaced (after a large request).
+	var names, keys [groupMax][]byte
 	n := 0
 	for n < groupMax && la.next < len(b) {
 		name, key, used := peek(b[la.next:])
@@ -48,7 +49,7 @@ func (la *lookahead) advance(b []byte, r int, t *commands.Table, e *engine.Engin
 			la.next = -1 // something peek cannot read: the rest of the batch goes without
 			break
 		}
-		la.names[n], la.keys[n] = name, key
+		names[n], keys[n] = name, key
 		n++
 		la.next += used
 	}
@@ -57,8 +58,8 @@ func (la *lookahead) advance(b []byte, r int, t *commands.Table, e *engine.Engin
 	}
 	for i := range n {
 		la.hints[i] = engine.Hint{}
-		if cmd := t.Lookup(la.names[i]); cmd != nil && cmd.FirstKey == 1 && la.keys[i] != nil {
-			la.hints[i] = e.Prefetch(la.keys[i])
+		if cmd := t.Lookup(names[i]); cmd != nil && cmd.FirstKey == 1 && keys[i] != nil {
+			la.hints[i] = e.Prefetch(keys[i])
 		}
 	}
 	for _, h := range la.hints[:n] {
