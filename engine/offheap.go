@@ -44,24 +44,3 @@ func freeArray[T byte | uint64](m *offHeap, a []T) {
 	unmapPages(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), size))
 	m.mapped.Add(-int64(size))
 }
-
-// growArray returns a grown to a capacity of at least n, with its length
-// and contents; a must not be used afterwards. A mapped array is grown by
-// the system (mremap on Linux) without copying or faulting in again the
-// pages it had; one on the Go heap is copied into a new array.
-func growArray[T byte | uint64](m *offHeap, a []T, n int) []T {
-	if n <= cap(a) {
-		return a
-	}
-	size := int(unsafe.Sizeof(*new(T)))
-	oldSize := cap(a) * size
-	if oldSize < offHeapMin {
-		grown := makeArray[T](m, n)[:len(a)]
-		copy(grown, a)
-		freeArray(m, a)
-		return grown
-	}
-	b := remapPages(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), oldSize), n*size)
-	m.mapped.Add(int64(len(b) - oldSize))
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)[:len(a)]
-}

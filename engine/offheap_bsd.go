@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix
 
 package engine
 
@@ -7,8 +7,14 @@ import (
 	"syscall"
 )
 
-// On Unix systems other than Linux there is no mremap: a grown mapping is
-// a new one, copied.
+// offHeapMin is the smallest array offHeap maps: 32 KiB, where Go's size
+// classes end. Below it the Go heap packs arrays far more densely than
+// whole pages would (and 256 nearly empty shards must not cost a page
+// each); from it up, Go gives each array pages of its own anyway, so a
+// mapping costs no more memory, only two system calls, which growth by an
+// eighth or more at a time amortizes. It leaves at most two 32 KiB arrays
+// per shard on the Go heap: 16 MiB for 256 shards.
+const offHeapMin = 32 << 10
 
 // mapPages maps zeroed, private memory outside the Go heap: at least size
 // bytes, a whole number of pages.
@@ -26,13 +32,4 @@ func unmapPages(b []byte) {
 	if err := syscall.Munmap(b); err != nil {
 		panic("engine: unmapping a table's memory: " + err.Error()) // not what mapPages returned: a bug
 	}
-}
-
-// remapPages returns b (which mapPages mapped) grown to at least size
-// bytes, a whole number of pages, with its contents; b is unmapped.
-func remapPages(b []byte, size int) []byte {
-	grown := mapPages(size)
-	copy(grown, b)
-	unmapPages(b)
-	return grown
 }

@@ -11,5 +11,3 @@ const offHeapMin = math.MaxInt
 func mapPages(size int) []byte { return make([]byte, size) }
 
 func unmapPages([]byte) {}
-
-func remapPages(b []byte, size int) []byte { return append(b, make([]byte, size-len(b))...) }

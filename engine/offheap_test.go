@@ -64,57 +64,6 @@ func TestOffHeapArrays(t *testing.T) {
 	}
 }
 
-// growArray keeps an array's length and contents, zeroes what it adds,
-// and keeps the count of mapped bytes right, from the Go heap into mapped
-// memory and on within it.
-func TestGrowArray(t *testing.T) {
-	skipWithoutMmap(t)
-	m := new(offHeap)
-	page := os.Getpagesize()
-	a := makeArray[byte](m, 1000)
-	for i := range a {
-		a[i] = byte(i%251 + 1)
-	}
-	want := slices.Clone(a)
-	if got := growArray(m, a, 900); &got[0] != &a[0] || len(got) != len(a) {
-		t.Fatal("growing to less than the capacity moved the array")
-	}
-	for _, n := range []int{offHeapMin / 2, offHeapMin, offHeapMin + 1, 5 * offHeapMin, 40 * offHeapMin} {
-		a = growArray(m, a, n)
-		if len(a) != len(want) || cap(a) < n || !bytes.Equal(a, want) {
-			t.Fatalf("grown to %d: len %d cap %d, contents kept: %v", n, len(a), cap(a), bytes.Equal(a, want))
-		}
-		if rest := a[len(a):cap(a)]; !bytes.Equal(rest, make([]byte, len(rest))) {
-			t.Fatalf("grown to %d: the new bytes are not zeroed", n)
-		}
-		var mapped int64
-		if cap(a) >= offHeapMin {
-			mapped = int64(cap(a))
-			if cap(a)%page != 0 {
-				t.Fatalf("grown to %d: capacity %d is not whole pages", n, cap(a))
-			}
-		}
-		if m.mapped.Load() != mapped {
-			t.Fatalf("grown to %d: %d bytes mapped, want %d", n, m.mapped.Load(), mapped)
-		}
-		a = a[:cap(a)] // fill it all, so that the next growth carries more
-		for i := len(want); i < len(a); i++ {
-			a[i] = byte(i%253 + 1)
-		}
-		want = slices.Clone(a)
-	}
-	u := growArray(m, makeArray[uint64](m, offHeapMin/8), offHeapMin)
-	u[len(u)-1] = 7
-	if len(u) != offHeapMin/8 || 8*cap(u) < 8*offHeapMin {
-		t.Fatalf("uint64s: len %d cap %d", len(u), cap(u))
-	}
-	freeArray(m, u)
-	freeArray(m, a)
-	if m.mapped.Load() != 0 {
-		t.Fatalf("%d bytes still mapped", m.mapped.Load())
-	}
-}
-
 // Whichever way every key goes, the tables' mapped arrays go with them.
 func TestOffHeapReturnsToZero(t *testing.T) {
 	skipWithoutMmap(t)

@@ -289,7 +289,10 @@ func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 		if live := len(t.arena) - t.dead; t.dead > live/8 {
 			t.compact(size)
 		} else {
-			t.arena = growArray(t.mem, t.arena, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))
+			grown := makeArray[byte](t.mem, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))[:len(t.arena)]
+			copy(grown, t.arena)
+			freeArray(t.mem, t.arena)
+			t.arena = grown
 		}
 	}
 	// The record is written in place, within the capacity just ensured: a
