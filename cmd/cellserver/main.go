@@ -51,13 +51,12 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		runtime.GOMAXPROCS(cfg.Threads)
 	}
 	if os.Getenv("GOGC") == "" {
-		// Most keys live in tables outside the Go heap, and commands
-		// allocate nothing, so a collection costs little: collecting at
-		// 25% growth instead of Go's 100% keeps what is on the heap
-		// (sliding logs, buffers) near its live size, and the process near
-		// its empty size once keys expire (measured: +20% RSS after expiry
-		// at GOGC=100, +8% at 25). SW.HIT EXACT, which allocates as its
-		// logs grow, pays for it: about 8% at -P 16.
+		// Keys (sliding logs included) live in tables outside the Go heap,
+		// and commands allocate nothing, so a collection costs little:
+		// collecting at 25% growth instead of Go's 100% keeps what is on
+		// the heap (buffers, small tables) near its live size, and the
+		// process near its empty size once keys expire (measured: +20% RSS
+		// after expiry at GOGC=100, +8% at 25).
 		debug.SetGCPercent(gcPercent)
 	}
 	srv, err := server.New(cfg)
