@@ -99,8 +99,8 @@ func (t *table) logAt(i int) []Hit {
 // has so much more room than it needs (twice, and 16 hits over) that it
 // should move to a smaller record.
 func (t *table) shrunk(i, n int) bool {
-	room, _ := binary.Uvarint(t.arena[t.stateAt(uint32(t.slots[i]))+8:])
-	return room > uint64(2*n+16)
+	room, _, _ := t.logFields(t.stateAt(uint32(t.slots[i])) + 8)
+	return room > 2*n+16
 }
 
 // releaseScratch drops a scratch larger than scratchKeep. The sweep calls

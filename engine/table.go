@@ -381,8 +381,8 @@ func (t *table) recordSize(ref uint32) int {
 		n += 8
 	}
 	if Kind(head&headKind) == KindSlidingLog {
-		room, _ := binary.Uvarint(t.arena[int(ref)+n:])
-		n += logLen(int(room))
+		room, _, _ := t.logFields(int(ref) + n)
+		n += logLen(room)
 	}
 	return n
 }
