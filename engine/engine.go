@@ -178,7 +178,7 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 			if sys != nil {
 				sys.Sync() // a step of the system clock shows from here on
 			}
-			e.sweepTick(e.cfg.SweepBudget)
+			e.sweepTick(e.cfg.SweepBudget, &pacer{slice: sweepSlice, total: sweepTickWork})
 		}
 	}
 }

@@ -371,10 +371,33 @@ func TestSweepTickReclaimsMassExpiry(t *testing.T) {
 		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	clock.Advance(10e9)
-	e.sweepTick(65536) // 4 shards × 400 entries a round, 8 rounds: 12800 a tick
-	e.sweepTick(65536)
+	unpaced := func() *pacer { return &pacer{slice: time.Hour, total: time.Hour} }
+	e.sweepTick(65536, unpaced()) // 4 shards × 400 entries a round, 8 rounds: 12800 a tick
+	e.sweepTick(65536, unpaced())
 	if n := e.Stats().Keys; n != 0 {
 		t.Fatalf("%d keys left after two ticks", n)
+	}
+}
+
+// A tick stops once its pacer's total is used up, wherever it is: here
+// after the first shard, 400 entries in.
+func TestSweepTickStopsAtItsShareOfTime(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	for i := range 20000 {
+		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+	}
+	clock.Advance(10e9)
+	p := &pacer{slice: time.Hour, total: time.Nanosecond}
+	e.sweepTick(65536, p)
+	if n := e.Stats().Keys; n != 20000-sweepMaxPerShard {
+		t.Fatalf("%d keys left after a tick with no time, want %d", n, 20000-sweepMaxPerShard)
+	}
+	if p.worked <= 0 {
+		t.Fatal("the pacer counted no work")
+	}
+	e.sweepTick(65536, &pacer{slice: time.Nanosecond, total: time.Hour}) // yields after every shard
+	if n := e.Stats().Keys; n >= 20000-sweepMaxPerShard {
+		t.Fatalf("%d keys left after a yielding tick", n)
 	}
 }
 
