@@ -15,6 +15,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -93,40 +94,24 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) cron() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
-	var peak int64 // table bytes at their highest since memory was last released
+	var rel releaser
+	free := []metrics.Sample{{Name: heapFreeMx}}
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
 			return
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
-			if tick%4 == 0 {
-				peak = s.releaseMemory(peak)
+			if tick%4 != 0 {
+				continue
+			}
+			tables := s.eng.Stats().TableBytes
+			if rel.check(now, tables, heapFree(free)) {
+				debug.FreeOSMemory()
+				s.log.Logf("verbose", "released memory: tables at %d bytes", tables)
 			}
 		}
 	}
-}
-
-// releaseMemory hands memory back to the operating system once the tables
-// have shrunk by a quarter and at least releaseAt since peak (keys expired
-// or were deleted): Go returns freed pages only gradually by itself. (The
-// tables' large arrays live outside the Go heap and go back the moment
-// they are freed; this is for the rest: small tables, and what the
-// shrinking tables passed through.) It runs at most once a second and
-// costs a collection of the Go heap, which holds little. It returns the
-// new peak.
-func (s *Server) releaseMemory(peak int64) int64 {
-	const releaseAt = 1 << 20
-	now := s.eng.Stats().TableBytes
-	if now > peak {
-		return now
-	}
-	if drop := peak - now; drop >= releaseAt && drop >= peak/4 {
-		debug.FreeOSMemory()
-		s.log.Logf("verbose", "released memory: tables went from %d to %d bytes", peak, now)
-		return now
-	}
-	return peak
 }
 
 // ListenAndServe listens on every address of Config.Bind at Config.Port

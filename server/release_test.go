@@ -1,0 +1,52 @@
+package server
+
+import (
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestReleaser(t *testing.T) {
+	const mb = 1 << 20
+	t0 := time.Unix(1e9, 0)
+	var r releaser
+	steps := []struct {
+		sec          int
+		tables, free int64
+		release      bool
+		why          string
+	}{
+		{0, 0, 0, false, "empty, nothing free"},
+		{1, 40 * mb, 4 * mb, false, "growing"},
+		{2, 40 * mb, 4 * mb, true, "settled with 4 MiB free (nothing released yet)"},
+		{3, 40 * mb, 4 * mb, false, "settled, but within settleGap of the last release"},
+		{4, 32 * mb, 4 * mb, false, "shrunk by a fifth"},
+		{5, 29 * mb, 4 * mb, true, "shrunk by more than a quarter of the peak"},
+		{6, 20 * mb, 0, true, "and by a quarter again"},
+		{7, 15 * mb, 0, true, "and again: shrinking releases are not spaced"},
+		{8, 15*mb - 1000, 2 * mb, false, "a little less: neither shrunk enough nor settled"},
+		{9, 15*mb - 1000, 2 * mb, false, "settled, but 2 s after the last release"},
+		{12, 15*mb - 1000, 2 * mb, true, "settled, 5 s after"},
+		{18, 15*mb - 1000, mb - 1, false, "settled, but less than releaseAt free"},
+		{19, 15*mb - 1000, 3 * mb, true, "settled, and more is free"},
+		{20, 30 * mb, 3 * mb, false, "growing again"},
+		{30, 30*mb - 10, 3 * mb, false, "changing"},
+	}
+	for _, s := range steps {
+		if got := r.check(t0.Add(time.Duration(s.sec)*time.Second), s.tables, s.free); got != s.release {
+			t.Fatalf("at %d s (%s): release %v, want %v", s.sec, s.why, got, s.release)
+		}
+	}
+}
+
+// The runtime has the metric the releaser reads.
+func TestHeapFreeMetric(t *testing.T) {
+	sample := []metrics.Sample{{Name: heapFreeMx}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatalf("%s: kind %v", heapFreeMx, sample[0].Value.Kind())
+	}
+	if heapFree(sample) < 0 {
+		t.Fatal("negative free bytes")
+	}
+}
