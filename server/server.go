@@ -204,6 +204,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		nc.Close()
 		return nil
 	}
+	nc = newRawConn(nc)
 	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc), oneThread: runtime.GOMAXPROCS(0) == 1}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
