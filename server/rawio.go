@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -16,7 +18,14 @@ import (
 // another thread whenever a call runs past 20 µs (as a loopback write that
 // wakes its reader does, on a VM), and the server's work is spread over
 // several threads that wake one another, stealing time from the other
-// cores. Waiting for readiness, deadlines and Close work as for net.Conn.
+// cores. Waiting for readiness, deadlines and Close work as for net.Conn
+// (errors differ in their wrapping: a failed call is an *os.SyscallError).
+//
+// Unlike a net.Conn, a rawConn takes one Read and one Write at a time
+// (they may overlap each other): each call keeps its state in the struct.
+// The connection loop is its only reader and writer. And a raw call is
+// invisible to the race detector, which sees the buffers of syscall.Read
+// and Write being read or written.
 type rawConn struct {
 	net.Conn
 	rc syscall.RawConn
@@ -30,6 +39,7 @@ type rawConn struct {
 	wbuf   []byte
 	wn     int
 	werr   syscall.Errno
+	wzero  bool
 	readFn func(fd uintptr) bool
 	writFn func(fd uintptr) bool
 }
@@ -87,7 +97,7 @@ func (c *rawConn) read(fd uintptr) bool {
 }
 
 func (c *rawConn) Write(b []byte) (int, error) {
-	c.wbuf, c.wn, c.werr = b, 0, 0
+	c.wbuf, c.wn, c.werr, c.wzero = b, 0, 0, false
 	err := c.rc.Write(c.writFn)
 	n := c.wn
 	c.wbuf = nil
@@ -96,6 +106,8 @@ func (c *rawConn) Write(b []byte) (int, error) {
 		return n, err
 	case c.werr != 0:
 		return n, os.NewSyscallError("write", c.werr)
+	case c.wzero:
+		return n, io.ErrUnexpectedEOF // as net.Conn says of a write that took nothing
 	}
 	return n, nil
 }
@@ -110,6 +122,10 @@ func (c *rawConn) write(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false
 		case 0:
+			if n == 0 {
+				c.wzero = true // never loop on a write that takes nothing
+				return true
+			}
 			c.wn += int(n)
 			c.wbuf = c.wbuf[n:]
 		default:

@@ -16,12 +16,14 @@ import (
 //
 //   - when the tables have shrunk by a quarter, and by at least releaseAt,
 //     since their peak (keys expired or were deleted), as they go down;
-//   - and once things have settled: when the tables did not change over
-//     the last second while at least releaseAt of the heap is free but
-//     still held, at most once every settleGap. This catches what was
-//     freed after the last release of a mass expiry, below the first
-//     rule's threshold (measured at 1M keys: RSS 10 s after every key had
-//     expired was 20-30% above the empty server's without it).
+//   - and once more after such a release, once things have settled: when
+//     the tables did not change over the last second while at least
+//     releaseAt of the heap is free but still held, settleGap or more
+//     after the last release. This catches what was freed after the last
+//     release of a mass expiry, below the first rule's threshold (measured
+//     at 1M keys: RSS 10 s after every key had expired was 20-30% above
+//     the empty server's without it). A server whose tables never shrink
+//     is never made to collect.
 const (
 	releaseAt  = 1 << 20
 	settleGap  = 5 * time.Second
@@ -29,9 +31,10 @@ const (
 )
 
 type releaser struct {
-	peak int64     // table bytes at their highest since memory was last released
-	last int64     // table bytes at the previous check
-	at   time.Time // of the last release
+	peak  int64     // table bytes at their highest since memory was last released
+	last  int64     // table bytes at the previous check
+	at    time.Time // of the last release
+	armed bool      // a shrink was released and the settled state not yet
 }
 
 // check reports whether to release memory now, given the tables' bytes
@@ -45,11 +48,11 @@ func (r *releaser) check(now time.Time, tables, heapFree int64) bool {
 	}
 	drop := r.peak - tables
 	shrunk := drop >= releaseAt && drop >= r.peak/4
-	settled := tables == last && heapFree >= releaseAt && now.Sub(r.at) >= settleGap
+	settled := r.armed && tables == last && heapFree >= releaseAt && now.Sub(r.at) >= settleGap
 	if !shrunk && !settled {
 		return false
 	}
-	r.peak, r.at = tables, now
+	r.peak, r.at, r.armed = tables, now, shrunk
 	return true
 }
 
