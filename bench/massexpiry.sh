@@ -15,6 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-}
 rounds=${2:-2}
 port=7413
+tmp=
 if [[ -z $bin ]]; then
 	tmp=$(mktemp -d)
 	(cd "$here/.." && go build -o "$tmp/cellserver" ./cmd/cellserver)
@@ -25,7 +26,7 @@ if redis-cli -p $port PING >/dev/null 2>&1; then
 	exit 1
 fi
 "$bin" --port $port --threads 1 --loglevel warning --enable-debug-command yes >/dev/null 2>&1 & pid=$!
-trap 'kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
+trap 'kill $pid 2>/dev/null; wait 2>/dev/null; [[ -z $tmp ]] || rm -rf "$tmp"' EXIT
 for _ in $(seq 50); do redis-cli -p $port PING >/dev/null 2>&1 && break; sleep 0.1; done
 for r in $(seq "$rounds"); do
 	redis-cli -p $port FLUSHALL >/dev/null

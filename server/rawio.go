@@ -33,15 +33,15 @@ type rawConn struct {
 	// Each call's arguments and results, for the functions below, which
 	// are bound once so that a call allocates nothing. Reads and writes
 	// each have their own: they may run at once.
-	rbuf   []byte
-	rn     int
-	rerr   syscall.Errno
-	wbuf   []byte
-	wn     int
-	werr   syscall.Errno
-	wzero  bool
-	readFn func(fd uintptr) bool
-	writFn func(fd uintptr) bool
+	rbuf    []byte
+	rn      int
+	rerr    syscall.Errno
+	wbuf    []byte
+	wn      int
+	werr    syscall.Errno
+	wzero   bool
+	readFn  func(fd uintptr) bool
+	writeFn func(fd uintptr) bool
 }
 
 // newRawConn wraps nc when it is a socket, and returns it as it is
@@ -56,7 +56,7 @@ func newRawConn(nc net.Conn) net.Conn {
 		return nc
 	}
 	c := &rawConn{Conn: nc, rc: rc}
-	c.readFn, c.writFn = c.read, c.write
+	c.readFn, c.writeFn = c.read, c.write
 	return c
 }
 
@@ -98,7 +98,7 @@ func (c *rawConn) read(fd uintptr) bool {
 
 func (c *rawConn) Write(b []byte) (int, error) {
 	c.wbuf, c.wn, c.werr, c.wzero = b, 0, 0, false
-	err := c.rc.Write(c.writFn)
+	err := c.rc.Write(c.writeFn)
 	n := c.wn
 	c.wbuf = nil
 	switch {

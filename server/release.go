@@ -25,9 +25,9 @@ import (
 //     the empty server's without it). A server whose tables never shrink
 //     is never made to collect.
 const (
-	releaseAt  = 1 << 20
-	settleGap  = 5 * time.Second
-	heapFreeMx = "/memory/classes/heap/free:bytes"
+	releaseAt      = 1 << 20
+	settleGap      = 5 * time.Second
+	heapFreeMetric = "/memory/classes/heap/free:bytes"
 )
 
 type releaser struct {

@@ -43,10 +43,10 @@ func TestReleaser(t *testing.T) {
 
 // The runtime has the metric the releaser reads.
 func TestHeapFreeMetric(t *testing.T) {
-	sample := []metrics.Sample{{Name: heapFreeMx}}
+	sample := []metrics.Sample{{Name: heapFreeMetric}}
 	metrics.Read(sample)
 	if sample[0].Value.Kind() != metrics.KindUint64 {
-		t.Fatalf("%s: kind %v", heapFreeMx, sample[0].Value.Kind())
+		t.Fatalf("%s: kind %v", heapFreeMetric, sample[0].Value.Kind())
 	}
 	if heapFree(sample) < 0 {
 		t.Fatal("negative free bytes")

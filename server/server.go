@@ -95,7 +95,7 @@ func (s *Server) cron() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var rel releaser
-	free := []metrics.Sample{{Name: heapFreeMx}}
+	free := []metrics.Sample{{Name: heapFreeMetric}}
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
