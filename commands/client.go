@@ -84,7 +84,7 @@ type Client struct {
 	created   time.Time
 	host      Host
 	table     *Table
-	view      *engine.View // the engine view commands go through
+	view      *engine.View // the engine view commands go through: the client's own
 	closeFunc func()       // closes the connection from any goroutine
 
 	authenticated bool
@@ -123,7 +123,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		view: &t.host.Engine().View, closeFunc: o.Close,
+		view: t.host.Engine().NewView(), closeFunc: o.Close,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 	}
 	n := len(t.list)

@@ -3,6 +3,8 @@ package commands
 import (
 	"sort"
 	"strings"
+
+	"github.com/cellserver/cellserver/engine"
 )
 
 // Flag describes a command for COMMAND and for Dispatch.
@@ -69,7 +71,7 @@ type Table struct {
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for every
-// request (twice over a pipeline, see server/prefetch.go), and hashing the
+// request (once, in the server's read-ahead, server/prefetch.go), and hashing the
 // name while folding its case, then comparing one or two rows, costs less
 // than a map's string hash and probe.
 const (
@@ -181,7 +183,14 @@ func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	cmd := t.Lookup(args[0])
+	t.DispatchFound(c, t.Lookup(args[0]), args, engine.Hint{})
+}
+
+// DispatchFound is Dispatch for a caller that has read the request ahead:
+// cmd is what Lookup(args[0]) returned, and key, when not the zero Hint,
+// is what the engine's Locate returned for args[1] (those very bytes),
+// for a command whose first key that is. args must not be empty.
+func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key engine.Hint) {
 	if cmd == nil {
 		if c.multi {
 			c.multiDirty = true
@@ -208,7 +217,9 @@ func (t *Table) Dispatch(c *Client, args [][]byte) {
 		c.enqueue(cmd, args)
 		return
 	}
+	c.view.Expect(key)
 	t.call(c, cmd, args)
+	c.view.Expect(engine.Hint{}) // not taken (the command failed first): it must not outlive args
 }
 
 // call runs cmd's handler, turning a panic into an error reply so that no

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -453,14 +454,18 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
 	p := GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
-	e.PrefetchRecord(Hint{}) // the zero Hint does nothing
-	stale := e.Prefetch(key(0))
+	e.Prefetch(Hint{}) // the zero Hint does nothing
+	e.PrefetchRecord(Hint{})
+	stale := e.Locate(key(0))
+	e.Prefetch(stale)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := range 5000 {
-			e.PrefetchRecord(e.Prefetch(key(i % 700)))
+			h := e.Locate(key(i % 700))
+			e.Prefetch(h)
+			e.PrefetchRecord(h)
 			e.PrefetchRecord(stale)
 		}
 	}()
@@ -476,10 +481,58 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	e.Flush()
 	e.PrefetchRecord(stale)
 	for i := range 1000 {
-		e.PrefetchRecord(e.Prefetch(key(i)))
+		h := e.Locate(key(i))
+		e.Prefetch(h)
+		e.PrefetchRecord(h)
 		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
 			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
 		}
+	}
+}
+
+// TestExpect: a View takes an expected Hint for the very bytes it was made
+// for, once, and ignores it for any other bytes, equal ones included. A
+// forged hint (a wrong hash) shows which: a key stored through it cannot
+// be found by a call that locates the key itself.
+func TestExpect(t *testing.T) {
+	e, _ := newTestEngine(t, 4)
+	p := GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}
+	forged := func(key []byte) Hint { h := e.Locate(key); h.h ^= 1 << 40; return h }
+
+	v := e.NewView()
+	key := []byte("user:1")
+	v.Expect(e.Locate(key))
+	if r, err := v.Throttle(key, p); err != nil || r.Remaining != 9 {
+		t.Fatalf("with its own hint: %+v, %v", r, err)
+	}
+	if r, err := e.Throttle(key, p); err != nil || r.Remaining != 8 {
+		t.Fatalf("then without: %+v, %v; want the same key", r, err)
+	}
+
+	fresh := []byte("user:2")
+	v.Expect(forged(fresh))
+	if _, err := v.Throttle(fresh, p); err != nil {
+		t.Fatal(err)
+	}
+	if e.Exists(fresh) {
+		t.Fatal("a forged hint for these bytes was not taken")
+	}
+	if v.hint != (Hint{}) {
+		t.Fatal("the hint was not consumed")
+	}
+	if _, err := v.Throttle(fresh, p); err != nil || !e.Exists(fresh) {
+		t.Fatalf("the next call took the hint again (%v)", err)
+	}
+
+	equal := []byte("user:3")
+	v.Expect(forged(bytes.Clone(equal))) // equal bytes elsewhere
+	if _, err := v.Throttle(equal, p); err != nil || !e.Exists(equal) {
+		t.Fatalf("a hint for other bytes was taken (%v)", err)
+	}
+	short := []byte("user:44")
+	v.Expect(forged(short))
+	if _, err := v.FixedWindow(short[:6], FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
+		t.Fatalf("a hint for a longer key was taken (%v)", err)
 	}
 }
 

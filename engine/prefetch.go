@@ -2,40 +2,62 @@ package engine
 
 import "unsafe"
 
-// Prefetching. A limiter command on a random key among millions spends
-// most of its time in two cache misses: the key's index slot, then its
-// record in the arena. A server that has several requests of a pipeline in
-// hand can ask for both lines ahead of time, so that the misses of the
-// next requests overlap with the work of this one:
+// Locating a key ahead of use, and prefetching. A limiter command on a
+// random key among millions spends most of its time in two cache misses:
+// the key's index slot, then its record in the arena. A server that has
+// several requests of a pipeline in hand can work out where each key lives
+// and ask for both lines ahead of time, so that the misses of the next
+// requests overlap with the work of this one:
 //
-//	h := e.Prefetch(key)     // two requests ahead: the slot's line
-//	e.PrefetchRecord(h)      // one request ahead: the record's line
+//	h := e.Locate(key)     // the key's shard and hash; touches no table
+//	e.Prefetch(h)          // a group of requests ahead: the slot's line
+//	e.PrefetchRecord(h)    // then the record's line
+//	v.Expect(h)            // the command's View takes h instead of
+//	v.Throttle(key, p)     // hashing key again
 //
-// Both take the shard's lock for a few instructions, so they are race-free;
-// a prefetch instruction does not wait for its line (nor does the lock
-// wait for it), and it never faults. They change nothing: a hint that has
-// gone stale (the key was moved or removed meanwhile) only wastes the fetch.
+// Prefetch and PrefetchRecord take the shard's lock for a few instructions,
+// so they are race-free; a prefetch instruction does not wait for its line
+// (nor does the lock wait for it), and it never faults. They change
+// nothing: a hint that has gone stale (the key was moved or removed
+// meanwhile) only wastes the fetch.
 
-// A Hint locates a key worked out ahead of use: its shard and hash.
+// A Hint is a key located ahead of use: its shard and hash, and which
+// bytes it was made for (their address and length, so that it holds no
+// reference to them). The zero Hint locates nothing.
 type Hint struct {
-	s *shard
-	h uint64
+	s   *shard
+	h   uint64
+	key uintptr
+	n   int
 }
 
-// Prefetch starts loading the index slot where key would be found, and
-// returns the hint for PrefetchRecord.
-func (e *Engine) Prefetch(key []byte) Hint {
-	s, h := e.shardFor(key), e.hash(key)
+// Locate works out key's shard and hash.
+func (e *Engine) Locate(key []byte) Hint {
+	return Hint{e.shardFor(key), e.hash(key), uintptr(unsafe.Pointer(unsafe.SliceData(key))), len(key)}
+}
+
+// of reports whether h was made for key: the same bytes, not merely equal
+// ones. The caller must not have changed them since.
+func (h Hint) of(key []byte) bool {
+	return h.s != nil && h.key == uintptr(unsafe.Pointer(unsafe.SliceData(key))) && h.n == len(key)
+}
+
+// Prefetch starts loading the index slot where h's key would be found.
+// The zero Hint does nothing.
+func (e *Engine) Prefetch(h Hint) {
+	s := h.s
+	if s == nil {
+		return
+	}
 	s.mu.Lock()
 	if t := &s.t; len(t.slots) > 0 {
-		prefetch(uintptr(unsafe.Pointer(&t.slots[t.home(slotTag(h))])))
+		prefetch(uintptr(unsafe.Pointer(&t.slots[t.home(slotTag(h.h))])))
 	}
 	s.mu.Unlock()
-	return Hint{s, h}
 }
 
-// PrefetchRecord starts loading the record of the key h was made for,
-// when the slot read by Prefetch points at it. The zero Hint does nothing.
+// PrefetchRecord starts loading the record of h's key, when the slot read
+// by Prefetch points at it. The zero Hint does nothing.
 func (e *Engine) PrefetchRecord(h Hint) {
 	s := h.s
 	if s == nil {

@@ -364,7 +364,8 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 				}
 				if group > 1 {
 					for j, k := range batch {
-						hints[j] = e.Prefetch(k)
+						hints[j] = e.Locate(k)
+						e.Prefetch(hints[j])
 					}
 					for _, h := range hints {
 						e.PrefetchRecord(h)

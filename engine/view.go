@@ -1,11 +1,36 @@
 package engine
 
-// View is the engine's command surface. The Engine's own View takes each
-// key's shard lock per call; the View handed to an Atomic function runs
-// with every lock already held (held is true) and takes none.
+// View is the engine's command surface. The Engine's own View and those
+// of NewView take each key's shard lock per call; the View handed to an
+// Atomic function runs with every lock already held (held is true) and
+// takes none.
 type View struct {
 	e    *Engine
 	held bool
+	hint Hint // for the next limiter call (Expect)
+}
+
+// NewView returns a View of its own, for one client: one that Expect may
+// be called on.
+func (e *Engine) NewView() *View { return &View{e: e} }
+
+// Expect tells v that its next limiter call (Throttle, TokenBucket,
+// SlidingWindow, FixedWindow) is for the key h was made for, which then
+// need not be located again. That call consumes h; it is ignored when the
+// call is for other bytes. Expect changes v: call it only on a View no
+// other goroutine uses (NewView's), never on the Engine's own.
+func (v *View) Expect(h Hint) { v.hint = h }
+
+// locate returns key's shard and hash, from the expected Hint when it was
+// made for key.
+func (v *View) locate(key []byte) (*shard, uint64) {
+	if h := v.hint; h.s != nil { // never written on a shared View: see Expect
+		v.hint = Hint{}
+		if h.of(key) {
+			return h.s, h.h
+		}
+	}
+	return v.e.shardFor(key), v.e.hash(key)
 }
 
 func (v *View) lock(s *shard) {
@@ -22,7 +47,7 @@ func (v *View) unlock(s *shard) {
 
 // Throttle applies CL.THROTTLE with validated parameters p to key.
 func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
-	sh, h := v.e.shardFor(key), v.e.hash(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
@@ -50,7 +75,7 @@ func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
 
 // TokenBucket applies TB.TAKE with a validated request r to key.
 func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
-	sh, h := v.e.shardFor(key), v.e.hash(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
@@ -71,7 +96,7 @@ func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
 // SlidingWindow applies SW.HIT with a validated request r to key: the
 // sliding log when r.Exact, the two-counter window otherwise.
 func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error) {
-	sh, h := v.e.shardFor(key), v.e.hash(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
@@ -105,7 +130,7 @@ func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error)
 
 // FixedWindow applies FW.INCR with a validated request r to key.
 func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
-	sh, h := v.e.shardFor(key), v.e.hash(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()

@@ -62,24 +62,37 @@ func (c *conn) serve() {
 		c.la.reset(r)
 		for r < n {
 			lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
-			c.la.advance(c.buf[:n], r, c.s.table, c.s.eng)
-			args, used, err := c.p.next(c.buf[r:n], lim)
-			if err != nil {
-				c.w.WriteError("ERR " + err.Error())
-				c.w.Flush() //nolint:errcheck // closing anyway
-				return
-			}
-			if used == 0 {
-				break // incomplete
-			}
-			r += used
-			if len(args) == 0 {
-				continue // an empty line or *0: nothing to do, as in Redis
+			c.la.advance(c.buf[:n], r, lim, c.s.table, c.s.eng)
+			var args [][]byte
+			q := c.la.take(r)
+			if q != nil {
+				args = c.p.fromSpans(c.buf[:n], q.spans[:q.nargs])
+				r += q.used
+			} else {
+				var used int
+				var err error
+				args, used, err = c.p.next(c.buf[r:n], lim)
+				if err != nil {
+					c.w.WriteError("ERR " + err.Error())
+					c.w.Flush() //nolint:errcheck // closing anyway
+					return
+				}
+				if used == 0 {
+					break // incomplete
+				}
+				r += used
+				if len(args) == 0 {
+					continue // an empty line or *0: nothing to do, as in Redis
+				}
 			}
 			if c.cl.Killed() {
 				return // CLIENT KILL or shutdown: run nothing more
 			}
-			c.s.table.Dispatch(c.cl, args)
+			if q != nil {
+				c.s.table.DispatchFound(c.cl, q.cmd, args, q.key)
+			} else {
+				c.s.table.Dispatch(c.cl, args)
+			}
 			ran++
 			if c.cl.CloseAfterReply() {
 				c.w.Flush() //nolint:errcheck // closing anyway

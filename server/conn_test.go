@@ -269,37 +269,72 @@ func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 	}
 }
 
-func TestPeek(t *testing.T) {
+// TestQuick: quick takes plain, complete requests within every client's
+// limits, and leaves everything else to the parser.
+func TestQuick(t *testing.T) {
+	big := strings.Repeat("x", unauthBulk+1)
+	lim := bounds{maxBulk: 1 << 20, maxQuery: 1 << 30}
 	cases := []struct {
-		in        string
-		name, key string
-		used      int
+		in   string
+		args []string // nil: not taken
+		used int
 	}{
-		{"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$2\r\n15\r\n", "GET", "k", 28},
-		{"*2\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n*1\r\n", "CL.THROTTLE", "", 28},
-		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r", "", "", 0},    // incomplete
-		{"*1\r\n$4\r\nPING\r\n", "PING", "", 14},       // no key
-		{"*0\r\n", "", "", 0},                          // no name
-		{"*9\r\n$1\r\na\r\n", "", "", 0},               // too many arguments to be a limiter command
-		{"GET k\r\n", "", "", 0},                       // inline
-		{"*2\r\n$3\r\nGET\r\n:1\r\n", "", "", 0},       // not a bulk string
-		{"*2\r\n$-1\r\nGET\r\n$1\r\nk\r\n", "", "", 0}, // negative length
-		{"*2\r\n$1234567890\r\nGET\r\n", "", "", 0},    // too long a number
-		{"*2\r\n$\r\n\r\n$1\r\nk\r\n", "", "", 0},      // empty number
-		{"*2\r\n$3\r\nGET\r\n$99\r\nk\r\n", "", "", 0}, // length past the input
-		{"", "", "", 0},
+		{"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$2\r\n15\r\n", []string{"GET", "k", "15"}, 28},
+		{"*2\r\n$11\r\nCL.THROTTLE\r\n$0\r\n\r\n*1\r\n", []string{"CL.THROTTLE", ""}, 28},
+		{"*1\r\n$4\r\nPING\r\n", []string{"PING"}, 14},
+		{"*8\r\n" + strings.Repeat("$1\r\na\r\n", 8), []string{"a", "a", "a", "a", "a", "a", "a", "a"}, 60},
+		{"*1\r\n$5\r\n" + big[:5] + "\r\n", []string{"xxxxx"}, 15},
+		{"*1\r\n$16384\r\n" + big[:unauthBulk] + "\r\n", []string{big[:unauthBulk]}, 4 + 8 + unauthBulk + 2},
+		{"*2\r\n$3\r\nGET\r\n$1\r\nk\r", nil, 0},              // incomplete
+		{"*2\r\n$3\r\nGET\r\n$1\r\n", nil, 0},                 // incomplete
+		{"*2\r\n$3\r\nGET\r\n$1", nil, 0},                     // incomplete header
+		{"*0\r\n", nil, 0},                                    // no arguments
+		{"*9\r\n" + strings.Repeat("$1\r\na\r\n", 9), nil, 0}, // more than quickMaxArgs
+		{"*10\r\n", nil, 0},                         // a two-digit count
+		{"*01\r\n$1\r\na\r\n", nil, 0},              // a leading zero (a protocol error)
+		{"*1\r\n$01\r\na\r\n", nil, 0},              // a leading zero (a protocol error)
+		{"*1\r\n$00\r\n\r\n", nil, 0},               // "00" (a protocol error)
+		{"*1\r\n$-1\r\n", nil, 0},                   // negative
+		{"*1\r\n$\r\n\r\n", nil, 0},                 // no digits
+		{"*1\r\n$16385\r\n" + big + "\r\n", nil, 0}, // past the unauthenticated limit
+		{"*1\r\n$100000\r\n", nil, 0},               // six digits
+		{"*1\r\n$1\r\nab\r\n", nil, 0},              // payload longer than said (a protocol error)
+		{"*1\r\n$1\n\na\r\n", nil, 0},               // LF without CR
+		{"*2\r\n$3\r\nGET\r\n:1\r\n", nil, 0},       // not a bulk string
+		{"GET k\r\n", nil, 0},                       // inline
+		{"", nil, 0},
 	}
 	for _, c := range cases {
-		name, key, used := peek([]byte(c.in))
-		if string(name) != c.name || string(key) != c.key || used != c.used {
-			t.Errorf("peek(%q) = %q, %q, %d; want %q, %q, %d", c.in, name, key, used, c.name, c.key, c.used)
+		var spans [quickMaxArgs]span
+		n, used := quick([]byte(c.in), lim, &spans)
+		var got []string
+		if used > 0 {
+			got = []string{}
+			for _, sp := range spans[:n] {
+				got = append(got, c.in[sp.off:sp.off+sp.n])
+			}
 		}
+		if used != c.used || fmt.Sprint(got) != fmt.Sprint(c.args) || (got == nil) != (c.args == nil) {
+			t.Errorf("quick(%.40q) = %.60q, %d; want %.60q, %d", c.in, got, used, c.args, c.used)
+		}
+	}
+	// The limits of the batch: proto-max-bulk-len and the query buffer limit.
+	var spans [quickMaxArgs]span
+	in := []byte("*1\r\n$5\r\nhello\r\n")
+	for _, l := range []bounds{{maxBulk: 4, maxQuery: 1 << 30}, {maxBulk: 1 << 20, maxQuery: 14}} {
+		if _, used := quick(in, l, &spans); used != 0 {
+			t.Errorf("quick took %q under %+v", in, l)
+		}
+	}
+	if _, used := quick(in, bounds{maxBulk: 5, maxQuery: 15}, &spans); used != 15 {
+		t.Errorf("quick did not take %q at its limits", in)
 	}
 }
 
-// TestLookahead: advance prefetches a group at a time, for the requests with
-// a key only, waits until the group has been reached before the next, and
-// gives up on the rest of the batch at a request it cannot peek at.
+// TestLookahead: advance reads a group ahead at a time, locating the key
+// of the requests that have one, reads the next group only once the first
+// has been taken, and stops for the rest of the batch at a request quick
+// does not take; take hands out exactly the requests read ahead.
 func TestLookahead(t *testing.T) {
 	s := newTestServer(t)
 	cl := func(k string) string {
@@ -318,44 +353,61 @@ func TestLookahead(t *testing.T) {
 		}
 		add(cl(fmt.Sprint("k", i)))
 	}
-	add("PING\r\n") // inline: peek stops here
+	add("PING\r\n") // inline: reading ahead stops here
 	add(cl("last"))
+	lim := bounds{maxBulk: 1 << 20, maxQuery: 1 << 30}
 
 	var la lookahead
 	la.reset(0)
-	la.advance(b, 0, s.table, s.eng)
-	if la.next != starts[groupMax] {
-		t.Fatalf("first group ends at %d, want %d", la.next, starts[groupMax])
+	la.advance(b, 0, lim, s.table, s.eng)
+	if la.next != starts[groupMax] || la.n != groupMax {
+		t.Fatalf("first group ends at %d (%d requests), want %d", la.next, la.n, starts[groupMax])
 	}
-	for i, h := range la.hints[:groupMax] {
-		if (h == engine.Hint{}) != (i == 1) {
-			t.Fatalf("request %d: hint %v", i, h)
+	for i := range groupMax {
+		if i == 5 {
+			la.advance(b, starts[5], lim, s.table, s.eng) // inside the group: nothing to do
+			if la.next != starts[groupMax] || la.k != 5 {
+				t.Fatal("advance inside a group read ahead again")
+			}
+		}
+		if la.take(starts[i]+1) != nil {
+			t.Fatal("took a request at the wrong offset")
+		}
+		q := la.take(starts[i])
+		if q == nil || q.start != starts[i] || q.used != starts[i+1]-starts[i] {
+			t.Fatalf("request %d: %+v", i, q)
+		}
+		wantName, wantKey := "CL.THROTTLE", fmt.Sprint("k", i)
+		if i == 1 {
+			wantName, wantKey = "PING", ""
+		}
+		if string(q.arg(b, 0)) != wantName || q.cmd == nil || !strings.EqualFold(q.cmd.Name, wantName) {
+			t.Fatalf("request %d: name %q, command %v", i, q.arg(b, 0), q.cmd)
+		}
+		if (q.key == engine.Hint{}) != (wantKey == "") || wantKey != "" && q.key != s.eng.Locate(q.arg(b, 1)) {
+			t.Fatalf("request %d: key hint %v", i, q.key)
 		}
 	}
-	prev := la.hints
-	la.hints = [groupMax]engine.Hint{}
-	la.advance(b, starts[5], s.table, s.eng) // inside the group: nothing to do
-	if la.next != starts[groupMax] || la.hints != ([groupMax]engine.Hint{}) {
-		t.Fatal("advance inside a group peeked again")
+	la.advance(b, starts[groupMax], lim, s.table, s.eng)
+	if la.next != -1 || la.n != 3 {
+		t.Fatalf("after the inline request: next %d, %d requests; want -1, 3", la.next, la.n)
 	}
-	la.hints = prev
-	la.advance(b, starts[groupMax], s.table, s.eng)
-	if la.next != -1 {
-		t.Fatalf("after the inline request: next %d, want -1", la.next)
-	}
-	for i := range 3 {
-		if la.hints[i] == (engine.Hint{}) {
-			t.Fatalf("second group, request %d: no hint", i)
+	for i := groupMax; i < groupMax+3; i++ {
+		if la.take(starts[i]) == nil {
+			t.Fatalf("request %d was not read ahead", i)
 		}
 	}
-	la.hints = [groupMax]engine.Hint{}
-	la.advance(b, starts[len(starts)-1], s.table, s.eng)
-	if la.hints != ([groupMax]engine.Hint{}) {
-		t.Fatal("peeked after giving up on the batch")
+	la.advance(b, starts[groupMax+3], lim, s.table, s.eng)
+	if la.take(starts[groupMax+3]) != nil {
+		t.Fatal("read the inline request ahead")
 	}
-	la.reset(starts[len(starts)-1]) // a new batch: one request, not worth a prefetch
-	la.advance(b, starts[len(starts)-1], s.table, s.eng)
-	if la.hints != ([groupMax]engine.Hint{}) {
-		t.Fatal("prefetched for a lone request")
+	la.advance(b, starts[len(starts)-1], lim, s.table, s.eng)
+	if la.take(starts[len(starts)-1]) != nil {
+		t.Fatal("read ahead after stopping for the batch")
+	}
+	la.reset(starts[len(starts)-1]) // a new batch: a lone request is read too
+	la.advance(b, starts[len(starts)-1], lim, s.table, s.eng)
+	if q := la.take(starts[len(starts)-1]); q == nil || string(q.arg(b, 1)) != "last" {
+		t.Fatalf("lone request: %+v", q)
 	}
 }

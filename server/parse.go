@@ -334,3 +334,58 @@ func unhex(c byte) byte {
 	}
 	return c - '0'
 }
+
+// quickMaxArgs is the most arguments quick reads: limiter commands take at
+// most seven.
+const quickMaxArgs = 8
+
+// quick reads the request at the start of b the quick way, for the
+// lookahead (prefetch.go): it takes only a complete RESP request of 1 to
+// quickMaxArgs arguments whose headers are all short and plain ("*n",
+// "$len" of at most five digits) and whose arguments are within the limits
+// of every client, unauthenticated ones included (lim's and Redis's
+// unauthenticated bulk limit both). It returns how many arguments it
+// found (their offsets in b in spans) and the request's length, or 0, 0
+// for anything else: the parser reads that. What quick takes, the parser
+// takes too, with the same arguments and length (FuzzParser checks it);
+// so a request either can read may be run from quick's reading.
+func quick(b []byte, lim bounds, spans *[quickMaxArgs]span) (nargs, used int) {
+	if len(b) < 4 || b[0] != '*' || b[1] < '1' || b[1] > '0'+quickMaxArgs || b[2] != '\r' || b[3] != '\n' {
+		return 0, 0
+	}
+	nargs = int(b[1] - '0')
+	i := 4
+	for k := range nargs {
+		if i+3 >= len(b) || b[i] != '$' {
+			return 0, 0
+		}
+		l, j := 0, i+1
+		for ; j < len(b) && j <= i+5 && '0' <= b[j] && b[j] <= '9'; j++ {
+			l = 10*l + int(b[j]-'0')
+		}
+		if j == i+1 || b[i+1] == '0' && j > i+2 { // no digits, or a leading zero
+			return 0, 0
+		}
+		end := j + 2 // the payload's start
+		if end+l+2 > len(b) || b[j] != '\r' || b[j+1] != '\n' ||
+			l > unauthBulk || int64(l) > lim.maxBulk || int64(end+l+2) > lim.maxQuery ||
+			b[end+l] != '\r' || b[end+l+1] != '\n' {
+			return 0, 0
+		}
+		spans[k] = span{end, l}
+		i = end + l + 2
+	}
+	return nargs, i
+}
+
+// fromSpans returns the arguments of a request that quick read from b's
+// start, as next would, and readies the parser for the next request (it
+// may have been part way through this one, from an earlier read).
+func (p *parser) fromSpans(b []byte, spans []span) [][]byte {
+	args := p.args[:0]
+	for _, s := range spans {
+		args = append(args, b[s.off:s.off+s.n:s.off+s.n])
+	}
+	p.reset(args)
+	return args
+}

@@ -5,113 +5,98 @@ import (
 	"github.com/cellserver/cellserver/engine"
 )
 
-// Lookahead over a pipeline. When one read brings several requests, the
-// connection peeks at them in groups before running them: for each request
-// of a group the engine starts loading its key's index slot, then, in a
-// second pass once those lines are on their way, its record
-// (engine.Prefetch). With a million keys each request would otherwise wait
-// for two cache misses in turn; this way the misses of a whole group
-// overlap, and the group's first requests are served from lines that
-// arrived while the rest were being asked for. Peeking is only a hint: it
-// reads RESP loosely, stops at anything unusual (an inline command, an
-// incomplete request, more than peekMaxArgs arguments), and the parser
-// still reads every request itself.
+// Reading ahead over a pipeline. Before running the request at the front
+// of the batch, the connection reads ahead a group of up to groupMax
+// requests: it finds each one's arguments (quick, in parse.go), looks its
+// command up and locates its key in the engine (engine.Locate). When the
+// group has more than one request, it then starts loading every key's
+// index slot, and once those lines are on their way, every record
+// (engine.Prefetch, PrefetchRecord). With a million keys each request would
+// otherwise wait for two cache misses in turn; this way the misses of a
+// whole group overlap, and the group's first requests are served from
+// lines that arrived while the rest were being asked for.
+//
+// The requests are then run from what was read ahead: their arguments are
+// not parsed again, their command not looked up again, and their key not
+// hashed again (commands.Table.DispatchFound, engine.View.Expect). A lone
+// request (every request, without pipelining) is read this way too, just
+// not prefetched for. Reading ahead stops, for the rest of the batch, at
+// the first request quick does not take (an inline command, an incomplete
+// request, anything unusual); the parser reads that one and every one
+// after it. Nothing read ahead keeps a reference to the read buffer.
 
-const (
-	peekMaxArgs = 8  // longer requests are not limiter commands; never peeked
-	groupMax    = 16 // requests prefetched together
-)
+const groupMax = 16 // requests read ahead together
+
+// ahead is one request read ahead.
+type ahead struct {
+	start, used int                // its offset in the batch and its length
+	nargs       int                // its arguments: spans[:nargs], offsets in the batch
+	spans       [quickMaxArgs]span //
+	cmd         *commands.Command  // Lookup of its name; nil: unknown
+	key         engine.Hint        // its first key's, for a command that has one
+}
 
 type lookahead struct {
-	next  int // where the first request not yet peeked at starts; -1: stop peeking in this batch
-	hints [groupMax]engine.Hint
+	next int // where the first request not yet read ahead starts; -1: stop reading ahead in this batch
+	reqs [groupMax]ahead
+	n, k int // reqs[k:n] have been read ahead and not yet run
 }
 
 // reset starts a new batch at offset r of the read buffer.
-func (la *lookahead) reset(r int) { la.next = r }
+func (la *lookahead) reset(r int) { la.next, la.n, la.k = r, 0, 0 }
 
 // advance is called before the request starting at r runs (b holds the
-// batch). Once the requests peeked so far have all been reached, it peeks
-// at the next group from r on and prefetches for it. A lone request is
-// left alone: its misses would be waited for at once anyway.
-func (la *lookahead) advance(b []byte, r int, t *commands.Table, e *engine.Engine) {
-	if la.next < 0 || r < la.next {
+// batch, read under lim). Once every request read ahead has been taken, it
+// reads the next group from r on.
+func (la *lookahead) advance(b []byte, r int, lim bounds, t *commands.Table, e *engine.Engine) {
+	if la.k < la.n || la.next < 0 || r < la.next {
 		return
 	}
 	la.next = r
-	// Local, not in la: slices of the read buffer kept past the batch would
-	// keep a buffer the connection has replaced (after a large request).
-	var names, keys [groupMax][]byte
 	n := 0
 	for n < groupMax && la.next < len(b) {
-		name, key, used := peek(b[la.next:])
+		q := &la.reqs[n]
+		nargs, used := quick(b[la.next:], lim, &q.spans)
 		if used == 0 {
-			la.next = -1 // something peek cannot read: the rest of the batch goes without
+			la.next = -1 // the parser reads the rest of the batch
 			break
 		}
-		names[n], keys[n] = name, key
+		q.start, q.used, q.nargs = la.next, used, nargs
+		for i := range q.spans[:nargs] {
+			q.spans[i].off += la.next
+		}
+		q.cmd = t.Lookup(q.arg(b, 0))
+		q.key = engine.Hint{}
+		if q.cmd != nil && q.cmd.FirstKey == 1 && nargs > 1 {
+			q.key = e.Locate(q.arg(b, 1))
+		}
 		n++
 		la.next += used
 	}
+	la.n, la.k = n, 0
 	if n < 2 {
-		return
+		return // a lone request's misses would be waited for at once anyway
 	}
 	for i := range n {
-		la.hints[i] = engine.Hint{}
-		if cmd := t.Lookup(names[i]); cmd != nil && cmd.FirstKey == 1 && keys[i] != nil {
-			la.hints[i] = e.Prefetch(keys[i])
-		}
+		e.Prefetch(la.reqs[i].key)
 	}
-	for _, h := range la.hints[:n] {
-		e.PrefetchRecord(h)
+	for i := range n {
+		e.PrefetchRecord(la.reqs[i].key)
 	}
 }
 
-// peek returns the name and first argument (nil when there is none) of the
-// complete RESP request at the start of b and its length, or used 0 when b
-// does not start with one of 1 to peekMaxArgs arguments that it can read at
-// a glance.
-func peek(b []byte) (name, key []byte, used int) {
-	if len(b) == 0 || b[0] != '*' {
-		return nil, nil, 0
+// take returns the request read ahead that starts at r, or nil when none
+// does (the parser reads it).
+func (la *lookahead) take(r int) *ahead {
+	if la.k < la.n && la.reqs[la.k].start == r {
+		la.k++
+		return &la.reqs[la.k-1]
 	}
-	n, i := peekNum(b, 1)
-	if n < 1 || n > peekMaxArgs {
-		return nil, nil, 0
-	}
-	for k := range n {
-		if i >= len(b) || b[i] != '$' {
-			return nil, nil, 0
-		}
-		l, j := peekNum(b, i+1)
-		if l < 0 || j+l+2 > len(b) {
-			return nil, nil, 0
-		}
-		switch k {
-		case 0:
-			name = b[j : j+l]
-		case 1:
-			key = b[j : j+l]
-		}
-		i = j + l + 2
-	}
-	return name, key, i
+	return nil
 }
 
-// peekNum reads the decimal number at b[i:] up to its CRLF and returns it
-// and where the line after it starts; -1 when b holds no such line (or the
-// number has more than 9 digits).
-func peekNum(b []byte, i int) (n, next int) {
-	for k := i; k < len(b) && k-i <= 9; k++ {
-		c := b[k]
-		switch {
-		case '0' <= c && c <= '9':
-			n = 10*n + int(c-'0')
-		case c == '\r' && k > i && k+1 < len(b) && b[k+1] == '\n':
-			return n, k + 2
-		default:
-			return -1, 0
-		}
-	}
-	return -1, 0
+// arg returns argument i of q, a slice of the batch b.
+func (q *ahead) arg(b []byte, i int) []byte {
+	s := q.spans[i]
+	return b[s.off : s.off+s.n : s.off+s.n]
 }
