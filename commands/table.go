@@ -71,7 +71,8 @@ type Table struct {
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for every
-// request (once, in the server's read-ahead, server/prefetch.go), and hashing the
+// request (in the server's read-ahead, server/prefetch.go, or in Dispatch),
+// and hashing the
 // name while folding its case, then comparing one or two rows, costs less
 // than a map's string hash and probe.
 const (
@@ -187,9 +188,9 @@ func (t *Table) Dispatch(c *Client, args [][]byte) {
 }
 
 // DispatchFound is Dispatch for a caller that has read the request ahead:
-// cmd is what Lookup(args[0]) returned, and key, when not the zero Hint,
-// is what the engine's Locate returned for args[1] (those very bytes),
-// for a command whose first key that is. args must not be empty.
+// cmd is what Lookup(args[0]) returned, and key, unless it is the zero
+// Hint, what the engine's Locate returned for args[1] (those very bytes)
+// when cmd's first key is args[1]. args must not be empty.
 func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key engine.Hint) {
 	if cmd == nil {
 		if c.multi {
@@ -219,7 +220,7 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key engine
 	}
 	c.view.Expect(key)
 	t.call(c, cmd, args)
-	c.view.Expect(engine.Hint{}) // not taken (the command failed first): it must not outlive args
+	c.view.Expect(engine.Hint{}) // when no call on a key took it: it must not outlive args
 }
 
 // call runs cmd's handler, turning a panic into an error reply so that no

@@ -534,6 +534,20 @@ func TestExpect(t *testing.T) {
 	if _, err := v.FixedWindow(short[:6], FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
 		t.Fatalf("a hint for a longer key was taken (%v)", err)
 	}
+	other, _ := newTestEngine(t, 4)
+	mine := []byte("user:5")
+	v.Expect(other.Locate(mine))
+	if _, err := v.Throttle(mine, p); err != nil || !e.Exists(mine) || other.Exists(mine) {
+		t.Fatalf("another engine's hint was taken (%v)", err)
+	}
+	v.Expect(forged(mine)) // the keyspace calls take hints too
+	if v.Exists(mine) {
+		t.Fatal("Exists did not take the hint")
+	}
+	v.Expect(forged(mine))
+	if v.Del(mine) || !v.Exists(mine) {
+		t.Fatal("Del did not take the hint")
+	}
 }
 
 // TestSystemClock: the cheap wall clock agrees with time.Now, before and

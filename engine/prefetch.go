@@ -25,6 +25,7 @@ import "unsafe"
 // bytes it was made for (their address and length, so that it holds no
 // reference to them). The zero Hint locates nothing.
 type Hint struct {
+	e   *Engine
 	s   *shard
 	h   uint64
 	key uintptr
@@ -33,7 +34,7 @@ type Hint struct {
 
 // Locate works out key's shard and hash.
 func (e *Engine) Locate(key []byte) Hint {
-	return Hint{e.shardFor(key), e.hash(key), uintptr(unsafe.Pointer(unsafe.SliceData(key))), len(key)}
+	return Hint{e, e.shardFor(key), e.hash(key), uintptr(unsafe.Pointer(unsafe.SliceData(key))), len(key)}
 }
 
 // of reports whether h was made for key: the same bytes, not merely equal

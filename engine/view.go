@@ -14,11 +14,11 @@ type View struct {
 // be called on.
 func (e *Engine) NewView() *View { return &View{e: e} }
 
-// Expect tells v that its next limiter call (Throttle, TokenBucket,
-// SlidingWindow, FixedWindow) is for the key h was made for, which then
-// need not be located again. That call consumes h; it is ignored when the
-// call is for other bytes. Expect changes v: call it only on a View no
-// other goroutine uses (NewView's), never on the Engine's own.
+// Expect tells v that its next call on a key (a limiter, Get, Type,
+// Exists, PTTL or Del) is for the key h was made for, which then need not
+// be located again. That call consumes h; it is ignored when the call is
+// for other bytes or h is another engine's. Expect changes v: call it only
+// on a View no other goroutine uses (NewView's), never on the Engine's own.
 func (v *View) Expect(h Hint) { v.hint = h }
 
 // locate returns key's shard and hash, from the expected Hint when it was
@@ -26,7 +26,7 @@ func (v *View) Expect(h Hint) { v.hint = h }
 func (v *View) locate(key []byte) (*shard, uint64) {
 	if h := v.hint; h.s != nil { // never written on a shared View: see Expect
 		v.hint = Hint{}
-		if h.of(key) {
+		if h.of(key) && h.e == v.e {
 			return h.s, h.h
 		}
 	}
@@ -176,11 +176,11 @@ func (s *shard) count(k Kind, limited bool) {
 
 // lookup returns key's live entry, taking its shard's lock as needed.
 func (v *View) lookup(key []byte) (entry, bool, int64) {
-	sh := v.e.shardFor(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
-	_, e, ok := sh.getLocked(key, v.e.hash(key), nowMs)
+	_, e, ok := sh.getLocked(key, h, nowMs)
 	return e, ok, nowMs
 }
 
@@ -221,10 +221,10 @@ func (v *View) PTTL(key []byte) int64 {
 
 // Del removes key and reports whether it existed.
 func (v *View) Del(key []byte) bool {
-	sh := v.e.shardFor(key)
+	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	i, _, ok := sh.getLocked(key, v.e.hash(key), floorDiv(v.e.clock.Now(), nsPerMs))
+	i, _, ok := sh.getLocked(key, h, floorDiv(v.e.clock.Now(), nsPerMs))
 	if ok {
 		sh.removeLocked(i)
 	}

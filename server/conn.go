@@ -10,11 +10,12 @@ import (
 )
 
 // The connection loop: read, run every complete request, flush, repeat.
-// Requests are parsed by parser (parse.go), replies encoded by redcon
-// through commands.Writer; a limiter command allocates nothing on its way
-// through. What one client can make the server hold is bounded: a request
-// by its limits (checked as each header arrives), replies by flushing
-// whenever more than flushAt bytes are waiting.
+// Requests are read ahead a group at a time (prefetch.go), or parsed by
+// the parser (parse.go) when reading ahead does not take them; replies are
+// encoded by redcon through commands.Writer; a limiter command allocates
+// nothing on its way through. What one client can make the server hold is
+// bounded: a request by its limits (checked as each header arrives),
+// replies by flushing whenever more than flushAt bytes are waiting.
 
 const (
 	readBufSize   = 16 << 10    // a connection's read buffer to start with

@@ -106,13 +106,8 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 		p.spans = append(p.spans, span{end, int(n)})
 		p.scan = end + int(n) + 2
 	}
-	args = p.args[:0]
-	for _, s := range p.spans {
-		args = append(args, b[s.off:s.off+s.n:s.off+s.n])
-	}
 	used = p.scan
-	p.reset(args)
-	return args, used, nil
+	return p.fromSpans(b, p.spans), used, nil
 }
 
 // reset readies the parser for the next request, keeping small slices for
@@ -378,14 +373,19 @@ func quick(b []byte, lim bounds, spans *[quickMaxArgs]span) (nargs, used int) {
 	return nargs, i
 }
 
-// fromSpans returns the arguments of a request that quick read from b's
-// start, as next would, and readies the parser for the next request (it
-// may have been part way through this one, from an earlier read).
+// fromSpans returns the arguments spans locate in b and readies the parser
+// for the next request. It ends next's reading of a request, and serves
+// one that quick read instead, which the parser may have been part way
+// through from an earlier read.
 func (p *parser) fromSpans(b []byte, spans []span) [][]byte {
 	args := p.args[:0]
 	for _, s := range spans {
-		args = append(args, b[s.off:s.off+s.n:s.off+s.n])
+		args = append(args, s.of(b))
 	}
 	p.reset(args)
 	return args
 }
+
+// of returns the bytes of b that s spans, capped so that appending to
+// them cannot write over what follows.
+func (s span) of(b []byte) []byte { return b[s.off : s.off+s.n : s.off+s.n] }

@@ -27,29 +27,40 @@ func FuzzParser(f *testing.F) {
 }
 
 // checkQuick parses in request by request and checks that wherever quick
-// takes a request, the parser reads the same arguments and length from it,
-// under the strictest limits (a client that has not authenticated).
+// takes a request, the parser reads the same arguments and length from it:
+// under the strictest limits (a client that has not authenticated) and
+// under limits above Redis's for such a client, from a fresh parser and
+// from one that read the request's first part earlier.
 func checkQuick(t *testing.T, in []byte) {
-	var p parser
-	lim := bounds{maxBulk: 1 << 10, maxQuery: 1 << 14}
-	for len(in) > 0 {
-		var spans [quickMaxArgs]span
-		n, qused := quick(in, lim, &spans)
-		args, used, err := p.next(in, lim)
-		if qused > 0 {
-			same := err == nil && used == qused && len(args) == n
-			for i := 0; same && i < n; i++ {
-				s := spans[i]
-				same = len(args[i]) == s.n && (s.n == 0 || unsafe.SliceData(args[i]) == &in[s.off]) // an empty slice points anywhere
-			}
-			if !same {
-				t.Fatalf("quick(%q) = %v, %d; parser: %q, %d, %v", in, spans[:n], qused, args, used, err)
+	for _, lim := range []bounds{
+		{maxBulk: 1 << 10, maxQuery: 1 << 14},
+		{maxBulk: 1 << 20, maxQuery: 1 << 20, authed: true},
+	} {
+		for _, split := range []bool{false, true} {
+			var p parser
+			for b := in; len(b) > 0; {
+				var spans [quickMaxArgs]span
+				n, qused := quick(b, lim, &spans)
+				if split && qused > 0 {
+					p.next(b[:qused/2], lim) //nolint:errcheck // part way: incomplete, or an error that resets it
+				}
+				args, used, err := p.next(b, lim)
+				if qused > 0 {
+					same := err == nil && used == qused && len(args) == n
+					for i := 0; same && i < n; i++ {
+						s := spans[i]
+						same = len(args[i]) == s.n && (s.n == 0 || unsafe.SliceData(args[i]) == &b[s.off]) // an empty slice points anywhere
+					}
+					if !same {
+						t.Fatalf("quick(%q) = %v, %d; parser (%+v, split %v): %q, %d, %v", b, spans[:n], qused, lim, split, args, used, err)
+					}
+				}
+				if err != nil || used == 0 {
+					break
+				}
+				b = b[used:]
 			}
 		}
-		if err != nil || used == 0 {
-			return
-		}
-		in = in[used:]
 	}
 }
 

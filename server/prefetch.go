@@ -30,8 +30,8 @@ const groupMax = 16 // requests read ahead together
 // ahead is one request read ahead.
 type ahead struct {
 	start, used int                // its offset in the batch and its length
-	nargs       int                // its arguments: spans[:nargs], offsets in the batch
-	spans       [quickMaxArgs]span //
+	nargs       int                // how many arguments it has
+	spans       [quickMaxArgs]span // where they are: spans[:nargs], offsets in the batch
 	cmd         *commands.Command  // Lookup of its name; nil: unknown
 	key         engine.Hint        // its first key's, for a command that has one
 }
@@ -96,7 +96,4 @@ func (la *lookahead) take(r int) *ahead {
 }
 
 // arg returns argument i of q, a slice of the batch b.
-func (q *ahead) arg(b []byte, i int) []byte {
-	s := q.spans[i]
-	return b[s.off : s.off+s.n : s.off+s.n]
-}
+func (q *ahead) arg(b []byte, i int) []byte { return q.spans[i].of(b) }
