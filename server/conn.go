@@ -43,10 +43,20 @@ type conn struct {
 	w   *commands.Writer
 	cl  *commands.Client
 	buf []byte // read buffer: buf[r:n] is unparsed input, from a request's start
+	r   int
+	n   int
 	p   parser
 	la  lookahead
 
+	deadline  bool // a read deadline is set
 	oneThread bool // GOMAXPROCS is 1: see the yield before a batch's flush
+}
+
+// readLooper is a connection that runs its own read loop (rawConn):
+// readLoop reads into the buffer next returns, hands next what each read
+// brought, and returns once next returns nil.
+type readLooper interface {
+	readLoop(next func(m int, err error) []byte)
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -54,103 +64,113 @@ type conn struct {
 func (c *conn) serve() {
 	defer c.s.release(c)
 	c.buf = make([]byte, readBufSize)
-	r, n := 0, 0
-	deadline := false
-	for {
-		// Run every complete request in the buffer, then flush once.
-		ran := 0 // requests run
-		lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
-		c.la.reset(r)
-		for r < n {
-			lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
-			c.la.advance(c.buf[:n], r, lim, c.s.table, c.s.eng)
-			var args [][]byte
-			q := c.la.take(r)
-			if q != nil {
-				args = c.p.fromSpans(c.buf[:n], q.spans[:q.nargs])
-				r += q.used
-			} else {
-				var used int
-				var err error
-				args, used, err = c.p.next(c.buf[r:n], lim)
-				if err != nil {
-					c.w.WriteError("ERR " + err.Error())
-					c.w.Flush() //nolint:errcheck // closing anyway
-					return
-				}
-				if used == 0 {
-					break // incomplete
-				}
-				r += used
-				if len(args) == 0 {
-					continue // an empty line or *0: nothing to do, as in Redis
-				}
-			}
-			if c.cl.Killed() {
-				return // CLIENT KILL or shutdown: run nothing more
-			}
-			if q != nil {
-				c.s.table.DispatchFound(c.cl, q.cmd, args, q.key)
-			} else {
-				c.s.table.Dispatch(c.cl, args)
-			}
-			ran++
-			if c.cl.CloseAfterReply() {
+	if rl, ok := c.nc.(readLooper); ok {
+		rl.readLoop(c.next)
+		return
+	}
+	for b := c.next(0, nil); b != nil; {
+		m, err := c.nc.Read(b)
+		b = c.next(m, err)
+	}
+}
+
+// next takes what a read brought (m bytes at buf[n:], or readErr), runs every
+// complete request in the buffer, flushes once, and returns where the next
+// read goes; nil when the connection is done.
+func (c *conn) next(m int, readErr error) []byte {
+	c.n += m
+	if readErr != nil && m == 0 {
+		return nil
+	}
+	r, n := c.r, c.n
+	ran := 0 // requests run
+	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
+	c.la.reset(r)
+	for r < n {
+		lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
+		c.la.advance(c.buf[:n], r, lim, c.s.table, c.s.eng)
+		var args [][]byte
+		q := c.la.take(r)
+		if q != nil {
+			args = c.p.fromSpans(c.buf[:n], q.spans[:q.nargs])
+			r += q.used
+		} else {
+			var used int
+			var err error
+			args, used, err = c.p.next(c.buf[r:n], lim)
+			if err != nil {
+				c.w.WriteError("ERR " + err.Error())
 				c.w.Flush() //nolint:errcheck // closing anyway
-				return
+				return nil
 			}
-			if c.w.Len() > flushAt && c.w.Flush() != nil {
-				return
+			if used == 0 {
+				break // incomplete
 			}
-		}
-		c.p.release()
-		if ran > 0 {
-			c.cl.Touch(c.s.nowSec.Load())
-			if ran > 1 && c.oneThread {
-				// A pipelined batch: let the connections whose requests
-				// are already in hand run theirs before this reply goes
-				// out, so that replies leave in bursts. A client that
-				// went to sleep waiting is then woken once per burst
-				// rather than once per reply, and waking it is most of
-				// what a write costs beyond copying. Only on one thread:
-				// with more, other connections run meanwhile anyway, and
-				// a yield wakes an idle thread to take this goroutine
-				// (+200 ns a request in BenchmarkServeConn).
-				runtime.Gosched()
-			}
-			if c.w.Flush() != nil {
-				return
+			r += used
+			if len(args) == 0 {
+				continue // an empty line or *0: nothing to do, as in Redis
 			}
 		}
-
-		// Keep the unparsed rest of a request at the front of the buffer.
-		pending := n - r
-		switch {
-		case len(c.buf) > readBufSize && pending <= readBufSize/2:
-			small := make([]byte, readBufSize) // give a large request's buffer back
-			copy(small, c.buf[r:n])
-			c.buf = small
-		case r > 0 && pending > 0:
-			copy(c.buf, c.buf[r:n])
+		if c.cl.Killed() {
+			return nil // CLIENT KILL or shutdown: run nothing more
 		}
-		r, n = 0, pending
-		if n == len(c.buf) {
-			grown := make([]byte, 2*len(c.buf))
-			copy(grown, c.buf[:n])
-			c.buf = grown
+		if q != nil {
+			c.s.table.DispatchFound(c.cl, q.cmd, args, q.key)
+		} else {
+			c.s.table.Dispatch(c.cl, args)
 		}
-
-		if d := c.s.limits.timeout.Load(); d > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) //nolint:errcheck
-			deadline = true
-		} else if deadline {
-			c.nc.SetReadDeadline(time.Time{}) //nolint:errcheck
-			deadline = false
+		ran++
+		if c.cl.CloseAfterReply() {
+			c.w.Flush() //nolint:errcheck // closing anyway
+			return nil
 		}
-		m, err := c.nc.Read(c.buf[n:])
-		n += m
-		if err != nil && m == 0 {
-			return
+		if c.w.Len() > flushAt && c.w.Flush() != nil {
+			return nil
 		}
 	}
+	c.p.release()
+	if ran > 0 {
+		c.cl.Touch(c.s.nowSec.Load())
+		if ran > 1 && c.oneThread {
+			// A pipelined batch: let the connections whose requests are
+			// already in hand run theirs before this reply goes out, so
+			// that replies leave in bursts. A client that went to sleep
+			// waiting is then woken once per burst rather than once per
+			// reply, and waking it is most of what a write costs beyond
+			// copying. Only on one thread: with more, other connections
+			// run meanwhile anyway, and a yield wakes an idle thread to
+			// take this goroutine (+200 ns a request in
+			// BenchmarkServeConn).
+			runtime.Gosched()
+		}
+		if c.w.Flush() != nil {
+			return nil
+		}
+	}
+
+	// Keep the unparsed rest of a request at the front of the buffer.
+	pending := n - r
+	switch {
+	case len(c.buf) > readBufSize && pending <= readBufSize/2:
+		small := make([]byte, readBufSize) // give a large request's buffer back
+		copy(small, c.buf[r:n])
+		c.buf = small
+	case r > 0 && pending > 0:
+		copy(c.buf, c.buf[r:n])
+	}
+	c.r, c.n = 0, pending
+	if c.n == len(c.buf) {
+		grown := make([]byte, 2*len(c.buf))
+		copy(grown, c.buf[:c.n])
+		c.buf = grown
+	}
+
+	if d := c.s.limits.timeout.Load(); d > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) //nolint:errcheck
+		c.deadline = true
+	} else if c.deadline {
+		c.nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+		c.deadline = false
+	}
+	return c.buf[c.n:]
 }

@@ -3,10 +3,14 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -42,6 +46,139 @@ type rawConn struct {
 	wzero   bool
 	readFn  func(fd uintptr) bool
 	writeFn func(fd uintptr) bool
+
+	looping atomic.Bool // readLoop is running
+	empty   int         // readLoop's reads that found nothing (for tests)
+
+	dmu     sync.Mutex // guards the deadlines: CONFIG SET timeout sets them from elsewhere
+	idle    time.Time  // the idle deadline, SetReadDeadline's; zero: none
+	probeAt time.Time  // readLoop's probe; zero: not armed
+}
+
+// readLoop is the connection's read loop (see readLooper): it reads into
+// the buffer next returns and hands next what each read brought, until
+// next returns nil.
+//
+// It saves a read(2) per batch. syscall.RawConn.Read forgets, as it
+// starts, whatever the netpoller has said of the socket, so it must begin
+// with a read, and a loop over Read pays one read that finds nothing
+// (EAGAIN) for every read that brings a batch. readLoop instead stays
+// inside one RawConn.Read, and after a read that left room in its buffer
+// it waits for the netpoller's word that more has come, without a read
+// first: a stream socket's read returns less than asked only when it has
+// taken everything there, and every arrival after it sends word. Every
+// arrival but the peer's end of stream (FIN) that came with the data just
+// read: that one has been told already, and will not be again. So that a
+// client that sends its last requests and half-closes at once is still
+// answered by a close, a read follows within probeWait of the first wait
+// that skipped one (the probe, a read deadline); once a read has found
+// nothing, waits need no probe until the next read that brings data.
+//
+// While the loop runs it holds the descriptor, so Close closes in the
+// background (see Close).
+func (c *rawConn) readLoop(next func(m int, err error) []byte) {
+	b := next(0, nil)
+	c.looping.Store(true)
+	defer c.looping.Store(false)
+	for b != nil {
+		err := c.rc.Read(func(fd uintptr) bool {
+			for b != nil {
+				n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+				switch {
+				case e == syscall.EINTR:
+					continue
+				case e == syscall.EAGAIN:
+					c.empty++
+					c.probe(false) // empty: whatever comes now, FIN included, sends word
+					return false
+				case e != 0:
+					b = next(0, os.NewSyscallError("read", e))
+				case n == 0:
+					b = next(0, io.EOF)
+				default:
+					drained := int(n) < len(b)
+					b = next(int(n), nil)
+					if drained && b != nil {
+						c.probe(true)
+						return false // wait for word without reading first
+					}
+				}
+			}
+			return true
+		})
+		if err != nil && b != nil && !c.probeFired(err) {
+			b = next(0, err) // closed, or idle past the deadline
+		}
+	}
+}
+
+// probeWait is how long a wait that skipped its read lasts at most before
+// the read is made after all (see readLoop).
+const probeWait = 10 * time.Millisecond
+
+// probe arms (on) or disarms the read deadline that ends a wait which
+// skipped its read. Arming an armed probe leaves it as it is: a busy
+// connection sets a deadline once per probeWait, not once per batch.
+func (c *rawConn) probe(on bool) {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if on == !c.probeAt.IsZero() {
+		return
+	}
+	c.probeAt = time.Time{}
+	if on {
+		c.probeAt = time.Now().Add(probeWait)
+	}
+	c.applyDeadline()
+}
+
+// probeFired reports whether err, which ended a wait, is the probe's
+// deadline rather than the idle timeout's, and disarms the probe if so.
+func (c *rawConn) probeFired(err error) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.probeAt.IsZero() || !c.idle.IsZero() && !time.Now().Before(c.idle) {
+		return false
+	}
+	c.probeAt = time.Time{}
+	c.applyDeadline()
+	return true
+}
+
+// SetReadDeadline sets the idle deadline (the zero time: none), which
+// readLoop's probe may bring forward.
+func (c *rawConn) SetReadDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	c.idle = t
+	return c.applyDeadline()
+}
+
+// applyDeadline sets the socket's read deadline to the earlier of the idle
+// deadline and the probe's. c.dmu is held.
+func (c *rawConn) applyDeadline() error {
+	d := c.idle
+	if !c.probeAt.IsZero() && (d.IsZero() || c.probeAt.Before(d)) {
+		d = c.probeAt
+	}
+	return c.Conn.SetReadDeadline(d)
+}
+
+// Close closes the connection. While readLoop runs it holds the
+// descriptor, and net.Conn's Close waits for every holder to let go: on
+// the loop's own goroutine (a client killing itself) that would never
+// happen. So then the close runs in the background: it begins at once (a
+// wait for readiness, or the next read or write, fails), and completes as
+// the loop returns.
+func (c *rawConn) Close() error {
+	if c.looping.Load() {
+		go c.Conn.Close() //nolint:errcheck // as the caller of Close would ignore it
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // newRawConn wraps nc when it is a socket, and returns it as it is

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -130,5 +131,122 @@ func TestRawConnLeavesOtherConns(t *testing.T) {
 	defer b.Close()
 	if c := newRawConn(a); c != a {
 		t.Fatalf("net.Pipe wrapped: %T", c)
+	}
+}
+
+// loopPair is tcpPair with readLoop running on the server's end: it
+// answers every read with the bytes it got, upper-cased (calling onRead
+// first, if not nil, for a read that brought some), reports how it ended, and then closes, as the
+// server's release does. setup, if not nil, runs on the peer before the
+// loop starts.
+func loopPair(t *testing.T, setup func(peer net.Conn), onRead func(raw *rawConn)) (raw *rawConn, peer net.Conn, ended <-chan error) {
+	t.Helper()
+	nc, peer := tcpPair(t)
+	raw = nc.(*rawConn)
+	if setup != nil {
+		setup(peer)
+	}
+	done := make(chan error, 1)
+	buf := make([]byte, 64)
+	next := func(m int, err error) []byte {
+		if err != nil && m == 0 {
+			done <- err
+			return nil
+		}
+		if onRead != nil && m > 0 {
+			onRead(raw)
+		}
+		if _, err := raw.Write(bytes.ToUpper(buf[:m])); err != nil {
+			done <- err
+			return nil
+		}
+		return buf
+	}
+	go func() {
+		defer raw.Close()
+		raw.readLoop(next)
+	}()
+	return raw, peer, done
+}
+
+// After a read that emptied the socket, readLoop waits for the next
+// arrival without reading first: over 200 round trips it makes almost no
+// read that finds nothing (a loop over Read makes one per round trip).
+func TestReadLoopSkipsEmptyReads(t *testing.T) {
+	raw, peer, ended := loopPair(t, nil, nil)
+	got := make([]byte, 4)
+	for i := range 200 {
+		if _, err := peer.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(peer, got); err != nil || string(got) != "PING" {
+			t.Fatalf("round %d: %q, %v", i, got, err)
+		}
+	}
+	peer.Close()
+	if err := <-ended; err != io.EOF {
+		t.Fatalf("the loop ended with %v, want EOF", err)
+	}
+	// A wait that outlasts probeWait reads once; on a loaded machine a
+	// few may.
+	if raw.empty > 20 {
+		t.Fatalf("%d reads found nothing in 200 round trips", raw.empty)
+	}
+}
+
+// A peer that sends its last bytes and closes its side in one segment,
+// while readLoop waits, is answered and then sees the server close: the
+// netpoller tells of the data and the end of stream once, the read takes
+// the data, and the wait after it would never end but for the probe.
+func TestReadLoopSeesHalfClose(t *testing.T) {
+	_, peer, ended := loopPair(t, nil, nil)
+	peer.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	got := make([]byte, 2)
+	if _, err := peer.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(peer, got); err != nil || string(got) != "HI" {
+		t.Fatalf("%q, %v", got, err) // the loop has read and waits (or is about to)
+	}
+	// Corked, the bytes wait for the FIN and leave with it.
+	sc, err := peer.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Control(func(fd uintptr) { //nolint:errcheck
+		if err := syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_CORK, 1); err != nil {
+			t.Error(err)
+		}
+	})
+	peer.Write([]byte("bye"))        //nolint:errcheck
+	peer.(*net.TCPConn).CloseWrite() //nolint:errcheck
+	if b, err := io.ReadAll(peer); string(b) != "BYE" || err != nil {
+		t.Fatalf("the peer read %q, %v", b, err)
+	}
+	if err := <-ended; err != io.EOF {
+		t.Fatalf("the loop ended with %v, want EOF", err)
+	}
+}
+
+// The idle deadline ends the loop even while a probe is armed, and Close
+// on the loop's own goroutine ends it without waiting for itself.
+func TestReadLoopDeadlineAndClose(t *testing.T) {
+	_, peer, ended := loopPair(t, nil, func(raw *rawConn) {
+		raw.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) //nolint:errcheck
+	})
+	peer.Write([]byte("x")) //nolint:errcheck
+	if err := <-ended; !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the loop ended with %v, want the deadline", err)
+	}
+
+	_, peer, ended = loopPair(t, nil, func(raw *rawConn) { raw.Close() })
+	peer.Write([]byte("x")) //nolint:errcheck
+	select {
+	case err := <-ended:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("the loop ended with %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close from inside the loop did not end it")
 	}
 }
