@@ -70,16 +70,20 @@ var crlf = []byte("\r\n")
 
 func (c *Client) writeOK() { c.W.WriteString("OK") }
 
-// writeResult writes a limiter reply: five integers.
+// writeResult writes a limiter reply: five integers, the same in RESP2
+// and RESP3. It is the reply of every limiter command, so it is encoded
+// here in one go rather than through five calls.
 func (c *Client) writeResult(r engine.Result) {
-	c.W.WriteArray(5)
+	b := append(c.W.b, "*5\r\n:0\r\n:"...)
 	if r.Limited {
-		c.W.WriteInt(1)
-	} else {
-		c.W.WriteInt(0)
+		b[len(b)-4] = '1'
 	}
-	c.W.WriteInt64(r.Limit)
-	c.W.WriteInt64(r.Remaining)
-	c.W.WriteInt64(r.RetryAfter)
-	c.W.WriteInt64(r.ResetAfter)
+	b = strconv.AppendInt(b, r.Limit, 10)
+	b = append(b, "\r\n:"...)
+	b = strconv.AppendInt(b, r.Remaining, 10)
+	b = append(b, "\r\n:"...)
+	b = strconv.AppendInt(b, r.RetryAfter, 10)
+	b = append(b, "\r\n:"...)
+	b = strconv.AppendInt(b, r.ResetAfter, 10)
+	c.W.b = append(b, "\r\n"...)
 }

@@ -65,7 +65,11 @@ func (la *lookahead) advance(b []byte, r int, lim bounds, t *commands.Table, e *
 		for i := range q.spans[:nargs] {
 			q.spans[i].off += la.next
 		}
-		q.cmd = t.Lookup(q.arg(b, 0))
+		if name := q.arg(b, 0); n > 0 && string(name) == string(la.reqs[n-1].arg(b, 0)) {
+			q.cmd = la.reqs[n-1].cmd // a pipeline mostly repeats one command
+		} else {
+			q.cmd = t.Lookup(name)
+		}
 		q.key = engine.Hint{}
 		if q.cmd != nil && q.cmd.FirstKey == 1 && nargs > 1 {
 			q.key = e.Locate(q.arg(b, 1))
