@@ -48,6 +48,7 @@ type rawConn struct {
 	writeFn func(fd uintptr) bool
 
 	looping atomic.Bool // readLoop is running
+	closed  atomic.Bool // Close was called
 	empty   int         // readLoop's reads that found nothing (for tests)
 
 	dmu     sync.Mutex // guards the deadlines: CONFIG SET timeout sets them from elsewhere
@@ -65,17 +66,21 @@ type rawConn struct {
 // (EAGAIN) for every read that brings a batch. readLoop instead stays
 // inside one RawConn.Read, and after a read that left room in its buffer
 // it waits for the netpoller's word that more has come, without a read
-// first: a stream socket's read returns less than asked only when it has
-// taken everything there, and every arrival after it sends word. Every
-// arrival but the peer's end of stream (FIN) that came with the data just
-// read: that one has been told already, and will not be again. So that a
-// client that sends its last requests and half-closes at once is still
-// answered by a close, a read follows within probeWait of the first wait
-// that skipped one (the probe, a read deadline); once a read has found
-// nothing, waits need no probe until the next read that brings data.
+// first. A TCP socket's read returns less than asked when it has taken all
+// the data there, and data that arrives after it sends word. What it does
+// not take, and sends no word of again, is the end of the stream (a FIN,
+// or a reset or error) when that arrived before the read, its word merged
+// with the one that woke the loop; so too data past an urgent (MSG_OOB)
+// mark, where a read stops short. So that a client that sends and closes
+// (or half-closes) at once is still seen to go, a read follows within
+// probeWait of a wait that skipped one (the probe, a read deadline):
+// such a client is released up to probeWait later than a loop over Read
+// would. Once a read has found nothing, waits need no probe until the next
+// read that brings data, and a busy connection arms one probe per
+// probeWait, not one per batch.
 //
 // While the loop runs it holds the descriptor, so Close closes in the
-// background (see Close).
+// background (see Close), and the loop stops reading once Close was called.
 func (c *rawConn) readLoop(next func(m int, err error) []byte) {
 	b := next(0, nil)
 	c.looping.Store(true)
@@ -83,6 +88,10 @@ func (c *rawConn) readLoop(next func(m int, err error) []byte) {
 	for b != nil {
 		err := c.rc.Read(func(fd uintptr) bool {
 			for b != nil {
+				if c.closed.Load() {
+					b = next(0, net.ErrClosed) // a killed client streaming a large request
+					break
+				}
 				n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 				switch {
 				case e == syscall.EINTR:
@@ -148,6 +157,14 @@ func (c *rawConn) probeFired(err error) bool {
 	return true
 }
 
+// SetDeadline sets both deadlines, the read one as SetReadDeadline does.
+func (c *rawConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
 // SetReadDeadline sets the idle deadline (the zero time: none), which
 // readLoop's probe may bring forward.
 func (c *rawConn) SetReadDeadline(t time.Time) error {
@@ -168,12 +185,15 @@ func (c *rawConn) applyDeadline() error {
 }
 
 // Close closes the connection. While readLoop runs it holds the
-// descriptor, and net.Conn's Close waits for every holder to let go: on
-// the loop's own goroutine (a client killing itself) that would never
-// happen. So then the close runs in the background: it begins at once (a
-// wait for readiness, or the next read or write, fails), and completes as
-// the loop returns.
+// descriptor, and net.Conn's Close waits for every holder to let go, that
+// is for the loop to finish the batch it is running and wait again. That
+// must not be waited for: Server.Shutdown kills (closes) each client while
+// holding the server's lock, which the batch may be waiting for itself
+// (CLIENT LIST, CONFIG SET timeout). So then the close runs in the
+// background: it begins at once (a wait for readiness, a write, or the
+// loop's next read fails), and completes as the loop returns.
 func (c *rawConn) Close() error {
+	c.closed.Store(true)
 	if c.looping.Load() {
 		go c.Conn.Close() //nolint:errcheck // as the caller of Close would ignore it
 		return nil

@@ -228,8 +228,9 @@ func TestReadLoopSeesHalfClose(t *testing.T) {
 	}
 }
 
-// The idle deadline ends the loop even while a probe is armed, and Close
-// on the loop's own goroutine ends it without waiting for itself.
+// The idle deadline ends the loop even while a probe is armed, and a
+// Close while the loop holds the descriptor does not wait for the loop
+// (here it runs on the loop's own goroutine: waiting would never end).
 func TestReadLoopDeadlineAndClose(t *testing.T) {
 	_, peer, ended := loopPair(t, nil, func(raw *rawConn) {
 		raw.SetReadDeadline(time.Now().Add(50 * time.Millisecond)) //nolint:errcheck
@@ -248,5 +249,34 @@ func TestReadLoopDeadlineAndClose(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close from inside the loop did not end it")
+	}
+}
+
+// A Close stops the loop's reading even while reads keep filling its
+// buffer and bring nothing to answer (a killed client that streams a
+// large request): no read is made after it.
+func TestReadLoopStopsReadingOnClose(t *testing.T) {
+	nc, peer := tcpPair(t)
+	raw := nc.(*rawConn)
+	go peer.Write(bytes.Repeat([]byte("x"), 1<<20)) //nolint:errcheck
+	buf := make([]byte, 64)
+	after, closed := 0, false
+	var end error
+	raw.readLoop(func(m int, err error) []byte {
+		if err != nil && m == 0 {
+			end = err
+			return nil
+		}
+		if closed {
+			after++
+		}
+		if m > 0 && !closed {
+			raw.Close()
+			closed = true
+		}
+		return buf
+	})
+	if !errors.Is(end, net.ErrClosed) || after > 0 {
+		t.Fatalf("the loop ended with %v after %d reads past Close; want net.ErrClosed after none", end, after)
 	}
 }
