@@ -87,3 +87,13 @@ func (e *Engine) PrefetchRecord(h Hint) {
 	}
 	s.mu.Unlock()
 }
+
+// prefetchRecordAt starts loading the record of slot i, if i is a full
+// slot. The table's lock is held.
+func (t *table) prefetchRecordAt(i int) {
+	if i < len(t.slots) {
+		if sl := t.slots[i]; sl != 0 && int(uint32(sl)) < len(t.arena) {
+			prefetch(uintptr(unsafe.Pointer(&t.arena[uint32(sl)])))
+		}
+	}
+}

@@ -105,6 +105,13 @@ func (s *shard) reapLocked(nowMs int64) {
 	}
 }
 
+// sweepAhead is how many slots ahead of the one it examines the sweep
+// starts loading a record: each key it examines is a cache miss on its
+// record (for its expiry), and misses asked for ahead overlap. (Without
+// it, decoding those records was 4% of the server's CPU in a -P 1
+// CL.THROTTLE run, where keys expire as fast as they are made.)
+const sweepAhead = 8
+
 // sweepLocked examines up to budget keys from where the last call left
 // off, removing the expired ones, and returns how many it examined and
 // removed. Successive calls walk the whole table round and round. It also
@@ -117,6 +124,7 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	}
 	for steps := 0; examined < budget && steps < len(s.t.slots); {
 		i := s.sweepPos % len(s.t.slots)
+		s.t.prefetchRecordAt(i + sweepAhead)
 		if s.t.slots[i] == 0 {
 			s.sweepPos = i + 1
 			steps++
