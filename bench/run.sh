@@ -267,7 +267,7 @@ run_tput() {
 		printf -- '- command: `%s`\n' "$(command_line)"
 		printf -- '- each run: `redis-benchmark -c %s -r %s -n N [-P 16] --csv <command>`, N = %s non-pipelined, %s with -P 16 (%s for Redis+Lua with -P 16); FLUSHALL of every server before each run (so that no server expires the keys of one run during the next); %s round(s) of the whole list, run one after the other.\n' \
 			"$CLIENTS" "$KEYSPACE" "$N1" "$N16" "$NLUA16" "$ROUNDS"
-		echo '- ops/s, p50 and p99 are the median over rounds; the ratios are computed within each round (against that round'"'"'s Redis PING and Redis+Lua GCRA runs) and their median is shown, with the range over rounds in brackets.'
+		echo '- ops/s, p50 and p99 are the median over rounds; the ratios are computed within each round (against that round'"'"'s Redis PING, Redis+Lua GCRA and cellserver CL.THROTTLE runs) and their median is shown, with the range over rounds in brackets.'
 		printf -- '- cellserver runs with `--threads %s` (one thread runs commands, as in Redis); the rows marked "default threads" come from a second cellserver with the default, one thread per core (%s here).\n' "$CS_THREADS" "$(nproc)"
 		echo '- Redis+Lua GCRA is bench/gcra.lua (TIME, GET, the GCRA arithmetic in µs, SET PX when allowed, five integers). Key names are `<prefix>:` + 12 digits; the hot-key rows send every request to one key (almost all limited).'
 		echo
@@ -292,18 +292,19 @@ run_tput() {
 				for (pi = 1; pi <= 2; pi++) {
 					p = pi == 1 ? 1 : 16
 					printf "### %s\n\n", p == 1 ? "Not pipelined (-P 1)" : "Pipelined (-P 16)"
-					print "| workload | target | ops/s | p50 ms | p99 ms | ratio vs Redis PING | ratio vs Redis+Lua GCRA |"
-					print "|---|---|---:|---:|---:|---:|---:|"
+					print "| workload | target | ops/s | p50 ms | p99 ms | ratio vs Redis PING | ratio vs Redis+Lua GCRA | ratio vs CL.THROTTLE |"
+					print "|---|---|---:|---:|---:|---:|---:|---:|"
 					for (i = 1; i <= cnt[p]; i++) {
 						id = order[p, i]; split(id, f, "|")
-						rp = ""; rl = ""
+						rp = ""; rl = ""; rc = ""
 						for (r in rounds) {
 							if ((p, "PING|Redis", r) in rps) rp = rp " " rps[p, id, r] / rps[p, "PING|Redis", r]
 							if ((p, "GCRA (Lua EVALSHA)|Redis+Lua", r) in rps) rl = rl " " rps[p, id, r] / rps[p, "GCRA (Lua EVALSHA)|Redis+Lua", r]
+							if ((p, "CL.THROTTLE|cellserver", r) in rps) rc = rc " " rps[p, id, r] / rps[p, "CL.THROTTLE|cellserver", r]
 						}
-						printf "| %s | %s | %.0f | %.3f | %.3f | %.2f%s | %.2f%s |\n", f[1], f[2],
+						printf "| %s | %s | %.0f | %.3f | %.3f | %.2f%s | %.2f%s | %.2f%s |\n", f[1], f[2],
 							median(ops[p, id]), median(p50[p, id]), median(p99[p, id]),
-							median(rp), range(rp), median(rl), range(rl)
+							median(rp), range(rp), median(rl), range(rl), median(rc), range(rc)
 					}
 					print ""
 				}
