@@ -47,9 +47,10 @@ type rawConn struct {
 	readFn  func(fd uintptr) bool
 	writeFn func(fd uintptr) bool
 
-	looping atomic.Bool // readLoop is running
-	closed  atomic.Bool // Close was called
-	empty   int         // readLoop's reads that found nothing (for tests)
+	looping   atomic.Bool   // readLoop is running
+	probeWait time.Duration // probeWait, but in tests
+	closed    atomic.Bool   // Close was called
+	empty     int           // readLoop's reads that found nothing (for tests)
 
 	dmu     sync.Mutex // guards the deadlines: CONFIG SET timeout sets them from elsewhere
 	idle    time.Time  // the idle deadline, SetReadDeadline's; zero: none
@@ -136,7 +137,7 @@ func (c *rawConn) probe(on bool) {
 	}
 	c.probeAt = time.Time{}
 	if on {
-		c.probeAt = time.Now().Add(probeWait)
+		c.probeAt = time.Now().Add(c.probeWait)
 	}
 	c.applyDeadline()
 }
@@ -212,7 +213,7 @@ func newRawConn(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	c := &rawConn{Conn: nc, rc: rc}
+	c := &rawConn{Conn: nc, rc: rc, probeWait: probeWait}
 	c.readFn, c.writeFn = c.read, c.write
 	return c
 }
