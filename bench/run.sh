@@ -165,7 +165,7 @@ machine() {
 	printf -- '- software: %s, %s, %s\n' "$(go version | awk '{ print $3 }')" \
 		"$(redis-server --version | awk '{ print "redis-server " $3 }' | sed 's/v=//')" "$(redis-benchmark --version)"
 	[[ ${BENCH_PIN:-0} == 1 ]] && printf -- '- pinned: servers on CPU %s, redis-benchmark on CPU 0\n' "$(($(nproc) - 1))"
-	printf -- '- git: %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$( [[ -n $(git status --porcelain 2>/dev/null) ]] && echo ' (with uncommitted changes)')"
+	printf -- '- git: %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$( [[ -n $(git status --porcelain -- . ':!bench/RESULTS.md' 2>/dev/null) ]] && echo ' (with uncommitted changes)')"
 }
 
 command_line() {

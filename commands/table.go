@@ -70,11 +70,11 @@ type Table struct {
 	host   Host
 }
 
-// The name index is a fixed array rather than a map: Lookup runs for every
-// request (in the server's read-ahead, server/prefetch.go, or in Dispatch),
-// and hashing the
-// name while folding its case, then comparing one or two rows, costs less
-// than a map's string hash and probe.
+// The name index is a fixed array rather than a map: Lookup runs for nearly
+// every request (in the server's read-ahead, server/prefetch.go, once per
+// run of equal names in a group; else in Dispatch), and hashing the name
+// while folding its case, then comparing one or two rows, costs less than
+// a map's string hash and probe.
 const (
 	indexSize  = 256 // a power of two, well above the number of commands
 	maxNameLen = 32  // no command name is longer

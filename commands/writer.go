@@ -6,7 +6,8 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Writer buffers RESP replies, encoded by redcon, for one connection. The
+// Writer buffers RESP replies, encoded by redcon (a limiter reply by
+// Client.writeResult), for one connection. The
 // server flushes it once per batch of requests, or sooner when Len grows
 // large. It is not safe for concurrent use.
 type Writer struct {

@@ -57,8 +57,9 @@ func (e *Engine) Prefetch(h Hint) {
 	s.mu.Unlock()
 }
 
-// PrefetchRecord starts loading the record of h's key, when the slot read
-// by Prefetch points at it. The zero Hint does nothing.
+// PrefetchRecord starts loading the record of h's key, when its home slot
+// (the one Prefetch loads) or the next holds its tag. The zero Hint does
+// nothing.
 func (e *Engine) PrefetchRecord(h Hint) {
 	s := h.s
 	if s == nil {

@@ -124,7 +124,7 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	}
 	for steps := 0; examined < budget && steps < len(s.t.slots); {
 		i := s.sweepPos % len(s.t.slots)
-		s.t.prefetchRecordAt(i + sweepAhead)
+		s.t.prefetchRecordAt((i + sweepAhead) % len(s.t.slots))
 		if s.t.slots[i] == 0 {
 			s.sweepPos = i + 1
 			steps++

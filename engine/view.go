@@ -7,7 +7,7 @@ package engine
 type View struct {
 	e    *Engine
 	held bool
-	hint Hint // for the next limiter call (Expect)
+	hint Hint // for the next call on a key (Expect)
 }
 
 // NewView returns a View of its own, for one client: one that Expect may

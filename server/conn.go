@@ -12,7 +12,8 @@ import (
 // The connection loop: read, run every complete request, flush, repeat.
 // Requests are read ahead a group at a time (prefetch.go), or parsed by
 // the parser (parse.go) when reading ahead does not take them; replies are
-// encoded by redcon through commands.Writer; a limiter command allocates
+// encoded by commands.Writer (redcon's encoders, and its own for a limiter
+// reply); a limiter command allocates
 // nothing on its way through. What one client can make the server hold is
 // bounded: a request by its limits (checked as each header arrives),
 // replies by flushing whenever more than flushAt bytes are waiting.
@@ -42,8 +43,7 @@ type conn struct {
 	nc  net.Conn
 	w   *commands.Writer
 	cl  *commands.Client
-	buf []byte // read buffer: buf[r:n] is unparsed input, from a request's start
-	r   int
+	buf []byte // read buffer: buf[:n] is unparsed input, from a request's start
 	n   int
 	p   parser
 	la  lookahead
@@ -65,24 +65,24 @@ func (c *conn) serve() {
 	defer c.s.release(c)
 	c.buf = make([]byte, readBufSize)
 	if rl, ok := c.nc.(readLooper); ok {
-		rl.readLoop(c.next)
+		rl.readLoop(c.afterRead)
 		return
 	}
-	for b := c.next(0, nil); b != nil; {
+	for b := c.afterRead(0, nil); b != nil; {
 		m, err := c.nc.Read(b)
-		b = c.next(m, err)
+		b = c.afterRead(m, err)
 	}
 }
 
-// next takes what a read brought (m bytes at buf[n:], or readErr), runs every
-// complete request in the buffer, flushes once, and returns where the next
-// read goes; nil when the connection is done.
-func (c *conn) next(m int, readErr error) []byte {
+// afterRead takes what a read brought (m bytes at buf[n:], or readErr),
+// runs every complete request in the buffer, flushes once, and returns
+// where the next read goes; nil when the connection is done.
+func (c *conn) afterRead(m int, readErr error) []byte {
 	c.n += m
 	if readErr != nil && m == 0 {
 		return nil
 	}
-	r, n := c.r, c.n
+	r, n := 0, c.n
 	ran := 0 // requests run
 	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 	c.la.reset(r)
@@ -158,7 +158,7 @@ func (c *conn) next(m int, readErr error) []byte {
 	case r > 0 && pending > 0:
 		copy(c.buf, c.buf[r:n])
 	}
-	c.r, c.n = 0, pending
+	c.n = pending
 	if c.n == len(c.buf) {
 		grown := make([]byte, 2*len(c.buf))
 		copy(grown, c.buf[:c.n])

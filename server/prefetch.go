@@ -18,8 +18,8 @@ import (
 //
 // The requests are then run from what was read ahead: their arguments are
 // not parsed again, their command not looked up again, and their key not
-// hashed again (commands.Table.DispatchFound, engine.View.Expect). A lone
-// request (every request, without pipelining) is read this way too, just
+// hashed again (commands.Table.DispatchFound, engine.View.Expect). A group
+// of one (every request, without pipelining) is read this way too, just
 // not prefetched for. Reading ahead stops, for the rest of the batch, at
 // the first request quick does not take (an inline command, an incomplete
 // request, anything unusual); the parser reads that one and every one

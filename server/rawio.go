@@ -48,7 +48,7 @@ type rawConn struct {
 	writeFn func(fd uintptr) bool
 
 	looping   atomic.Bool   // readLoop is running
-	probeWait time.Duration // probeWait, but in tests
+	probeWait time.Duration // how long a probe waits: the constant probeWait, longer in tests
 	closed    atomic.Bool   // Close was called
 	empty     int           // readLoop's reads that found nothing (for tests)
 
@@ -67,9 +67,9 @@ type rawConn struct {
 // (EAGAIN) for every read that brings a batch. readLoop instead stays
 // inside one RawConn.Read, and after a read that left room in its buffer
 // it waits for the netpoller's word that more has come, without a read
-// first. A TCP socket's read returns less than asked when it has taken all
-// the data there, and data that arrives after it sends word. What it does
-// not take, and sends no word of again, is the end of the stream (a FIN,
+// first. A short read means the socket had no more data, and data that
+// arrives later wakes the netpoller. What a short read does not take, and
+// the netpoller sends no word of again, is the end of the stream (a FIN,
 // or a reset or error) when that arrived before the read, its word merged
 // with the one that woke the loop; so too data past an urgent (MSG_OOB)
 // mark, where a read stops short. So that a client that sends and closes

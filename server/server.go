@@ -1,5 +1,5 @@
 // Package server owns the network side of cellserver: it accepts RESP
-// connections (replies encoded with github.com/tidwall/redcon), bounds what a client can
+// connections (replies encoded by commands.Writer), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
 // commands table. It implements commands.Host. It must not import persist's
