@@ -14,10 +14,10 @@ import (
 	"unsafe"
 )
 
-// rawConn reads and writes a connection's socket with raw system calls
-// (syscall.RawSyscall) inside Go's netpoller (syscall.RawConn), instead of
-// net.Conn's Read and Write, which tell the scheduler before each call that
-// the thread may block. The socket is non-blocking, so no call ever
+// rawConn reads (readLoop) and writes (Write) a connection's socket with
+// raw system calls (syscall.RawSyscall) inside Go's netpoller
+// (syscall.RawConn), instead of net.Conn's Read and Write, which tell the
+// scheduler before each call that the thread may block. The socket is non-blocking, so no call ever
 // blocks; told otherwise, the runtime's monitor hands the processor to
 // another thread whenever a call runs past 20 µs (as a loopback write that
 // wakes its reader does, on a VM), and the server's work is spread over
@@ -25,26 +25,21 @@ import (
 // cores. Waiting for readiness, deadlines and Close work as for net.Conn
 // (errors differ in their wrapping: a failed call is an *os.SyscallError).
 //
-// Unlike a net.Conn, a rawConn takes one Read and one Write at a time
-// (they may overlap each other): each call keeps its state in the struct.
-// The connection loop is its only reader and writer. And a raw call is
-// invisible to the race detector, which sees the buffers of syscall.Read
-// and Write being read or written.
+// Unlike a net.Conn, a rawConn takes one Write at a time (a write keeps
+// its state in the struct), and one readLoop. The connection loop is its
+// only reader and writer. (Its Read is net.Conn's: the server reads only
+// through readLoop.) And a raw call is invisible to the race detector,
+// which sees the buffers of syscall.Read and Write being read or written.
 type rawConn struct {
 	net.Conn
 	rc syscall.RawConn
 
-	// Each call's arguments and results, for the functions below, which
-	// are bound once so that a call allocates nothing. Reads and writes
-	// each have their own: they may run at once.
-	rbuf    []byte
-	rn      int
-	rerr    syscall.Errno
+	// A write's arguments and results, for write, which is bound once so
+	// that a Write allocates nothing.
 	wbuf    []byte
 	wn      int
 	werr    syscall.Errno
 	wzero   bool
-	readFn  func(fd uintptr) bool
 	writeFn func(fd uintptr) bool
 
 	looping   atomic.Bool   // readLoop is running
@@ -93,10 +88,8 @@ func (c *rawConn) readLoop(next func(m int, err error) []byte) {
 					b = next(0, net.ErrClosed) // a killed client streaming a large request
 					break
 				}
-				n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+				n, e := rawCall(syscall.SYS_READ, fd, b)
 				switch {
-				case e == syscall.EINTR:
-					continue
 				case e == syscall.EAGAIN:
 					c.empty++
 					c.probe(false) // empty: whatever comes now, FIN included, sends word
@@ -106,8 +99,8 @@ func (c *rawConn) readLoop(next func(m int, err error) []byte) {
 				case n == 0:
 					b = next(0, io.EOF)
 				default:
-					drained := int(n) < len(b)
-					b = next(int(n), nil)
+					drained := n < len(b)
+					b = next(n, nil)
 					if drained && b != nil {
 						c.probe(true)
 						return false // wait for word without reading first
@@ -214,44 +207,8 @@ func newRawConn(nc net.Conn) net.Conn {
 		return nc
 	}
 	c := &rawConn{Conn: nc, rc: rc, probeWait: probeWait}
-	c.readFn, c.writeFn = c.read, c.write
+	c.writeFn = c.write
 	return c
-}
-
-func (c *rawConn) Read(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	c.rbuf, c.rn, c.rerr = b, 0, 0
-	err := c.rc.Read(c.readFn)
-	c.rbuf = nil
-	switch {
-	case err != nil:
-		return 0, err // closed, or past the deadline
-	case c.rerr != 0:
-		return 0, os.NewSyscallError("read", c.rerr)
-	case c.rn == 0:
-		return 0, io.EOF
-	}
-	return c.rn, nil
-}
-
-// read is one read(2); false asks the netpoller to wait for data.
-func (c *rawConn) read(fd uintptr) bool {
-	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&c.rbuf[0])), uintptr(len(c.rbuf)))
-		switch e {
-		case syscall.EINTR:
-			continue
-		case syscall.EAGAIN:
-			return false
-		case 0:
-			c.rn = int(n)
-		default:
-			c.rerr = e
-		}
-		return true
-	}
 }
 
 func (c *rawConn) Write(b []byte) (int, error) {
@@ -273,10 +230,8 @@ func (c *rawConn) Write(b []byte) (int, error) {
 // write writes all of wbuf; false asks the netpoller to wait for room.
 func (c *rawConn) write(fd uintptr) bool {
 	for len(c.wbuf) > 0 {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&c.wbuf[0])), uintptr(len(c.wbuf)))
+		n, e := rawCall(syscall.SYS_WRITE, fd, c.wbuf)
 		switch e {
-		case syscall.EINTR:
-			continue
 		case syscall.EAGAIN:
 			return false
 		case 0:
@@ -292,4 +247,15 @@ func (c *rawConn) write(fd uintptr) bool {
 		}
 	}
 	return true
+}
+
+// rawCall makes the read(2) or write(2) system call trap on fd with b
+// (not empty), again while it is interrupted (EINTR).
+func rawCall(trap, fd uintptr, b []byte) (int, syscall.Errno) {
+	for {
+		n, _, e := syscall.RawSyscall(trap, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e != syscall.EINTR {
+			return int(n), e
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -38,9 +39,30 @@ func tcpPair(t *testing.T) (raw net.Conn, peer net.Conn) {
 	return raw, peer
 }
 
+// collect runs raw's readLoop until want bytes have come (or the loop
+// ends), reading into a buffer of size bytes, and returns them and how the
+// loop ended (nil: it was stopped once want was reached).
+func collect(raw *rawConn, size, want int) ([]byte, error) {
+	buf := make([]byte, size)
+	var read []byte
+	var end error
+	raw.readLoop(func(m int, err error) []byte {
+		if err != nil && m == 0 {
+			end = err
+			return nil
+		}
+		read = append(read, buf[:m]...)
+		if len(read) >= want {
+			return nil
+		}
+		return buf
+	})
+	return read, end
+}
+
 // Reads wait for data, writes wait for room: 8 MiB through a socket whose
 // reader drains it slowly arrive whole and in order, and what the peer
-// sends arrives the same.
+// sends arrives the same through readLoop (in reads that fill its buffer).
 func TestRawConnReadsAndWrites(t *testing.T) {
 	raw, peer := tcpPair(t)
 	big := bytes.Repeat([]byte("0123456789abcdef"), 8<<20/16)
@@ -57,14 +79,9 @@ func TestRawConnReadsAndWrites(t *testing.T) {
 	}
 
 	go peer.Write(big) //nolint:errcheck
-	buf := make([]byte, 100_000)
-	var read []byte
-	for len(read) < len(big) {
-		n, err := raw.Read(buf)
-		if err != nil {
-			t.Fatalf("Read after %d bytes: %v", len(read), err)
-		}
-		read = append(read, buf[:n]...)
+	read, err := collect(raw.(*rawConn), 100_000, len(big))
+	if err != nil {
+		t.Fatalf("readLoop after %d bytes: %v", len(read), err)
 	}
 	if !bytes.Equal(read, big) {
 		t.Fatal("read back something else")
@@ -73,49 +90,53 @@ func TestRawConnReadsAndWrites(t *testing.T) {
 
 func TestRawConnEOFDeadlineAndClose(t *testing.T) {
 	raw, peer := tcpPair(t)
-	buf := make([]byte, 16)
 
 	raw.SetReadDeadline(time.Now().Add(20 * time.Millisecond)) //nolint:errcheck
-	if _, err := raw.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("Read past the deadline: %v, want a deadline error", err)
+	if _, err := collect(raw.(*rawConn), 16, 1); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("readLoop past the deadline: %v, want a deadline error", err)
 	}
 	raw.SetReadDeadline(time.Time{}) //nolint:errcheck
 
 	peer.Write([]byte("hi")) //nolint:errcheck
 	peer.Close()
-	if n, err := raw.Read(buf); n != 2 || err != nil {
-		t.Fatalf("Read = %d, %v", n, err)
-	}
-	if _, err := raw.Read(buf); err != io.EOF {
-		t.Fatalf("Read after the peer closed: %v, want EOF", err)
+	if read, err := collect(raw.(*rawConn), 16, 3); string(read) != "hi" || err != io.EOF {
+		t.Fatalf("readLoop read %q, then %v; want hi, then EOF", read, err)
 	}
 
 	done := make(chan error)
 	raw2, _ := tcpPair(t)
-	go func() { _, err := raw2.Read(buf); done <- err }()
+	go func() { _, err := collect(raw2.(*rawConn), 16, 1); done <- err }()
+	for !raw2.(*rawConn).looping.Load() {
+		runtime.Gosched() // Close while the loop waits
+	}
 	raw2.Close()
 	if err := <-done; !errors.Is(err, net.ErrClosed) {
-		t.Fatalf("Read interrupted by Close: %v, want net.ErrClosed", err)
+		t.Fatalf("readLoop interrupted by Close: %v, want net.ErrClosed", err)
 	}
-	if _, err := raw2.Write(buf); err == nil {
+	if _, err := raw2.Write([]byte("x")); err == nil {
 		t.Fatal("Write after Close succeeded")
 	}
 }
 
+// A round trip through readLoop and Write allocates nothing.
 func TestRawConnDoesNotAllocate(t *testing.T) {
-	raw, peer := tcpPair(t)
-	msg, buf := []byte("*1\r\n$4\r\nPING\r\n"), make([]byte, 64)
+	nc, peer := tcpPair(t)
+	raw := nc.(*rawConn)
+	msg, buf, back := []byte("*1\r\n$4\r\nPING\r\n"), make([]byte, 64), make([]byte, 64)
+	go raw.readLoop(func(m int, err error) []byte {
+		if err != nil && m == 0 {
+			return nil
+		}
+		if _, err := raw.Write(buf[:m]); err != nil {
+			return nil
+		}
+		return buf
+	})
 	n := testing.AllocsPerRun(100, func() {
-		if _, err := raw.Write(msg); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.ReadFull(peer, buf[:len(msg)]); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := peer.Write(msg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := raw.Read(buf); err != nil {
+		if _, err := io.ReadFull(peer, back[:len(msg)]); err != nil {
 			t.Fatal(err)
 		}
 	})
