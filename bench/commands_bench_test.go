@@ -32,6 +32,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -61,18 +62,18 @@ type limiterCase struct {
 	name string
 	args []string // args[1], the key, is replaced per op
 	// op calls the engine directly with the same, already validated, request.
-	op func(e *engine.Engine, key []byte) (engine.Result, error)
+	op func(e *engine.Engine, key []byte) (limiter.Result, error)
 }
 
 func limiterCases(tb testing.TB) []limiterCase {
-	gcra, err := engine.GCRARequest{MaxBurst: 15, Count: 30, Period: 60, Quantity: 1}.Params()
+	gcra, err := limiter.GCRARequest{MaxBurst: 15, Count: 30, Period: 60, Quantity: 1}.Params()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tbReq := engine.TokenBucketRequest{Capacity: 16, Refill: 30, Period: 60, Cost: 1}
-	swReq := engine.SlidingWindowRequest{Limit: 30, Window: 60, Cost: 1}
-	slReq := engine.SlidingWindowRequest{Limit: 100, Window: 60, Cost: 1, Exact: true}
-	fwReq := engine.FixedWindowRequest{Limit: 30, Window: 60, Cost: 1}
+	tbReq := limiter.TokenBucketRequest{Capacity: 16, Refill: 30, Period: 60, Cost: 1}
+	swReq := limiter.SlidingWindowRequest{Limit: 30, Window: 60, Cost: 1}
+	slReq := limiter.SlidingWindowRequest{Limit: 100, Window: 60, Cost: 1, Exact: true}
+	fwReq := limiter.FixedWindowRequest{Limit: 30, Window: 60, Cost: 1}
 	for _, v := range []interface{ Validate() error }{tbReq, swReq, slReq, fwReq} {
 		if err := v.Validate(); err != nil {
 			tb.Fatal(err)
@@ -80,15 +81,15 @@ func limiterCases(tb testing.TB) []limiterCase {
 	}
 	return []limiterCase{
 		{"CL.THROTTLE", []string{"CL.THROTTLE", "", "15", "30", "60"},
-			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.Throttle(k, gcra) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Throttle(k, gcra) }},
 		{"TB.TAKE", []string{"TB.TAKE", "", "16", "30", "60"},
-			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.TokenBucket(k, tbReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.TokenBucket(k, tbReq) }},
 		{"SW.HIT", []string{"SW.HIT", "", "30", "60"},
-			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.SlidingWindow(k, swReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.SlidingWindow(k, swReq) }},
 		{"SW.HIT_EXACT", []string{"SW.HIT", "", "100", "60", "EXACT"},
-			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.SlidingWindow(k, slReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.SlidingWindow(k, slReq) }},
 		{"FW.INCR", []string{"FW.INCR", "", "30", "60"},
-			func(e *engine.Engine, k []byte) (engine.Result, error) { return e.FixedWindow(k, fwReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.FixedWindow(k, fwReq) }},
 	}
 }
 

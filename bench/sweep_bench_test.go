@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // BenchmarkSweep measures the background expiry sweep on its own: it
@@ -29,7 +30,7 @@ func BenchmarkSweep(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := engine.GCRARequest{MaxBurst: 15, Count: 1, Period: 3600, Quantity: 1}.Params()
+	p, err := limiter.GCRARequest{MaxBurst: 15, Count: 1, Period: 3600, Quantity: 1}.Params()
 	if err != nil {
 		b.Fatal(err)
 	}

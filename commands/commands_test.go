@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 const now0 = int64(1_700_000_000_000_000_000)
@@ -603,7 +604,7 @@ func TestLimiterCommandsDoNotAllocate(t *testing.T) {
 // writeResult encodes five integers exactly as the Writer's generic calls
 // would, extremes included.
 func TestWriteResult(t *testing.T) {
-	for _, r := range []engine.Result{
+	for _, r := range []limiter.Result{
 		{},
 		{Limited: true, Limit: 16, Remaining: 0, RetryAfter: 2, ResetAfter: 30},
 		{Limit: 16, Remaining: 15, RetryAfter: -1, ResetAfter: 2},

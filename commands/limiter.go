@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 func registerLimiter(t *Table) {
@@ -58,7 +59,7 @@ func clThrottle(c *Client, args [][]byte) {
 		}
 		n[i] = v
 	}
-	p, err := engine.GCRARequest{MaxBurst: n[0], Count: n[1], Period: n[2], Quantity: n[3]}.Params()
+	p, err := limiter.GCRARequest{MaxBurst: n[0], Count: n[1], Period: n[2], Quantity: n[3]}.Params()
 	if err != nil {
 		c.fail(errorText(err, true))
 		return
@@ -119,7 +120,7 @@ func tbTake(c *Client, args [][]byte) {
 		c.fail(errSyntax)
 		return
 	}
-	req := engine.TokenBucketRequest{Capacity: n[0], Refill: n[1], Period: n[2], Cost: cost, Millis: ms}
+	req := limiter.TokenBucketRequest{Capacity: n[0], Refill: n[1], Period: n[2], Cost: cost, Millis: ms}
 	if err := req.Validate(); err != nil {
 		c.fail(errorText(err, false))
 		return
@@ -138,7 +139,7 @@ func swHit(c *Client, args [][]byte) {
 		c.fail(errSyntax)
 		return
 	}
-	req := engine.SlidingWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Exact: exact, Millis: ms}
+	req := limiter.SlidingWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Exact: exact, Millis: ms}
 	if err := req.Validate(); err != nil {
 		c.fail(errorText(err, false))
 		return
@@ -157,7 +158,7 @@ func fwIncr(c *Client, args [][]byte) {
 		c.fail(errSyntax)
 		return
 	}
-	req := engine.FixedWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Millis: ms}
+	req := limiter.FixedWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Millis: ms}
 	if err := req.Validate(); err != nil {
 		c.fail(errorText(err, false))
 		return
@@ -166,7 +167,7 @@ func fwIncr(c *Client, args [][]byte) {
 	c.limiterReply(r, err)
 }
 
-func (c *Client) limiterReply(r engine.Result, err error) {
+func (c *Client) limiterReply(r limiter.Result, err error) {
 	if err != nil {
 		c.fail(errorText(err, false))
 		return
@@ -181,21 +182,21 @@ var errorTexts = []struct {
 	texts [2]string
 }{
 	{engine.ErrWrongType, [2]string{errWrongType, errWrongType}},
-	{engine.ErrZeroRate, [2]string{errCellZeroRate, errCellZeroRate}},
-	{engine.ErrNegativeMaxBurst, [2]string{errCellNegBurst, errCellNegBurst}},
-	{engine.ErrNegativeCount, [2]string{errCellNegCount, errCellNegCount}},
-	{engine.ErrNegativePeriod, [2]string{errCellNegPeriod, errCellNegPeriod}},
-	{engine.ErrMaxBurstRange, [2]string{errCellBurstRange, errCellBurstRange}},
-	{engine.ErrQuantityRange, [2]string{errCellQtyRange, errCellQtyRange}},
-	{engine.ErrPeriodRange, [2]string{errRange("period"), errCellPeriodRng}},
-	{engine.ErrCapacityNotPositive, [2]string{errPositive("capacity"), ""}},
-	{engine.ErrRefillNotPositive, [2]string{errPositive("refill"), ""}},
-	{engine.ErrPeriodNotPositive, [2]string{errPositive("period"), ""}},
-	{engine.ErrLimitNotPositive, [2]string{errPositive("limit"), ""}},
-	{engine.ErrWindowNotPositive, [2]string{errPositive("window"), ""}},
-	{engine.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
-	{engine.ErrWindowRange, [2]string{errRange("window"), ""}},
-	{engine.ErrExactLimit, [2]string{errExactLimit, ""}},
+	{limiter.ErrZeroRate, [2]string{errCellZeroRate, errCellZeroRate}},
+	{limiter.ErrNegativeMaxBurst, [2]string{errCellNegBurst, errCellNegBurst}},
+	{limiter.ErrNegativeCount, [2]string{errCellNegCount, errCellNegCount}},
+	{limiter.ErrNegativePeriod, [2]string{errCellNegPeriod, errCellNegPeriod}},
+	{limiter.ErrMaxBurstRange, [2]string{errCellBurstRange, errCellBurstRange}},
+	{limiter.ErrQuantityRange, [2]string{errCellQtyRange, errCellQtyRange}},
+	{limiter.ErrPeriodRange, [2]string{errRange("period"), errCellPeriodRng}},
+	{limiter.ErrCapacityNotPositive, [2]string{errPositive("capacity"), ""}},
+	{limiter.ErrRefillNotPositive, [2]string{errPositive("refill"), ""}},
+	{limiter.ErrPeriodNotPositive, [2]string{errPositive("period"), ""}},
+	{limiter.ErrLimitNotPositive, [2]string{errPositive("limit"), ""}},
+	{limiter.ErrWindowNotPositive, [2]string{errPositive("window"), ""}},
+	{limiter.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
+	{limiter.ErrWindowRange, [2]string{errRange("window"), ""}},
+	{limiter.ErrExactLimit, [2]string{errExactLimit, ""}},
 	{engine.ErrShardFull, [2]string{errShardFull, "Cell error: Store error: " + errShardFull[4:]}},
 }
 

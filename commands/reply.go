@@ -3,7 +3,7 @@ package commands
 import (
 	"strconv"
 
-	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Reply helpers that know RESP2 from RESP3. Everything else is written with
@@ -73,7 +73,7 @@ func (c *Client) writeOK() { c.W.WriteString("OK") }
 // writeResult writes a limiter reply: five integers, the same in RESP2
 // and RESP3. It is the reply of every limiter command, so it is encoded
 // here in one go rather than through five calls.
-func (c *Client) writeResult(r engine.Result) {
+func (c *Client) writeResult(r limiter.Result) {
 	b := append(c.W.b, "*5\r\n:0\r\n:"...)
 	if r.Limited {
 		b[len(b)-4] = '1'

@@ -261,21 +261,14 @@ func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stat
 	}
 }
 
-var kindNames = [...]struct {
-	k    engine.Kind
-	name string
-}{
-	{engine.KindGCRA, "cl_throttle"}, {engine.KindTokenBucket, "tb_take"},
-	{engine.KindSlidingWindow, "sw_hit"}, {engine.KindSlidingLog, "sw_hit_exact"},
-	{engine.KindFixedWindow, "fw_incr"},
-}
-
 func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 	field(b, "shards", c.host.Engine().Shards())
-	for _, kn := range kindNames {
-		field(b, kn.name+"_keys", es.KeysByKind[kn.k])
-		field(b, kn.name+"_allowed", es.Allowed[kn.k])
-		field(b, kn.name+"_limited", es.Limited[kn.k])
+	for k := range engine.Kind(engine.NumKinds) {
+		if name := k.InfoName(); name != "" {
+			field(b, name+"_keys", es.KeysByKind[k])
+			field(b, name+"_allowed", es.Allowed[k])
+			field(b, name+"_limited", es.Limited[k])
+		}
 	}
 }
 

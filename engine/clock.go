@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -88,7 +89,7 @@ func (c *ManualClock) Advance(d int64) error {
 	}
 	for {
 		old := c.at.Load()
-		if old > maxInt64-d {
+		if old > math.MaxInt64-d {
 			return ErrClockOverflow
 		}
 		if c.at.CompareAndSwap(old, old+d) {
@@ -99,3 +100,13 @@ func (c *ManualClock) Advance(d int64) error {
 
 // Real makes the clock follow the wall clock again.
 func (c *ManualClock) Real() { c.frozen.Store(false) }
+
+// unixMs returns the Unix millisecond that the instant ns (Unix ns) falls
+// in: ⌊ns/10⁶⌋, rounding down for instants before the epoch too.
+func unixMs(ns int64) int64 {
+	ms := ns / 1e6
+	if ns%1e6 < 0 {
+		ms--
+	}
+	return ms
+}

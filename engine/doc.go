@@ -1,13 +1,16 @@
-// Package engine owns limiter state: the four algorithms, the sharded key
-// table, expiry and slot-wise export/import.
+// Package engine owns limiter state: the sharded key table, expiry, and
+// export/import of records slot by slot.
 //
-// The algorithms (gcra.go, tokenbucket.go, slidingwindow.go, slidinglog.go,
-// fixedwindow.go) are pure functions of (state, now, request) with no locks
-// and no I/O. Engine wraps them with a fixed array of shards, each guarded by
-// its own mutex; a key's shard derives from its Redis Cluster hash slot.
+// The algorithms themselves live in package limiter, as pure functions.
+// Engine applies them to keys held in a fixed array of shards, each guarded
+// by its own mutex; a key's shard derives from its Redis Cluster hash slot.
+// Every limiter command goes through one path (View.apply); the kinds of
+// key are listed once, in kind.go.
 //
-// Time is injected through Clock; engine never reads the wall clock itself.
-// Errors are package-prefixed sentinels ("engine: …"); turning them into
-// RESP error text is the job of package commands. Package engine must not
-// import server, commands, persist or cluster.
+// Time is injected through Clock; engine never reads the wall clock for a
+// key's state. Errors are package-prefixed sentinels ("engine: …"); turning
+// them into RESP error text is the job of package commands. Package engine
+// imports only the standard library, package limiter and the machinery
+// under internal/; it must not import server, commands, or any package
+// built on it.
 package engine

@@ -188,9 +188,9 @@ type Stats struct {
 	Keys        int64
 	TableBytes  int64 // memory held by the shards' tables, off-heap arrays included
 	ExpiredKeys int64 // removed because they expired, lazily or by sweep
-	Allowed     [KindFixedWindow + 1]int64
-	Limited     [KindFixedWindow + 1]int64
-	KeysByKind  [KindFixedWindow + 1]int64
+	Allowed     [NumKinds]int64
+	Limited     [NumKinds]int64
+	KeysByKind  [NumKinds]int64
 }
 
 // Stats sums the shards' counters, one shard's lock at a time: O(shards).

@@ -4,11 +4,21 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/limiter"
 )
+
+// now0 is a whole second, so that sub-second parts in the tests are
+// exactly what they say.
+const now0 = int64(1_700_000_000_000_000_000)
+
+const nsPerMs = int64(1e6)
 
 func newTestEngine(t *testing.T, shards int) (*Engine, *ManualClock) {
 	t.Helper()
@@ -59,14 +69,14 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-var readmeParams = GCRAParams{Interval: 2e9, Tolerance: 32e9, Limit: 16, Increment: 2e9}
+var readmeParams = limiter.GCRAParams{Interval: 2e9, Tolerance: 32e9, Limit: 16, Increment: 2e9}
 
 func TestThrottleStorageAndExpiry(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	key := []byte("user123")
 	clock.Set(now0 + 500_000) // half a millisecond into a ms
 	r, err := e.Throttle(key, readmeParams)
-	if err != nil || r != (Result{false, 16, 15, -1, 2}) {
+	if err != nil || r != (limiter.Result{Limited: false, Limit: 16, Remaining: 15, RetryAfter: -1, ResetAfter: 2}) {
 		t.Fatalf("Throttle = %+v, %v", r, err)
 	}
 	if tat, ok, err := e.Get(key); err != nil || !ok || tat != now0+500_000+2e9 {
@@ -98,7 +108,7 @@ func TestQuantityZeroLeavesZeroTTLKey(t *testing.T) {
 	key := []byte("k")
 	p := readmeParams
 	p.Increment = 0
-	if r, _ := e.Throttle(key, p); r != (Result{false, 16, 16, -1, 0}) {
+	if r, _ := e.Throttle(key, p); r != (limiter.Result{Limited: false, Limit: 16, Remaining: 16, RetryAfter: -1, ResetAfter: 0}) {
 		t.Fatalf("got %+v", r)
 	}
 	if !e.Exists(key) || e.PTTL(key) != 0 {
@@ -117,13 +127,13 @@ func TestWrongTypeChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _, _ := e.Get(key)
-	if _, err := e.TokenBucket(key, TokenBucketRequest{Capacity: 1, Refill: 1, Period: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.TokenBucket(key, limiter.TokenBucketRequest{Capacity: 1, Refill: 1, Period: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("TB on a GCRA key: %v", err)
 	}
-	if _, err := e.SlidingWindow(key, SlidingWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.SlidingWindow(key, limiter.SlidingWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("SW on a GCRA key: %v", err)
 	}
-	if _, err := e.FixedWindow(key, FixedWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.FixedWindow(key, limiter.FixedWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("FW on a GCRA key: %v", err)
 	}
 	after, _, _ := e.Get(key)
@@ -131,10 +141,10 @@ func TestWrongTypeChangesNothing(t *testing.T) {
 		t.Fatal("a WRONGTYPE request changed the key")
 	}
 	sw := []byte("sw")
-	if _, err := e.SlidingWindow(sw, SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1}); err != nil {
+	if _, err := e.SlidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.SlidingWindow(sw, SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1, Exact: true}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.SlidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1, Exact: true}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("EXACT on a counter key: %v", err)
 	}
 	if _, _, err := e.Get(sw); !errors.Is(err, ErrWrongType) {
@@ -194,7 +204,7 @@ func TestKeysScanFlush(t *testing.T) {
 		want[k] = true
 		e.Throttle([]byte(k), readmeParams)
 	}
-	e.FixedWindow([]byte("fw"), FixedWindowRequest{Limit: 5, Window: 10, Cost: 1})
+	e.FixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 5, Window: 10, Cost: 1})
 	seen := map[string]int{}
 	cursor := uint64(0)
 	for {
@@ -231,10 +241,10 @@ func TestExportImportBySlot(t *testing.T) {
 	dst, _ := newTestEngine(t, 4)
 	keys := [][]byte{[]byte("{u1}gcra"), []byte("{u1}tb"), []byte("{u1}sw"), []byte("{u1}log"), []byte("{u1}fw"), []byte("other")}
 	src.Throttle(keys[0], readmeParams)
-	src.TokenBucket(keys[1], TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 3})
-	src.SlidingWindow(keys[2], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2})
-	src.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 4, Exact: true})
-	src.FixedWindow(keys[4], FixedWindowRequest{Limit: 10, Window: 60, Cost: 5})
+	src.TokenBucket(keys[1], limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 3})
+	src.SlidingWindow(keys[2], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2})
+	src.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 4, Exact: true})
+	src.FixedWindow(keys[4], limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 5})
 	src.Throttle(keys[5], readmeParams)
 
 	slot := Slot([]byte("u1"))
@@ -262,8 +272,8 @@ func TestExportImportBySlot(t *testing.T) {
 			t.Fatalf("%s: type/pttl differ after import", k)
 		}
 	}
-	a, _ := src.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
-	b, _ := dst.SlidingWindow(keys[3], SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	a, _ := src.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	b, _ := dst.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
 	if a != b || a.Remaining != 5 {
 		t.Fatalf("sliding log after import: src %+v dst %+v", a, b)
 	}
@@ -277,8 +287,8 @@ func TestImportRejectsBadRecords(t *testing.T) {
 	bad := []Record{
 		{Key: []byte("k"), Kind: KindNone, ExpireMs: now0},
 		{Key: []byte("k"), Kind: 99, ExpireMs: now0},
-		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                   // a log with no hits
-		{Key: []byte("k"), Kind: KindGCRA, ExpireMs: now0 / 1e6, Hits: []Hit{{now0, 1}}}, // hits on a GCRA key
+		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                           // a log with no hits
+		{Key: []byte("k"), Kind: KindGCRA, ExpireMs: now0 / 1e6, Hits: []limiter.Hit{{At: now0, N: 1}}}, // hits on a GCRA key
 	}
 	for _, r := range bad {
 		if _, err := e.Import(r); !errors.Is(err, ErrBadRecord) {
@@ -291,7 +301,7 @@ func TestImportRejectsBadRecords(t *testing.T) {
 }
 
 func TestDecodeRecordNeverPanics(t *testing.T) {
-	good := Record{Key: []byte("key"), Kind: KindSlidingLog, ExpireMs: 5, Hits: []Hit{{1, 2}, {3, 4}}}.AppendBinary(nil)
+	good := Record{Key: []byte("key"), Kind: KindSlidingLog, ExpireMs: 5, Hits: []limiter.Hit{{At: 1, N: 2}, {At: 3, N: 4}}}.AppendBinary(nil)
 	if r, n, err := DecodeRecord(good); err != nil || n != len(good) || string(r.Key) != "key" || len(r.Hits) != 2 {
 		t.Fatalf("round trip: %+v %d %v", r, n, err)
 	}
@@ -314,7 +324,7 @@ func TestDecodeRecordNeverPanics(t *testing.T) {
 func TestAtomicExcludesOthers(t *testing.T) {
 	e, _ := newTestEngine(t, 16)
 	key := []byte("k")
-	p := GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
+	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
@@ -355,12 +365,12 @@ func TestManualClock(t *testing.T) {
 	if c.Advance(-1) == nil {
 		t.Fatal("negative Advance must fail")
 	}
-	c.Set(maxInt64 - 1)
-	if c.Advance(2) == nil || c.Now() != maxInt64-1 {
+	c.Set(math.MaxInt64 - 1)
+	if c.Advance(2) == nil || c.Now() != math.MaxInt64-1 {
 		t.Fatal("overflowing Advance must fail and change nothing")
 	}
 	c.Real()
-	if c.Now() == maxInt64-1 {
+	if c.Now() == math.MaxInt64-1 {
 		t.Fatal("Real must return to the wall clock")
 	}
 }
@@ -452,7 +462,7 @@ func TestCRC16(t *testing.T) {
 // beside writers it is race-free (go test -race).
 func TestPrefetchChangesNothing(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
-	p := GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
+	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	e.Prefetch(Hint{}) // the zero Hint does nothing
 	e.PrefetchRecord(Hint{})
@@ -496,7 +506,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 // be found by a call that locates the key itself.
 func TestExpect(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
-	p := GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}
+	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}
 	forged := func(key []byte) Hint { h := e.Locate(key); h.h ^= 1 << 40; return h }
 
 	v := e.NewView()
@@ -531,7 +541,7 @@ func TestExpect(t *testing.T) {
 	}
 	short := []byte("user:44")
 	v.Expect(forged(short))
-	if _, err := v.FixedWindow(short[:6], FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
+	if _, err := v.FixedWindow(short[:6], limiter.FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
 		t.Fatalf("a hint for a longer key was taken (%v)", err)
 	}
 	other, _ := newTestEngine(t, 4)
@@ -567,5 +577,78 @@ func TestSystemClock(t *testing.T) {
 			t.Fatalf("Now() went back from %d to %d without a Sync", prev, got)
 		}
 		prev = got
+	}
+}
+
+// BenchmarkSlidingLogKeys runs SW.HIT EXACT (limit 100 per 4 s) on keys
+// drawn at random from 1M, the clock moving 1 µs per request: a key is hit
+// about once a second, so its log holds about 4 hits (mostly 1 to 8),
+// growing, sliding and emptying as under redis-benchmark -r 1000000. The
+// engine is warmed up for one window first, so that the measured requests
+// see the steady state. P1 runs the requests one by one; P16 in groups of
+// 16, prefetching each group's slots then records first, as the server
+// does for a pipeline. B/key is the memory the engine holds per live key
+// at the end, on the Go heap and off it.
+func BenchmarkSlidingLogKeys(b *testing.B) {
+	const n = 1 << 20
+	buf := make([]byte, 0, n*17)
+	keys := make([][]byte, n)
+	for i := range keys {
+		buf = fmt.Appendf(buf, "user:%012d", i)
+		keys[i] = buf[len(buf)-17 : len(buf) : len(buf)]
+	}
+	r := limiter.SlidingWindowRequest{Limit: 100, Window: 4, Cost: 1, Exact: true}
+	for _, group := range []int{1, 16} {
+		b.Run(fmt.Sprintf("P%d", group), func(b *testing.B) {
+			var ms runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			before := ms.HeapAlloc
+			clock := NewManualClock(now0)
+			e, err := New(Config{Clock: clock})
+			if err != nil {
+				b.Fatal(err)
+			}
+			x := uint64(88172645463325252)
+			next := func() []byte { // xorshift64: cheap, and the same keys every run
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				return keys[x%n]
+			}
+			for range 4 << 20 {
+				clock.Advance(1000)
+				if _, err := e.SlidingWindow(next(), r); err != nil {
+					b.Fatal(err)
+				}
+			}
+			batch, hints := make([][]byte, group), make([]Hint, group)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += group {
+				for j := range batch {
+					batch[j] = next()
+				}
+				if group > 1 {
+					for j, k := range batch {
+						hints[j] = e.Locate(k)
+						e.Prefetch(hints[j])
+					}
+					for _, h := range hints {
+						e.PrefetchRecord(h)
+					}
+				}
+				for _, k := range batch {
+					clock.Advance(1000)
+					_, _ = e.SlidingWindow(k, r)
+				}
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			runtime.KeepAlive(keys) // counted in before
+			b.ReportMetric(float64(ms.HeapAlloc+uint64(e.OffHeapBytes())-before)/float64(e.Stats().Keys), "B/key")
+			e.Flush() // so that the next run's before does not count this engine
+		})
 	}
 }

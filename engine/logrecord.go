@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"slices"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // This file is the sliding log's part of the table. A log's hits live in
@@ -32,7 +34,7 @@ func logLen(room int) int { return 2*uvarintLen(uint64(room)) + 16*room }
 
 // putLog writes a log's fields at the start of b: room for room hits, and
 // hits, of which there are at most room.
-func putLog(b []byte, room int, hits []Hit) {
+func putLog(b []byte, room int, hits []limiter.Hit) {
 	w := binary.PutUvarint(b, uint64(room))
 	putCount(b[w:2*w], len(hits))
 	putHits(b[2*w:], hits)
@@ -45,7 +47,7 @@ func putCount(b []byte, n int) {
 	}
 }
 
-func putHits(b []byte, hits []Hit) {
+func putHits(b []byte, hits []limiter.Hit) {
 	b = b[:16*len(hits)]
 	for _, h := range hits {
 		binary.LittleEndian.PutUint64(b, uint64(h.At))
@@ -66,7 +68,7 @@ func (t *table) logFields(p int) (room, n, at int) {
 
 // updateLog rewrites the hits of the log at p (its room field) and reports
 // whether it could: whether hits fit in the log's room.
-func (t *table) updateLog(p int, hits []Hit) bool {
+func (t *table) updateLog(p int, hits []limiter.Hit) bool {
 	room, _, at := t.logFields(p)
 	if len(hits) > room {
 		return false
@@ -81,7 +83,7 @@ func (t *table) updateLog(p int, hits []Hit) bool {
 // key) into the table's scratch and returns them, with capacity for one
 // more hit, the most SlidingLog adds: so that it never allocates. They are
 // valid until the next logAt, which reuses the same memory.
-func (t *table) logAt(i int) []Hit {
+func (t *table) logAt(i int) []limiter.Hit {
 	n, at := 0, 0
 	if i >= 0 {
 		_, n, at = t.logFields(t.stateAt(uint32(t.slots[i])) + 8)
@@ -89,7 +91,7 @@ func (t *table) logAt(i int) []Hit {
 	t.scratch = slices.Grow(t.scratch[:0], n+1)[:n]
 	b := t.arena[at : at+16*n]
 	for k := range t.scratch {
-		t.scratch[k] = Hit{At: int64(binary.LittleEndian.Uint64(b)), N: int64(binary.LittleEndian.Uint64(b[8:]))}
+		t.scratch[k] = limiter.Hit{At: int64(binary.LittleEndian.Uint64(b)), N: int64(binary.LittleEndian.Uint64(b[8:]))}
 		b = b[16:]
 	}
 	return t.scratch

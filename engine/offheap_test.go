@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 func skipWithoutMmap(t *testing.T) {
@@ -77,11 +79,11 @@ func TestOffHeapReturnsToZero(t *testing.T) {
 			case 0:
 				e.Throttle(key, readmeParams)
 			case 1:
-				e.TokenBucket(key, TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 1})
+				e.TokenBucket(key, limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 1})
 			case 2:
-				e.SlidingWindow(key, SlidingWindowRequest{Limit: 10, Window: 1, Cost: 1, Exact: i%8 == 2})
+				e.SlidingWindow(key, limiter.SlidingWindowRequest{Limit: 10, Window: 1, Cost: 1, Exact: i%8 == 2})
 			case 3:
-				e.FixedWindow(key, FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
+				e.FixedWindow(key, limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
 			}
 		}
 		if e.OffHeapBytes() < n*16 {

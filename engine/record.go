@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Record is one key's state in a form that can leave the engine: exported
@@ -11,9 +13,9 @@ import (
 type Record struct {
 	Key      []byte
 	Kind     Kind
-	ExpireMs int64 // Unix ms
-	A, B, C  int64 // kind-specific, as in entry
-	Hits     []Hit // KindSlidingLog only
+	ExpireMs int64         // Unix ms
+	A, B, C  int64         // kind-specific, as in entry
+	Hits     []limiter.Hit // KindSlidingLog only
 }
 
 // ErrBadRecord reports an encoded record that cannot be decoded.
@@ -47,7 +49,7 @@ func DecodeRecord(b []byte) (Record, int, error) {
 		return Record{}, 0, ErrBadRecord
 	}
 	r.Kind = Kind(d.byte())
-	if r.Kind < KindGCRA || r.Kind > KindFixedWindow {
+	if !r.Kind.Valid() {
 		return Record{}, 0, ErrBadRecord
 	}
 	n := d.uvarint()
@@ -62,9 +64,9 @@ func DecodeRecord(b []byte) (Record, int, error) {
 		return Record{}, 0, ErrBadRecord
 	}
 	if hits > 0 {
-		r.Hits = make([]Hit, hits)
+		r.Hits = make([]limiter.Hit, hits)
 		for i := range r.Hits {
-			r.Hits[i] = Hit{At: d.varint(), N: d.varint()}
+			r.Hits[i] = limiter.Hit{At: d.varint(), N: d.varint()}
 		}
 	}
 	if d.bad {
@@ -111,7 +113,7 @@ func (d *decoder) varint() int64 {
 func (e entry) record(key []byte) Record {
 	r := Record{Key: append([]byte(nil), key...), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
 	if e.kind == KindSlidingLog {
-		r.Hits = append([]Hit(nil), e.log...) // e.log is the table's scratch
+		r.Hits = append([]limiter.Hit(nil), e.log...) // e.log is the table's scratch
 	}
 	return r
 }
@@ -125,7 +127,7 @@ func (v *View) ExportSlot(slot int) []Record {
 	v.lock(sh)
 	defer v.unlock(sh)
 	var out []Record
-	sh.keysLocked(floorDiv(v.e.clock.Now(), nsPerMs), func(k []byte, e entry) {
+	sh.keysLocked(unixMs(v.e.clock.Now()), func(k []byte, e entry) {
 		if Slot(k) == slot {
 			out = append(out, e.record(k))
 		}
@@ -146,7 +148,7 @@ func (v *View) DeleteSlot(slot int) int {
 	sh := v.e.shardOf(slot)
 	v.lock(sh)
 	defer v.unlock(sh)
-	sh.reapLocked(floorDiv(v.e.clock.Now(), nsPerMs)) // count live keys only
+	sh.reapLocked(unixMs(v.e.clock.Now())) // count live keys only
 	n := 0
 	for i := 0; i < len(sh.t.slots); {
 		s := sh.t.slots[i]
@@ -165,13 +167,13 @@ func (v *View) DeleteSlot(slot int) int {
 // Import stores r, replacing whatever key r.Key held. A record that has
 // already expired is dropped. It reports whether the key was stored.
 func (v *View) Import(r Record) (bool, error) {
-	if r.Kind < KindGCRA || r.Kind > KindFixedWindow || (r.Kind == KindSlidingLog) != (len(r.Hits) > 0) {
+	if !r.Kind.Valid() || kinds[r.Kind].log != (len(r.Hits) > 0) {
 		return false, ErrBadRecord
 	}
 	sh := v.e.shardFor(r.Key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	nowMs := unixMs(v.e.clock.Now())
 	h := v.e.hash(r.Key)
 	i, _, _ := sh.getLocked(r.Key, h, nowMs)
 	if nowMs > r.ExpireMs {

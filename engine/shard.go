@@ -1,6 +1,10 @@
 package engine
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/cellserver/cellserver/limiter"
+)
 
 // entry is one key's state, decoded from its table record. Which fields
 // mean what depends on kind:
@@ -17,7 +21,7 @@ type entry struct {
 	kind     Kind
 	expireMs int64 // Unix ms; the key is gone once now_ms > expireMs
 	a, b, c  int64
-	log      []Hit
+	log      []limiter.Hit
 }
 
 // shard is one lock's worth of keys. Every method ending in Locked needs
@@ -30,9 +34,9 @@ type shard struct {
 	sweepPos int // where the background sweep continues
 
 	expired int64
-	allowed [KindFixedWindow + 1]int64
-	limited [KindFixedWindow + 1]int64
-	kinds   [KindFixedWindow + 1]int64 // live keys by kind
+	allowed [NumKinds]int64
+	limited [NumKinds]int64
+	kinds   [NumKinds]int64 // live keys by kind
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
@@ -87,7 +91,7 @@ func (s *shard) removeLocked(i int) (reshaped bool) {
 func (s *shard) clearLocked() {
 	s.t.reset()
 	s.sweepPos = 0
-	s.kinds = [KindFixedWindow + 1]int64{}
+	s.kinds = [NumKinds]int64{}
 }
 
 // reapLocked removes every expired key of the shard.

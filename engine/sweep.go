@@ -72,7 +72,7 @@ func (e *Engine) sweep(budget int, pace func() bool) (examined, removed int, don
 		sh := &e.shards[e.sweepNext]
 		e.sweepNext = (e.sweepNext + 1) % len(e.shards)
 		sh.mu.Lock()
-		nowMs := floorDiv(e.clock.Now(), nsPerMs)
+		nowMs := unixMs(e.clock.Now())
 		for spent := 0; spent < sweepMaxPerShard && budget > 0; {
 			n, r := sh.sweepLocked(nowMs, min(sweepSample, budget))
 			spent += n

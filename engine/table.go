@@ -1,6 +1,10 @@
 package engine
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/cellserver/cellserver/limiter"
+)
 
 // table is one shard's keys: an open-addressing index over records kept in
 // one byte arena. It is built for memory and for the garbage collector:
@@ -41,7 +45,7 @@ type table struct {
 	dead  int                 // bytes of removed records in arena
 	holes [holeLists]holeList // dead records kept for reuse, by size
 
-	scratch []Hit // the decoded log logAt returns, reused from call to call
+	scratch []limiter.Hit // the decoded log logAt returns, reused from call to call
 
 	limit int // the most arena bytes; 0: refMask, what a 32-bit offset reaches (tests lower it)
 }
@@ -69,7 +73,7 @@ func implicitHead(e entry) (byte, bool) {
 	if e.kind != KindGCRA {
 		return 0, false
 	}
-	switch floorDiv(e.a, nsPerMs) - e.expireMs {
+	switch unixMs(e.a) - e.expireMs {
 	case 0:
 		return byte(e.kind) | headImplicit, true
 	case 1:
@@ -77,10 +81,6 @@ func implicitHead(e entry) (byte, bool) {
 	}
 	return 0, false
 }
-
-// stateWords is the number of 8-byte state words a kind's record holds.
-// A sliding log's hits follow its expiry instead (logrecord.go).
-var stateWords = [...]int{KindGCRA: 1, KindTokenBucket: 2, KindSlidingWindow: 3, KindSlidingLog: 0, KindFixedWindow: 2}
 
 func slotTag(h uint64) uint64 { return (h>>32 | 1) << 32 }
 
@@ -140,7 +140,7 @@ func (t *table) entryAt(i int) entry {
 	p := t.stateAt(ref)
 	if head&headImplicit != 0 {
 		e.a = t.word(p)
-		e.expireMs = floorDiv(e.a, nsPerMs)
+		e.expireMs = unixMs(e.a)
 		if head&headMinusOne != 0 {
 			e.expireMs--
 		}
@@ -148,7 +148,7 @@ func (t *table) entryAt(i int) entry {
 	}
 	e.expireMs = t.word(p)
 	words := [3]int64{}
-	for w := range stateWords[e.kind] {
+	for w := range kinds[e.kind].words {
 		words[w] = t.word(p + 8 + 8*w)
 	}
 	e.a, e.b, e.c = words[0], words[1], words[2]
@@ -180,7 +180,7 @@ func (t *table) update(i int, e entry) bool {
 	}
 	t.putWord(p, e.expireMs)
 	words := [3]int64{e.a, e.b, e.c}
-	for w := range stateWords[e.kind] {
+	for w := range kinds[e.kind].words {
 		t.putWord(p+8+8*w, words[w])
 	}
 	return true
@@ -228,7 +228,7 @@ func (t *table) fits(key []byte, e entry, room int) bool {
 }
 
 func recordLen(key []byte, e entry, room int) int {
-	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*stateWords[e.kind]
+	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*kinds[e.kind].words
 	if _, implicit := implicitHead(e); !implicit {
 		n += 8
 	}
@@ -316,7 +316,7 @@ func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e 
 		p += 8
 	}
 	words := [3]int64{e.a, e.b, e.c}
-	for w := range stateWords[e.kind] {
+	for w := range kinds[e.kind].words {
 		binary.LittleEndian.PutUint64(rec[p+8*w:], uint64(words[w]))
 	}
 	if e.kind == KindSlidingLog {
@@ -376,7 +376,7 @@ func uvarintLen(x uint64) int {
 // recordSize returns the bytes of the record at ref.
 func (t *table) recordSize(ref uint32) int {
 	head := t.arena[ref]
-	n := t.stateAt(ref) - int(ref) + 8*stateWords[head&headKind]
+	n := t.stateAt(ref) - int(ref) + 8*kinds[head&headKind].words
 	if head&headImplicit == 0 {
 		n += 8
 	}

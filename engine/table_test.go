@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // checkTable verifies the table's invariants against want, the model.
@@ -89,10 +91,10 @@ func checkTable(t *testing.T, tb *table, seed maphash.Seed, want map[string]entr
 func randomEntry(rng *rand.Rand) entry {
 	e := entry{kind: Kind(1 + rng.Intn(5)), expireMs: rng.Int63()}
 	e.a = rng.Int63() - rng.Int63()
-	if stateWords[e.kind] > 1 {
+	if kinds[e.kind].words > 1 {
 		e.b = rng.Int63()
 	}
-	if stateWords[e.kind] > 2 {
+	if kinds[e.kind].words > 2 {
 		e.c = -rng.Int63()
 	}
 	if e.kind == KindSlidingLog {
@@ -101,18 +103,18 @@ func randomEntry(rng *rand.Rand) entry {
 	}
 	if e.kind == KindGCRA && rng.Intn(2) == 0 {
 		// An expiry redis-cell's rule gives: the record leaves it out.
-		e.expireMs = floorDiv(e.a, nsPerMs) - rng.Int63n(2)
+		e.expireMs = unixMs(e.a) - rng.Int63n(2)
 	}
 	return e
 }
 
 // randomLog returns a new log of n hits: prev's first ones, then random
 // ones. Hits of any value must survive the record (Import takes any).
-func randomLog(rng *rand.Rand, n int, prev []Hit) []Hit {
-	log := make([]Hit, n)
+func randomLog(rng *rand.Rand, n int, prev []limiter.Hit) []limiter.Hit {
+	log := make([]limiter.Hit, n)
 	k := copy(log, prev)
 	for ; k < n; k++ {
-		log[k] = Hit{At: rng.Int63() - rng.Int63(), N: rng.Int63n(10) + 1}
+		log[k] = limiter.Hit{At: rng.Int63() - rng.Int63(), N: rng.Int63n(10) + 1}
 		if rng.Intn(20) == 0 {
 			log[k].N = -rng.Int63()
 		}
@@ -123,7 +125,7 @@ func randomLog(rng *rand.Rand, n int, prev []Hit) []Hit {
 // nextLog returns the log a key holding prev might hold next: one or a
 // few hits more (the usual growth), a fraction of it (hits left the
 // window), or any length, up to a few hundred (beyond scratchKeep).
-func nextLog(rng *rand.Rand, prev []Hit) []Hit {
+func nextLog(rng *rand.Rand, prev []limiter.Hit) []limiter.Hit {
 	switch n := len(prev); rng.Intn(6) {
 	case 0, 1:
 		return randomLog(rng, n+1, prev)
@@ -386,7 +388,7 @@ func TestTableLogRecords(t *testing.T) {
 	tb := table{mem: new(offHeap)}
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
-	put := func(log []Hit) uint32 {
+	put := func(log []limiter.Hit) uint32 {
 		t.Helper()
 		if !tb.put(tb.find(k, h), k, h, entry{kind: KindSlidingLog, expireMs: 7, log: log}) {
 			t.Fatalf("a log of %d hits refused", len(log))
@@ -403,7 +405,7 @@ func TestTableLogRecords(t *testing.T) {
 		}
 		return uint32(tb.slots[i])
 	}
-	log := []Hit{{now0, 1}}
+	log := []limiter.Hit{{At: now0, N: 1}}
 	ref := put(log)
 	if len(tb.arena) != 61 {
 		t.Fatalf("a 17-byte key with one hit takes %d bytes, want 61 (room for 2)", len(tb.arena))
@@ -411,7 +413,7 @@ func TestTableLogRecords(t *testing.T) {
 	const most = 1500 // past room 2^7: 2-byte room and count fields
 	moves := 0
 	for n := 2; n <= most; n++ {
-		log = append(log, Hit{now0 + int64(n), -int64(n)})
+		log = append(log, limiter.Hit{At: now0 + int64(n), N: -int64(n)})
 		if r := put(log); r != ref {
 			moves++
 			ref = r
@@ -455,9 +457,9 @@ func TestTableLogRecords(t *testing.T) {
 	}
 
 	// Past room 2^14, the room and count fields take 3 bytes.
-	big := make([]Hit, 1<<14+10)
+	big := make([]limiter.Hit, 1<<14+10)
 	for n := range big {
-		big[n] = Hit{now0 + int64(n), int64(n%7 + 1)}
+		big[n] = limiter.Hit{At: now0 + int64(n), N: int64(n%7 + 1)}
 	}
 	ref = put(big[:len(big)-1])
 	if r := put(big); r != ref {
@@ -482,9 +484,9 @@ func TestTableLogAtTheLimit(t *testing.T) {
 	put := func(key []byte, e entry) error {
 		return sh.putLocked(key, maphash.Bytes(seed, key), sh.t.find(key, maphash.Bytes(seed, key)), e)
 	}
-	var log []Hit
+	var log []limiter.Hit
 	for {
-		log = append(log, Hit{now0 + int64(len(log)), 1})
+		log = append(log, limiter.Hit{At: now0 + int64(len(log)), N: 1})
 		arena, slots, dead := bytes.Clone(sh.t.arena), slices.Clone(sh.t.slots), sh.t.dead
 		err := put(k, entry{kind: KindSlidingLog, expireMs: 9, log: log})
 		if err == nil {
@@ -622,4 +624,9 @@ func TestSlidingLogGrowthDoesNotAllocate(t *testing.T) {
 			t.Fatalf("pass %d: %d allocations for %d requests", pass, n, len(keys))
 		}
 	}
+}
+
+// swExact is an SW.HIT EXACT request in seconds.
+func swExact(limit, window, cost int64) limiter.SlidingWindowRequest {
+	return limiter.SlidingWindowRequest{Limit: limit, Window: window, Cost: cost, Exact: true}
 }

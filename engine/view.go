@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/cellserver/cellserver/limiter"
+
 // View is the engine's command surface. The Engine's own View and those
 // of NewView take each key's shard lock per call; the View handed to an
 // Atomic function runs with every lock already held (held is true) and
@@ -46,132 +48,94 @@ func (v *View) unlock(s *shard) {
 }
 
 // Throttle applies CL.THROTTLE with validated parameters p to key.
-func (v *View) Throttle(key []byte, p GCRAParams) (Result, error) {
-	sh, h := v.locate(key)
-	v.lock(sh)
-	defer v.unlock(sh)
-	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
-	if ok && e.kind != KindGCRA {
-		return Result{}, ErrWrongType
-	}
-	out, err := GCRA(e.a, ok, now, p)
-	if err != nil {
-		return Result{}, err
-	}
-	switch out.Write {
-	case WriteStore:
-		if err := sh.putLocked(key, h, i, entry{kind: KindGCRA, expireMs: out.ExpireMs, a: out.TAT}); err != nil {
-			return Result{}, err
-		}
-	case WriteDelete:
-		if ok {
-			sh.removeLocked(i)
-		}
-	}
-	sh.count(KindGCRA, out.Result.Limited)
-	return out.Result, nil
+func (v *View) Throttle(key []byte, p limiter.GCRAParams) (limiter.Result, error) {
+	return v.apply(key, KindGCRA, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		st, out, err := limiter.GCRA(limiter.GCRAState{TAT: e.a}, exists, now, p)
+		e.a = st.TAT
+		return e, out, err
+	})
 }
 
 // TokenBucket applies TB.TAKE with a validated request r to key.
-func (v *View) TokenBucket(key []byte, r TokenBucketRequest) (Result, error) {
-	sh, h := v.locate(key)
-	v.lock(sh)
-	defer v.unlock(sh)
-	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
-	if ok && e.kind != KindTokenBucket {
-		return Result{}, ErrWrongType
-	}
-	st, out, err := TokenBucket(TokenBucketState{FullAt: e.a, Rem: e.b}, ok, now, r)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := sh.applyLocked(key, h, i, out, entry{kind: KindTokenBucket, a: st.FullAt, b: st.Rem}); err != nil {
-		return Result{}, err
-	}
-	return out.Result, nil
+func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Result, error) {
+	return v.apply(key, KindTokenBucket, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		st, out, err := limiter.TokenBucket(limiter.TokenBucketState{FullAt: e.a, Rem: e.b}, exists, now, r)
+		e.a, e.b = st.FullAt, st.Rem
+		return e, out, err
+	})
 }
 
 // SlidingWindow applies SW.HIT with a validated request r to key: the
 // sliding log when r.Exact, the two-counter window otherwise.
-func (v *View) SlidingWindow(key []byte, r SlidingWindowRequest) (Result, error) {
-	sh, h := v.locate(key)
-	v.lock(sh)
-	defer v.unlock(sh)
-	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
+func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
 	if r.Exact {
-		if ok && e.kind != KindSlidingLog {
-			return Result{}, ErrWrongType
-		}
-		e.log = sh.t.logAt(i) // none if i < 0; room for the hit SlidingLog may add
-		hits, out, err := SlidingLog(e.log, now, r)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := sh.applyLocked(key, h, i, out, entry{kind: KindSlidingLog, log: hits}); err != nil {
-			return Result{}, err
-		}
-		return out.Result, nil
+		return v.apply(key, KindSlidingLog, func(e entry, _ bool, now int64) (entry, limiter.Outcome, error) {
+			hits, out, err := limiter.SlidingLog(e.log, now, r)
+			e.log = hits
+			return e, out, err
+		})
 	}
-	if ok && e.kind != KindSlidingWindow {
-		return Result{}, ErrWrongType
-	}
-	st, out, err := SlidingWindow(SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, ok, now, r)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := sh.applyLocked(key, h, i, out, entry{kind: KindSlidingWindow, a: st.Start, b: st.Prev, c: st.Curr}); err != nil {
-		return Result{}, err
-	}
-	return out.Result, nil
+	return v.apply(key, KindSlidingWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		st, out, err := limiter.SlidingWindow(limiter.SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, exists, now, r)
+		e.a, e.b, e.c = st.Start, st.Prev, st.Curr
+		return e, out, err
+	})
 }
 
 // FixedWindow applies FW.INCR with a validated request r to key.
-func (v *View) FixedWindow(key []byte, r FixedWindowRequest) (Result, error) {
+func (v *View) FixedWindow(key []byte, r limiter.FixedWindowRequest) (limiter.Result, error) {
+	return v.apply(key, KindFixedWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		st, out, err := limiter.FixedWindow(limiter.FixedWindowState{Start: e.a, Count: e.b}, exists, now, r)
+		e.a, e.b = st.Start, st.Count
+		return e, out, err
+	})
+}
+
+// A step is one algorithm applied to a key's entry at now: it reads the
+// state from e (exists false: no key, e is zero but for its kind and, for
+// a sliding log, an empty log with room to grow) and returns e with the
+// new state, and what to do with it. (The entry goes in and out by value:
+// a pointer to it would make it escape to the heap.)
+type step func(e entry, exists bool, now int64) (entry, limiter.Outcome, error)
+
+// apply is the one path every limiter command takes: under key's shard
+// lock, it finds the key, refuses one of another kind (ErrWrongType),
+// runs step, then stores or removes the key as its Outcome says and counts
+// the request.
+func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, floorDiv(now, nsPerMs))
-	if ok && e.kind != KindFixedWindow {
-		return Result{}, ErrWrongType
+	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	if ok && e.kind != kind {
+		return limiter.Result{}, ErrWrongType
 	}
-	st, out, err := FixedWindow(FixedWindowState{Start: e.a, Count: e.b}, ok, now, r)
+	e.kind = kind
+	if kinds[kind].log {
+		e.log = sh.t.logAt(i) // none if i < 0; room for the hit the step may add
+	}
+	e, out, err := run(e, ok, now)
 	if err != nil {
-		return Result{}, err
+		return limiter.Result{}, err
 	}
-	if err := sh.applyLocked(key, h, i, out, entry{kind: KindFixedWindow, a: st.Start, b: st.Count}); err != nil {
-		return Result{}, err
+	switch out.Write {
+	case limiter.WriteStore:
+		e.expireMs = out.ExpireMs
+		if err := sh.putLocked(key, h, i, e); err != nil {
+			return limiter.Result{}, err
+		}
+	case limiter.WriteDelete:
+		if ok {
+			sh.removeLocked(i)
+		}
+	}
+	if out.Result.Limited {
+		sh.limited[kind]++
+	} else {
+		sh.allowed[kind]++
 	}
 	return out.Result, nil
-}
-
-// applyLocked carries out an algorithm's Outcome on key (hash h), whose
-// live entry is in slot i (-1: none).
-func (s *shard) applyLocked(key []byte, h uint64, i int, out Outcome, next entry) error {
-	switch out.Write {
-	case WriteStore:
-		next.expireMs = out.ExpireMs
-		if err := s.putLocked(key, h, i, next); err != nil {
-			return err
-		}
-	case WriteDelete:
-		if i >= 0 {
-			s.removeLocked(i)
-		}
-	}
-	s.count(next.kind, out.Result.Limited)
-	return nil
-}
-
-func (s *shard) count(k Kind, limited bool) {
-	if limited {
-		s.limited[k]++
-	} else {
-		s.allowed[k]++
-	}
 }
 
 // lookup returns key's live entry, taking its shard's lock as needed.
@@ -179,7 +143,7 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := floorDiv(v.e.clock.Now(), nsPerMs)
+	nowMs := unixMs(v.e.clock.Now())
 	_, e, ok := sh.getLocked(key, h, nowMs)
 	return e, ok, nowMs
 }
@@ -224,7 +188,7 @@ func (v *View) Del(key []byte) bool {
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	i, _, ok := sh.getLocked(key, h, floorDiv(v.e.clock.Now(), nsPerMs))
+	i, _, ok := sh.getLocked(key, h, unixMs(v.e.clock.Now()))
 	if ok {
 		sh.removeLocked(i)
 	}
@@ -238,7 +202,7 @@ func (v *View) DBSize() int64 {
 	for i := range v.e.shards {
 		sh := &v.e.shards[i]
 		v.lock(sh)
-		sh.reapLocked(floorDiv(v.e.clock.Now(), nsPerMs))
+		sh.reapLocked(unixMs(v.e.clock.Now()))
 		n += int64(sh.t.count)
 		v.unlock(sh)
 	}
@@ -288,7 +252,7 @@ func (v *View) shardKeys(i int, keep func([]byte) bool, want Kind) [][]byte {
 	v.lock(sh)
 	defer v.unlock(sh)
 	var out [][]byte
-	sh.keysLocked(floorDiv(v.e.clock.Now(), nsPerMs), func(k []byte, e entry) {
+	sh.keysLocked(unixMs(v.e.clock.Now()), func(k []byte, e entry) {
 		if (want == KindNone || e.kind == want) && (keep == nil || keep(k)) {
 			out = append(out, append([]byte(nil), k...))
 		}

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/redis/go-redis/v9"
 	"net"
 	"regexp"
 	"slices"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestConnectionCommands: PING, ECHO, SELECT, QUIT, case-insensitive names.

@@ -1,15 +1,28 @@
-package engine
+package limiter
 
-// Requests, states and outcomes of the TB/SW/FW algorithms. The functions
-// over them live one file each: tokenbucket.go, slidingwindow.go,
+// Requests, states and outcomes of the algorithms. The functions over them
+// live one file each: gcra.go, tokenbucket.go, slidingwindow.go,
 // slidinglog.go, fixedwindow.go.
 
-// Outcome says what a TB/SW/FW request did and what to do with the key.
+// Write says what an algorithm wants done with a key's state.
+type Write uint8
+
+const (
+	// WriteNone leaves the key as it was (a limited request, a pure read).
+	WriteNone Write = iota
+	// WriteStore stores the returned state with the returned expiry.
+	WriteStore
+	// WriteDelete removes the key: it is back to its idle state.
+	WriteDelete
+)
+
+// Outcome says what a request did and what to do with the key.
 type Outcome struct {
 	Result Result
 	Write  Write
 	// ExpireMs is the key's expiry (Unix ms) when Write is WriteStore:
-	// ⌈idle_at/10⁶⌉, idle_at being the instant the key is idle again.
+	// ⌈idle_at/10⁶⌉, idle_at being the instant the key is idle again
+	// (CL.THROTTLE: floor(now_ms) + trunc(ttl_ms), as redis-cell sets it).
 	ExpireMs int64
 }
 

@@ -1,4 +1,4 @@
-package engine
+package limiter
 
 import "math/bits"
 

@@ -1,4 +1,4 @@
-package engine
+package limiter
 
 // This file is CL.THROTTLE: the generic cell rate algorithm exactly as
 // redis-cell v0.5.0 computes it, with its integer-nanosecond arithmetic,
@@ -58,36 +58,36 @@ func (req GCRARequest) Params() (GCRAParams, error) {
 	return p, nil
 }
 
-// GCRAOutcome says what CL.THROTTLE did and what to store.
-type GCRAOutcome struct {
-	Result Result
-	Write  Write
-	TAT    int64 // the value to store when Write is WriteStore
-	// ExpireMs is the key's expiry (Unix ms) when Write is WriteStore.
-	ExpireMs int64
+// GCRAState is a CL.THROTTLE key's state: its theoretical arrival time
+// (Unix ns), the value redis-cell stores.
+type GCRAState struct {
+	TAT int64
 }
 
 // GCRA applies one CL.THROTTLE request at now (Unix ns) to a key whose
-// stored theoretical arrival time is tat (exists false: no key). Reply
-// durations are in whole seconds, rounded as redis-cell rounds them.
-func GCRA(tat int64, exists bool, now int64, p GCRAParams) (GCRAOutcome, error) {
+// stored state is st (exists false: no key). Reply durations are in whole
+// seconds, rounded as redis-cell rounds them. An allowed request returns
+// the new state with WriteStore; an over-refund returns WriteDelete (see
+// below), a limited request WriteNone and st unchanged.
+func GCRA(st GCRAState, exists bool, now int64, p GCRAParams) (GCRAState, Outcome, error) {
+	tat := st.TAT
 	if !exists {
 		tat = now
 	}
 	newTAT, ok := addChecked(max(tat, now), p.Increment)
 	if !ok {
-		return GCRAOutcome{}, ErrQuantityRange
+		return st, Outcome{}, ErrQuantityRange
 	}
 	allowAt, ok := subChecked(newTAT, p.Tolerance)
 	if !ok {
-		return GCRAOutcome{}, ErrQuantityRange
+		return st, Outcome{}, ErrQuantityRange
 	}
 	diff, ok := subChecked(now, allowAt)
 	if !ok {
-		return GCRAOutcome{}, ErrQuantityRange
+		return st, Outcome{}, ErrQuantityRange
 	}
 
-	var out GCRAOutcome
+	var out Outcome
 	var ttl int64
 	retry := int64(-1)
 	if diff < 0 {
@@ -102,11 +102,11 @@ func GCRA(tat int64, exists bool, now int64, p GCRAParams) (GCRAOutcome, error) 
 			// with no expiry; cellserver keeps nothing, as for a full key.
 			out.Write = WriteDelete
 			out.Result = Result{Limit: p.Limit, Remaining: p.Limit, RetryAfter: -1}
-			return out, nil
+			return GCRAState{}, out, nil
 		}
 		ttl = newTAT - now
 		out.Write = WriteStore
-		out.TAT = newTAT
+		st.TAT = newTAT
 		out.ExpireMs = floorDiv(now, nsPerMs) + ttl/nsPerMs
 	}
 
@@ -116,7 +116,7 @@ func GCRA(tat int64, exists bool, now int64, p GCRAParams) (GCRAOutcome, error) 
 	if next := p.Tolerance - ttl; next > -p.Interval {
 		out.Result.Remaining = rustAsI64(float64(next/1000) / float64(p.Interval/1000))
 	}
-	return out, nil
+	return st, out, nil
 }
 
 // cellSeconds turns a duration in ns into the whole seconds redis-cell

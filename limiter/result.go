@@ -1,4 +1,4 @@
-package engine
+package limiter
 
 // Result is the reply every limiter command shares: five integers, in the
 // order they are sent on the wire.

@@ -1,4 +1,4 @@
-package engine
+package limiter
 
 import (
 	"errors"
@@ -55,6 +55,15 @@ func TestGCRAParams(t *testing.T) {
 	}
 }
 
+// gcraWant is what one GCRA call returns: its Outcome, and the TAT it
+// stores (compared only when Write is WriteStore).
+type gcraWant struct {
+	Result   Result
+	Write    Write
+	TAT      int64
+	ExpireMs int64
+}
+
 func TestGCRA(t *testing.T) {
 	readme := GCRARequest{MaxBurst: 15, Count: 30, Period: 60, Quantity: 1}
 	withQ := func(q int64) GCRARequest { r := readme; r.Quantity = q; return r }
@@ -64,63 +73,73 @@ func TestGCRA(t *testing.T) {
 		tat    int64 // relative to now; ignored when !exists
 		exists bool
 		now    int64
-		want   GCRAOutcome
+		want   gcraWant
 	}{
 		{name: "README example on a fresh key", req: readme, now: now0,
-			want: GCRAOutcome{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 2e9, now0/1e6 + 2000}},
+			want: gcraWant{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 2e9, now0/1e6 + 2000}},
 		{name: "16th call: exactly at the allow instant is allowed", req: readme, tat: 30e9, exists: true, now: now0,
-			want: GCRAOutcome{Result{false, 16, 0, -1, 32}, WriteStore, now0 + 32e9, now0/1e6 + 32000}},
+			want: gcraWant{Result{false, 16, 0, -1, 32}, WriteStore, now0 + 32e9, now0/1e6 + 32000}},
 		{name: "17th call is limited", req: readme, tat: 32e9, exists: true, now: now0,
-			want: GCRAOutcome{Result: Result{true, 16, 0, 2, 32}}},
+			want: gcraWant{Result: Result{true, 16, 0, 2, 32}}},
 		{name: "one ns past the allow instant", req: readme, tat: 30e9 + 1, exists: true, now: now0,
 			// diff = -1 ns: limited, retry 1 ns → 0 s (no +1 below 1 ms).
-			want: GCRAOutcome{Result: Result{true, 16, 0, 0, 30}}},
+			want: gcraWant{Result: Result{true, 16, 0, 0, 30}}},
 		{name: "retry 2.0009s rounds to 2", req: readme, tat: 32_000_900_000, exists: true, now: now0,
-			want: GCRAOutcome{Result: Result{true, 16, 0, 2, 32}}},
+			want: gcraWant{Result: Result{true, 16, 0, 2, 32}}},
 		{name: "retry 2.001s rounds to 3", req: readme, tat: 32_001_000_000, exists: true, now: now0,
-			want: GCRAOutcome{Result: Result{true, 16, 0, 3, 33}}},
+			want: gcraWant{Result: Result{true, 16, 0, 3, 33}}},
 		{name: "reset 2.0009s rounds to 2", req: readme, tat: 900_000, exists: true, now: now0,
 			// ttl 2.0009 s; next = 29.9991 s → 29999100 µs / 2000000 µs = 14.99955 → 14.
-			want: GCRAOutcome{Result{false, 16, 14, -1, 2}, WriteStore, now0 + 2_000_900_000, now0/1e6 + 2000}},
+			want: gcraWant{Result{false, 16, 14, -1, 2}, WriteStore, now0 + 2_000_900_000, now0/1e6 + 2000}},
 		{name: "reset 2.001s rounds to 3", req: readme, tat: 1_000_000, exists: true, now: now0,
-			want: GCRAOutcome{Result{false, 16, 14, -1, 3}, WriteStore, now0 + 2_001_000_000, now0/1e6 + 2001}},
+			want: gcraWant{Result{false, 16, 14, -1, 3}, WriteStore, now0 + 2_001_000_000, now0/1e6 + 2001}},
 		{name: "stale TAT in the past counts from now", req: readme, tat: -50e9, exists: true, now: now0,
-			want: GCRAOutcome{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 2e9, now0/1e6 + 2000}},
+			want: gcraWant{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 2e9, now0/1e6 + 2000}},
 		{name: "expiry takes floor of now in ms", req: readme, now: now0 + 1_500_000,
-			want: GCRAOutcome{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 1_500_000 + 2e9, now0/1e6 + 1 + 2000}},
+			want: gcraWant{Result{false, 16, 15, -1, 2}, WriteStore, now0 + 1_500_000 + 2e9, now0/1e6 + 1 + 2000}},
 		{name: "quantity 0 on a fresh key stores a 0 ms ttl", req: withQ(0), now: now0,
-			want: GCRAOutcome{Result{false, 16, 16, -1, 0}, WriteStore, now0, now0 / 1e6}},
+			want: gcraWant{Result{false, 16, 16, -1, 0}, WriteStore, now0, now0 / 1e6}},
 		{name: "quantity 0 after limits were lowered is limited", req: GCRARequest{0, 1, 1, 0}, tat: 5e9, exists: true, now: now0,
 			// τ = 1 s; tat 5 s ahead: allow_at = 4 s ahead: limited, retry 4, reset 5.
-			want: GCRAOutcome{Result: Result{true, 1, 0, 4, 5}}},
+			want: gcraWant{Result: Result{true, 1, 0, 4, 5}}},
 		{name: "quantity above the limit is never allowed", req: withQ(17), now: now0,
-			want: GCRAOutcome{Result: Result{true, 16, 16, -1, 0}}},
+			want: gcraWant{Result: Result{true, 16, 16, -1, 0}}},
 		{name: "quantity equal to the limit is allowed on a full key", req: withQ(16), now: now0,
-			want: GCRAOutcome{Result{false, 16, 0, -1, 32}, WriteStore, now0 + 32e9, now0/1e6 + 32000}},
+			want: gcraWant{Result{false, 16, 0, -1, 32}, WriteStore, now0 + 32e9, now0/1e6 + 32000}},
 		{name: "refund", req: withQ(-3), tat: 10e9, exists: true, now: now0,
-			want: GCRAOutcome{Result{false, 16, 14, -1, 4}, WriteStore, now0 + 4e9, now0/1e6 + 4000}},
+			want: gcraWant{Result{false, 16, 14, -1, 4}, WriteStore, now0 + 4e9, now0/1e6 + 4000}},
 		{name: "refund to exactly now is stored", req: withQ(-1), tat: 2e9, exists: true, now: now0,
-			want: GCRAOutcome{Result{false, 16, 16, -1, 0}, WriteStore, now0, now0 / 1e6}},
+			want: gcraWant{Result{false, 16, 16, -1, 0}, WriteStore, now0, now0 / 1e6}},
 		{name: "over-refund keeps no state", req: withQ(-5), tat: 2e9, exists: true, now: now0,
-			want: GCRAOutcome{Result: Result{false, 16, 16, -1, 0}, Write: WriteDelete}},
+			want: gcraWant{Result: Result{false, 16, 16, -1, 0}, Write: WriteDelete}},
 		{name: "refund on a fresh key keeps no state", req: withQ(-1), now: now0,
-			want: GCRAOutcome{Result: Result{false, 16, 16, -1, 0}, Write: WriteDelete}},
+			want: gcraWant{Result: Result{false, 16, 16, -1, 0}, Write: WriteDelete}},
 		{name: "fractional interval, remaining in whole µs", req: GCRARequest{2, 3, 1, 1}, now: now0,
 			// T = 333333333 ns; ttl = T → 0.333 s → 0 + 1 (≥ 1 ms) = 1;
 			// next = 666666666 ns → 666666 µs / 333333 µs = 2.
-			want: GCRAOutcome{Result{false, 3, 2, -1, 1}, WriteStore, now0 + 333333333, now0/1e6 + 333}},
+			want: gcraWant{Result{false, 3, 2, -1, 1}, WriteStore, now0 + 333333333, now0/1e6 + 333}},
 		{name: "interval under 1 µs divides by zero like f64", req: GCRARequest{4, 2_000_000, 1, 1}, now: now0,
 			// T = 500 ns → 0 µs; next = 2000 ns → 2 µs / 0 → +Inf → saturates.
-			want: GCRAOutcome{Result{false, 5, math.MaxInt64, -1, 0}, WriteStore, now0 + 500, now0 / 1e6}},
+			want: gcraWant{Result{false, 5, math.MaxInt64, -1, 0}, WriteStore, now0 + 500, now0 / 1e6}},
 		{name: "0/0 is NaN, which converts to 0", req: GCRARequest{0, 2_000_000, 1, 1}, now: now0,
-			want: GCRAOutcome{Result{false, 1, 0, -1, 0}, WriteStore, now0 + 500, now0 / 1e6}},
+			want: gcraWant{Result{false, 1, 0, -1, 0}, WriteStore, now0 + 500, now0 / 1e6}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := mustParams(t, c.req)
-			got, err := GCRA(c.now+c.tat, c.exists, c.now, p)
+			in := GCRAState{TAT: c.now + c.tat}
+			st, out, err := GCRA(in, c.exists, c.now, p)
 			if err != nil {
 				t.Fatal(err)
+			}
+			got := gcraWant{Result: out.Result, Write: out.Write, ExpireMs: out.ExpireMs}
+			switch out.Write {
+			case WriteStore:
+				got.TAT = st.TAT
+			case WriteNone:
+				if st != in {
+					t.Fatalf("a limited request changed the state: %+v → %+v", in, st)
+				}
 			}
 			if got != c.want {
 				t.Fatalf("\n got %+v\nwant %+v", got, c.want)
@@ -131,11 +150,11 @@ func TestGCRA(t *testing.T) {
 
 func TestGCRAOverflow(t *testing.T) {
 	p := mustParams(t, GCRARequest{MaxBurst: 1, Count: 1, Period: 1, Quantity: 10})
-	if _, err := GCRA(math.MaxInt64-10, true, now0, p); !errors.Is(err, ErrQuantityRange) {
+	if _, _, err := GCRA(GCRAState{TAT: math.MaxInt64 - 10}, true, now0, p); !errors.Is(err, ErrQuantityRange) {
 		t.Fatalf("TAT near the top: got %v, want ErrQuantityRange", err)
 	}
 	refund := mustParams(t, GCRARequest{MaxBurst: 1, Count: 1, Period: 1, Quantity: -10})
-	if _, err := GCRA(0, false, math.MinInt64+10, refund); !errors.Is(err, ErrQuantityRange) {
+	if _, _, err := GCRA(GCRAState{}, false, math.MinInt64+10, refund); !errors.Is(err, ErrQuantityRange) {
 		t.Fatalf("refund below the bottom: got %v, want ErrQuantityRange", err)
 	}
 }

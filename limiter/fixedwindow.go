@@ -1,4 +1,4 @@
-package engine
+package limiter
 
 // This file is FW.INCR: a counter of allowed hits per window, windows
 // aligned to multiples of the window length since the Unix epoch. It also

@@ -1,12 +1,10 @@
-package engine
+package limiter
 
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 )
@@ -310,78 +308,5 @@ func TestSlidingLogAllocs(t *testing.T) {
 		hits, _, _ = SlidingLog(hits, now, swExact(5, 10, 1))
 	}); n != 0 {
 		t.Errorf("%v allocations per request", n)
-	}
-}
-
-// BenchmarkSlidingLogKeys runs SW.HIT EXACT (limit 100 per 4 s) on keys
-// drawn at random from 1M, the clock moving 1 µs per request: a key is hit
-// about once a second, so its log holds about 4 hits (mostly 1 to 8),
-// growing, sliding and emptying as under redis-benchmark -r 1000000. The
-// engine is warmed up for one window first, so that the measured requests
-// see the steady state. P1 runs the requests one by one; P16 in groups of
-// 16, prefetching each group's slots then records first, as the server
-// does for a pipeline. B/key is the memory the engine holds per live key
-// at the end, on the Go heap and off it.
-func BenchmarkSlidingLogKeys(b *testing.B) {
-	const n = 1 << 20
-	buf := make([]byte, 0, n*17)
-	keys := make([][]byte, n)
-	for i := range keys {
-		buf = fmt.Appendf(buf, "user:%012d", i)
-		keys[i] = buf[len(buf)-17 : len(buf) : len(buf)]
-	}
-	r := SlidingWindowRequest{Limit: 100, Window: 4, Cost: 1, Exact: true}
-	for _, group := range []int{1, 16} {
-		b.Run(fmt.Sprintf("P%d", group), func(b *testing.B) {
-			var ms runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			before := ms.HeapAlloc
-			clock := NewManualClock(now0)
-			e, err := New(Config{Clock: clock})
-			if err != nil {
-				b.Fatal(err)
-			}
-			x := uint64(88172645463325252)
-			next := func() []byte { // xorshift64: cheap, and the same keys every run
-				x ^= x << 13
-				x ^= x >> 7
-				x ^= x << 17
-				return keys[x%n]
-			}
-			for range 4 << 20 {
-				clock.Advance(1000)
-				if _, err := e.SlidingWindow(next(), r); err != nil {
-					b.Fatal(err)
-				}
-			}
-			batch, hints := make([][]byte, group), make([]Hint, group)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i += group {
-				for j := range batch {
-					batch[j] = next()
-				}
-				if group > 1 {
-					for j, k := range batch {
-						hints[j] = e.Locate(k)
-						e.Prefetch(hints[j])
-					}
-					for _, h := range hints {
-						e.PrefetchRecord(h)
-					}
-				}
-				for _, k := range batch {
-					clock.Advance(1000)
-					_, _ = e.SlidingWindow(k, r)
-				}
-			}
-			b.StopTimer()
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			runtime.KeepAlive(keys) // counted in before
-			b.ReportMetric(float64(ms.HeapAlloc+uint64(e.OffHeapBytes())-before)/float64(e.Stats().Keys), "B/key")
-			e.Flush() // so that the next run's before does not count this engine
-		})
 	}
 }

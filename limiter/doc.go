@@ -1,0 +1,17 @@
+// Package limiter holds the rate-limiting algorithms as pure functions of
+// (state, now, request) → (state, outcome): CL.THROTTLE's GCRA exactly as
+// redis-cell computes it (gcra.go), the token bucket (tokenbucket.go), the
+// sliding window as two counters (slidingwindow.go) or an exact log
+// (slidinglog.go), and the fixed window (fixedwindow.go). Every algorithm
+// answers the same five-integer Result and says what to do with the key's
+// state through an Outcome.
+//
+// The functions take no locks, do no I/O, read no clock and allocate
+// nothing, so the server's engine and a client's in-process fallback run
+// the very same code. Argument errors are package-prefixed sentinels
+// ("limiter: …"). Package limiter imports only the standard library: no
+// other package of this module, and no unsafe.
+//
+// The command reference, docs/commands.md, states each algorithm's
+// contract; the file of each algorithm says how it computes it.
+package limiter

@@ -1,0 +1,26 @@
+package limiter
+
+import "errors"
+
+// Errors in a request's arguments. Each names the argument at fault;
+// package commands maps each to its reply text.
+var (
+	// CL.THROTTLE (gcra.go).
+	ErrZeroRate         = errors.New("limiter: zero rates are not supported")
+	ErrNegativeMaxBurst = errors.New("limiter: negative max_burst")
+	ErrNegativeCount    = errors.New("limiter: negative count")
+	ErrNegativePeriod   = errors.New("limiter: negative period")
+	ErrMaxBurstRange    = errors.New("limiter: max_burst out of range")
+	ErrPeriodRange      = errors.New("limiter: period out of range")
+	ErrQuantityRange    = errors.New("limiter: quantity out of range")
+
+	// TB.TAKE, SW.HIT, FW.INCR.
+	ErrCapacityNotPositive = errors.New("limiter: capacity must be positive")
+	ErrRefillNotPositive   = errors.New("limiter: refill must be positive")
+	ErrPeriodNotPositive   = errors.New("limiter: period must be positive")
+	ErrLimitNotPositive    = errors.New("limiter: limit must be positive")
+	ErrWindowNotPositive   = errors.New("limiter: window must be positive")
+	ErrCapacityRange       = errors.New("limiter: capacity out of range")
+	ErrWindowRange         = errors.New("limiter: window out of range")
+	ErrExactLimit          = errors.New("limiter: limit above 100000 with EXACT")
+)
