@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/ahead"
 )
 
 // Host is what a command needs from the server around it. Implementations
@@ -84,8 +85,9 @@ type Client struct {
 	created   time.Time
 	host      Host
 	table     *Table
-	view      *engine.View // the engine view commands go through: the client's own
-	closeFunc func()       // closes the connection from any goroutine
+	view      *engine.View   // the engine view commands go through: the client's own
+	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
+	closeFunc func()         // closes the connection from any goroutine
 
 	authenticated bool
 	resp          int // 2 or 3
@@ -123,9 +125,11 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		view: t.host.Engine().NewView(), closeFunc: o.Close,
+		closeFunc:     o.Close,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 	}
+	c.view = t.host.Engine().NewView()
+	c.expect = c.view.Ahead()
 	n := len(t.list)
 	c.stats.calls = make([]atomic.Int64, n)
 	c.stats.rejected = make([]atomic.Int64, n)

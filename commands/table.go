@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/ahead"
 )
 
 // Flag describes a command for COMMAND and for Dispatch.
@@ -184,14 +184,14 @@ func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
 	}
-	t.DispatchFound(c, t.Lookup(args[0]), args, engine.Hint{})
+	t.DispatchFound(c, t.Lookup(args[0]), args, ahead.Hint{})
 }
 
-// DispatchFound is Dispatch for a caller that has read the request ahead:
-// cmd is what Lookup(args[0]) returned, and key, unless it is the zero
-// Hint, what the engine's Locate returned for args[1] (those very bytes)
-// when cmd's first key is args[1]. args must not be empty.
-func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key engine.Hint) {
+// DispatchFound is Dispatch for a caller that has read the request ahead
+// (the server): cmd is what Lookup(args[0]) returned, and key, unless it
+// is the zero Hint, what the engine's locator returned for args[1] (those
+// very bytes) when cmd's first key is args[1]. args must not be empty.
+func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.Hint) {
 	if cmd == nil {
 		if c.multi {
 			c.multiDirty = true
@@ -218,9 +218,9 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key engine
 		c.enqueue(cmd, args)
 		return
 	}
-	c.view.Expect(key)
+	c.expect.Expect(key)
 	t.call(c, cmd, args)
-	c.view.Expect(engine.Hint{}) // when no call on a key took it: it must not outlive args
+	c.expect.Expect(ahead.Hint{}) // when no call on a key took it: it must not outlive args
 }
 
 // call runs cmd's handler, turning a panic into an error reply so that no

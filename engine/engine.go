@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/manual"
 )
 
 // Config configures an Engine. The zero value is a valid configuration.
@@ -65,7 +67,7 @@ type Engine struct {
 
 	cfg    Config
 	shards []shard
-	mem    *offHeap // the shards' large arrays, outside the Go heap
+	mem    *manual.Allocator // the shards' large arrays, outside the Go heap
 	clock  Clock
 	seed   maphash.Seed // for keys' hashes inside a shard
 
@@ -82,7 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(offHeap), seed: maphash.MakeSeed()}
+	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(manual.Allocator), seed: maphash.MakeSeed()}
 	for i := range e.shards {
 		e.shards[i].t.mem = e.mem
 	}
@@ -104,7 +106,7 @@ func releaseShards(shards []shard) {
 
 // OffHeapBytes returns the bytes the engine's tables hold outside the Go
 // heap, which runtime.MemStats does not count. It takes no lock.
-func (e *Engine) OffHeapBytes() int64 { return e.mem.mapped.Load() }
+func (e *Engine) OffHeapBytes() int64 { return e.mem.Mapped() }
 
 // Clock returns the engine's clock.
 func (e *Engine) Clock() Clock { return e.clock }

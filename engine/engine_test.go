@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/ahead"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -287,7 +288,7 @@ func TestImportRejectsBadRecords(t *testing.T) {
 	bad := []Record{
 		{Key: []byte("k"), Kind: KindNone, ExpireMs: now0},
 		{Key: []byte("k"), Kind: 99, ExpireMs: now0},
-		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                           // a log with no hits
+		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                                  // a log with no hits
 		{Key: []byte("k"), Kind: KindGCRA, ExpireMs: now0 / 1e6, Hits: []limiter.Hit{{At: now0, N: 1}}}, // hits on a GCRA key
 	}
 	for _, r := range bad {
@@ -464,19 +465,20 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
 	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
-	e.Prefetch(Hint{}) // the zero Hint does nothing
-	e.PrefetchRecord(Hint{})
-	stale := e.Locate(key(0))
-	e.Prefetch(stale)
+	loc := e.Ahead()
+	loc.Prefetch(ahead.Hint{}) // the zero Hint does nothing
+	loc.PrefetchRecord(ahead.Hint{})
+	stale := loc.Locate(key(0))
+	loc.Prefetch(stale)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := range 5000 {
-			h := e.Locate(key(i % 700))
-			e.Prefetch(h)
-			e.PrefetchRecord(h)
-			e.PrefetchRecord(stale)
+			h := loc.Locate(key(i % 700))
+			loc.Prefetch(h)
+			loc.PrefetchRecord(h)
+			loc.PrefetchRecord(stale)
 		}
 	}()
 	for i := range 1000 {
@@ -489,11 +491,11 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	e.Flush()
-	e.PrefetchRecord(stale)
+	loc.PrefetchRecord(stale)
 	for i := range 1000 {
-		h := e.Locate(key(i))
-		e.Prefetch(h)
-		e.PrefetchRecord(h)
+		h := loc.Locate(key(i))
+		loc.Prefetch(h)
+		loc.PrefetchRecord(h)
 		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
 			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
 		}
@@ -507,11 +509,11 @@ func TestPrefetchChangesNothing(t *testing.T) {
 func TestExpect(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
 	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}
-	forged := func(key []byte) Hint { h := e.Locate(key); h.h ^= 1 << 40; return h }
+	forged := func(key []byte) ahead.Hint { h := e.Ahead().Locate(key); h.Hash ^= 1 << 40; return h }
 
 	v := e.NewView()
 	key := []byte("user:1")
-	v.Expect(e.Locate(key))
+	v.Ahead().Expect(e.Ahead().Locate(key))
 	if r, err := v.Throttle(key, p); err != nil || r.Remaining != 9 {
 		t.Fatalf("with its own hint: %+v, %v", r, err)
 	}
@@ -520,14 +522,14 @@ func TestExpect(t *testing.T) {
 	}
 
 	fresh := []byte("user:2")
-	v.Expect(forged(fresh))
+	v.Ahead().Expect(forged(fresh))
 	if _, err := v.Throttle(fresh, p); err != nil {
 		t.Fatal(err)
 	}
 	if e.Exists(fresh) {
 		t.Fatal("a forged hint for these bytes was not taken")
 	}
-	if v.hint != (Hint{}) {
+	if v.hint != (ahead.Hint{}) {
 		t.Fatal("the hint was not consumed")
 	}
 	if _, err := v.Throttle(fresh, p); err != nil || !e.Exists(fresh) {
@@ -535,26 +537,26 @@ func TestExpect(t *testing.T) {
 	}
 
 	equal := []byte("user:3")
-	v.Expect(forged(bytes.Clone(equal))) // equal bytes elsewhere
+	v.Ahead().Expect(forged(bytes.Clone(equal))) // equal bytes elsewhere
 	if _, err := v.Throttle(equal, p); err != nil || !e.Exists(equal) {
 		t.Fatalf("a hint for other bytes was taken (%v)", err)
 	}
 	short := []byte("user:44")
-	v.Expect(forged(short))
+	v.Ahead().Expect(forged(short))
 	if _, err := v.FixedWindow(short[:6], limiter.FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
 		t.Fatalf("a hint for a longer key was taken (%v)", err)
 	}
 	other, _ := newTestEngine(t, 4)
 	mine := []byte("user:5")
-	v.Expect(other.Locate(mine))
+	v.Ahead().Expect(other.Ahead().Locate(mine))
 	if _, err := v.Throttle(mine, p); err != nil || !e.Exists(mine) || other.Exists(mine) {
 		t.Fatalf("another engine's hint was taken (%v)", err)
 	}
-	v.Expect(forged(mine)) // the keyspace calls take hints too
+	v.Ahead().Expect(forged(mine)) // the keyspace calls take hints too
 	if v.Exists(mine) {
 		t.Fatal("Exists did not take the hint")
 	}
-	v.Expect(forged(mine))
+	v.Ahead().Expect(forged(mine))
 	if v.Del(mine) || !v.Exists(mine) {
 		t.Fatal("Del did not take the hint")
 	}
@@ -622,7 +624,8 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			batch, hints := make([][]byte, group), make([]Hint, group)
+			batch, hints := make([][]byte, group), make([]ahead.Hint, group)
+			loc := e.Ahead()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i += group {
@@ -631,11 +634,11 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 				}
 				if group > 1 {
 					for j, k := range batch {
-						hints[j] = e.Locate(k)
-						e.Prefetch(hints[j])
+						hints[j] = loc.Locate(k)
+						loc.Prefetch(hints[j])
 					}
 					for _, h := range hints {
-						e.PrefetchRecord(h)
+						loc.PrefetchRecord(h)
 					}
 				}
 				for _, k := range batch {

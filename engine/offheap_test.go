@@ -3,66 +3,19 @@ package engine
 import (
 	"bytes"
 	"fmt"
-	"math"
-	"os"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/manual"
 	"github.com/cellserver/cellserver/limiter"
 )
 
 func skipWithoutMmap(t *testing.T) {
 	t.Helper()
-	if offHeapMin == math.MaxInt {
+	if !manual.Enabled {
 		t.Skip("no off-heap arrays on " + runtime.GOOS)
-	}
-}
-
-func TestOffHeapArrays(t *testing.T) {
-	skipWithoutMmap(t)
-	m := new(offHeap)
-	page := os.Getpagesize()
-
-	small := makeArray[byte](m, offHeapMin-1)
-	if len(small) != offHeapMin-1 || cap(small) != offHeapMin-1 || m.mapped.Load() != 0 {
-		t.Fatalf("below the threshold: len %d cap %d, %d bytes mapped", len(small), cap(small), m.mapped.Load())
-	}
-	freeArray(m, small)
-
-	for _, n := range []int{offHeapMin / 8, offHeapMin/8 + 1, 100000} {
-		a := makeArray[uint64](m, n)
-		mapped := (8*n + page - 1) / page * page
-		if len(a) != n || 8*cap(a) != mapped || m.mapped.Load() != int64(mapped) {
-			t.Fatalf("%d uint64s: len %d cap %d, %d bytes mapped, want %d", n, len(a), cap(a), m.mapped.Load(), mapped)
-		}
-		if slices.ContainsFunc(a[:cap(a)], func(x uint64) bool { return x != 0 }) {
-			t.Fatalf("%d uint64s: not zeroed", n)
-		}
-		for i := range a[:cap(a)] {
-			a[:cap(a)][i] = math.MaxUint64
-		}
-		freeArray(m, a)
-		if m.mapped.Load() != 0 {
-			t.Fatalf("%d uint64s: %d bytes still mapped after free", n, m.mapped.Load())
-		}
-	}
-
-	// A byte array freed resliced to nothing, then one in its place: the
-	// new one is zeroed whatever the old one held.
-	b := makeArray[byte](m, 3*offHeapMin)
-	for i := range b {
-		b[i] = 0xff
-	}
-	freeArray(m, b[:0])
-	b = makeArray[byte](m, 3*offHeapMin)
-	if !bytes.Equal(b, make([]byte, len(b))) {
-		t.Fatal("a new array is not zeroed")
-	}
-	freeArray(m, b)
-	if m.mapped.Load() != 0 {
-		t.Fatalf("%d bytes still mapped", m.mapped.Load())
 	}
 }
 
@@ -174,16 +127,16 @@ func TestOffHeapFreedWithTheEngine(t *testing.T) {
 		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	mem := e.mem
-	if mem.mapped.Load() == 0 {
+	if mem.Mapped() == 0 {
 		t.Fatal("the table is not off the Go heap: nothing to test")
 	}
 	e = nil
 	for range 100 {
 		runtime.GC()
-		if mem.mapped.Load() == 0 {
+		if mem.Mapped() == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // the cleanup runs on its own goroutine
 	}
-	t.Fatalf("%d bytes still mapped after the engine was collected", mem.mapped.Load())
+	t.Fatalf("%d bytes still mapped after the engine was collected", mem.Mapped())
 }

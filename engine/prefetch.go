@@ -1,74 +1,66 @@
 package engine
 
-import "unsafe"
+import (
+	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/prefetch"
+)
 
-// Locating a key ahead of use, and prefetching. A limiter command on a
-// random key among millions spends most of its time in two cache misses:
-// the key's index slot, then its record in the arena. A server that has
-// several requests of a pipeline in hand can work out where each key lives
-// and ask for both lines ahead of time, so that the misses of the next
-// requests overlap with the work of this one:
-//
-//	h := e.Locate(key)     // the key's shard and hash; touches no table
-//	e.Prefetch(h)          // a group of requests ahead: the slot's line
-//	e.PrefetchRecord(h)    // then the record's line
-//	v.Expect(h)            // the command's View takes h instead of
-//	v.Throttle(key, p)     // hashing key again
-//
-// Prefetch and PrefetchRecord take the shard's lock for a few instructions,
-// so they are race-free; a prefetch instruction does not wait for its line
-// (nor does the lock wait for it), and it never faults. They change
-// nothing: a hint that has gone stale (the key was moved or removed
-// meanwhile) only wastes the fetch.
+// The engine's side of reading ahead (see package internal/ahead): a
+// locator that works out where a key lives and prefetches its index slot
+// and record, and a View that takes the located key instead of hashing it
+// again. Prefetch and PrefetchRecord take the shard's lock for a few
+// instructions, so they are race-free; a prefetch does not wait for its
+// line (nor does the lock wait for it), and it never faults.
 
-// A Hint is a key located ahead of use: its shard and hash, and which
-// bytes it was made for (their address and length, so that it holds no
-// reference to them). The zero Hint locates nothing.
-type Hint struct {
-	e   *Engine
-	s   *shard
-	h   uint64
-	key uintptr
-	n   int
+// Ahead returns the engine's locator for a server that reads requests
+// ahead. It is machinery for the server (its types are internal to this
+// module), not API for users.
+func (e *Engine) Ahead() ahead.Locator { return locator{e} }
+
+// Ahead returns v as the server's read-ahead expects it: one Expect may
+// be called on. Only on a View no other goroutine uses (NewView's), never
+// on the Engine's own.
+func (v *View) Ahead() ahead.Expecter { return (*expecter)(v) }
+
+type locator struct{ e *Engine }
+
+var _ ahead.Locator = locator{}
+
+func (l locator) Locate(key []byte) ahead.Hint {
+	slot := Slot(key)
+	return ahead.New(l.e, slot&(len(l.e.shards)-1), l.e.hash(key), key)
 }
 
-// Locate works out key's shard and hash.
-func (e *Engine) Locate(key []byte) Hint {
-	return Hint{e, e.shardFor(key), e.hash(key), uintptr(unsafe.Pointer(unsafe.SliceData(key))), len(key)}
+// shardOfHint returns h's shard, or nil when h is the zero Hint or
+// another engine's.
+func (e *Engine) shardOfHint(h ahead.Hint) *shard {
+	if h.Owner != any(e) {
+		return nil
+	}
+	return &e.shards[h.Shard]
 }
 
-// of reports whether h was made for key: the same bytes, not merely equal
-// ones. The caller must not have changed them since.
-func (h Hint) of(key []byte) bool {
-	return h.s != nil && h.key == uintptr(unsafe.Pointer(unsafe.SliceData(key))) && h.n == len(key)
-}
-
-// Prefetch starts loading the index slot where h's key would be found.
-// The zero Hint does nothing.
-func (e *Engine) Prefetch(h Hint) {
-	s := h.s
+func (l locator) Prefetch(h ahead.Hint) {
+	s := l.e.shardOfHint(h)
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	if t := &s.t; len(t.slots) > 0 {
-		prefetch(uintptr(unsafe.Pointer(&t.slots[t.home(slotTag(h.h))])))
+		prefetch.Load(&t.slots[t.home(slotTag(h.Hash))])
 	}
 	s.mu.Unlock()
 }
 
-// PrefetchRecord starts loading the record of h's key, when its home slot
-// (the one Prefetch loads) or the next holds its tag. The zero Hint does
-// nothing.
-func (e *Engine) PrefetchRecord(h Hint) {
-	s := h.s
+func (l locator) PrefetchRecord(h ahead.Hint) {
+	s := l.e.shardOfHint(h)
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	t := &s.t
 	if len(t.slots) > 0 {
-		tag := slotTag(h.h)
+		tag := slotTag(h.Hash)
 		i := t.home(tag)
 		for range 2 { // the home slot and the next: most probes end there
 			sl := t.slots[i]
@@ -76,10 +68,10 @@ func (e *Engine) PrefetchRecord(h Hint) {
 				break
 			}
 			if sl&^refMask == tag {
-				if ref := uint32(sl); int(ref) < len(t.arena) {
-					p := uintptr(unsafe.Pointer(&t.arena[ref]))
-					prefetch(p)
-					prefetch(p + 31) // a short key's record may cross into the next line
+				if ref := int(uint32(sl)); ref < len(t.arena) {
+					prefetch.Load(&t.arena[ref])
+					// A short key's record may cross into the next line.
+					prefetch.Load(&t.arena[min(ref+31, len(t.arena)-1)])
 				}
 				break
 			}
@@ -89,12 +81,17 @@ func (e *Engine) PrefetchRecord(h Hint) {
 	s.mu.Unlock()
 }
 
+// expecter is a View taking Expect.
+type expecter View
+
+func (x *expecter) Expect(h ahead.Hint) { x.hint = h }
+
 // prefetchRecordAt starts loading the record of slot i, if i is a full
 // slot. The table's lock is held.
 func (t *table) prefetchRecordAt(i int) {
 	if i < len(t.slots) {
 		if sl := t.slots[i]; sl != 0 && int(uint32(sl)) < len(t.arena) {
-			prefetch(uintptr(unsafe.Pointer(&t.arena[uint32(sl)])))
+			prefetch.Load(&t.arena[uint32(sl)])
 		}
 	}
 }

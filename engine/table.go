@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 
+	"github.com/cellserver/cellserver/internal/manual"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -38,7 +39,7 @@ import (
 // table (keyOf's result included), and a key passed in must not alias the
 // arena. table is not safe for concurrent use: its shard's lock guards it.
 type table struct {
-	mem   *offHeap // allocates and frees slots and arena
+	mem   *manual.Allocator // allocates and frees slots and arena
 	slots []uint64
 	count int
 	arena []byte
@@ -47,20 +48,23 @@ type table struct {
 
 	scratch []limiter.Hit // the decoded log logAt returns, reused from call to call
 
-	limit int // the most arena bytes; 0: refMask, what a 32-bit offset reaches (tests lower it)
+	limit int // the most arena bytes; 0: maxArenaBytes (tests lower it)
 }
 
 func (t *table) maxArena() int {
 	if t.limit > 0 {
 		return t.limit
 	}
-	return refMask
+	return maxArenaBytes
 }
 
 const (
 	minSlots     = 8
 	arenaMinGrow = 256
-	refMask      = 1<<32 - 1
+	refMask      = uint64(1<<32 - 1) // a slot's arena offset
+	// maxArenaBytes is the most bytes an arena holds: what a 32-bit offset
+	// reaches, or what an int counts on a 32-bit platform.
+	maxArenaBytes = int(min(refMask, uint64(^uint(0)>>1)))
 
 	headKind     = 0x07 // the kind
 	headImplicit = 0x80 // no expiry field: it is floor(a/1e6) − (headMinusOne ? 1 : 0)
@@ -289,9 +293,9 @@ func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 		if live := len(t.arena) - t.dead; t.dead > live/8 {
 			t.compact(size)
 		} else {
-			grown := makeArray[byte](t.mem, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))[:len(t.arena)]
+			grown := manual.Make[byte](t.mem, len(t.arena)+max(size, len(t.arena)/8, arenaMinGrow))[:len(t.arena)]
 			copy(grown, t.arena)
-			freeArray(t.mem, t.arena)
+			manual.Free(t.mem, t.arena)
 			t.arena = grown
 		}
 	}
@@ -422,15 +426,15 @@ func (t *table) reclaim() {
 // reset frees slots, arena and scratch and empties the table, keeping its
 // allocator and limit.
 func (t *table) reset() {
-	freeArray(t.mem, t.slots)
-	freeArray(t.mem, t.arena)
+	manual.Free(t.mem, t.slots)
+	manual.Free(t.mem, t.arena)
 	*t = table{mem: t.mem, limit: t.limit}
 }
 
 // rehash moves every slot into a new array of n slots and frees the old one.
 func (t *table) rehash(n int) {
 	old := t.slots
-	t.slots = makeArray[uint64](t.mem, n)
+	t.slots = manual.Make[uint64](t.mem, n)
 	for _, s := range old {
 		if s == 0 {
 			continue
@@ -441,7 +445,7 @@ func (t *table) rehash(n int) {
 		}
 		t.slots[i] = s
 	}
-	freeArray(t.mem, old)
+	manual.Free(t.mem, old)
 }
 
 // compact copies the live records into a new arena sized for them (plus
@@ -449,7 +453,7 @@ func (t *table) rehash(n int) {
 // the old arena.
 func (t *table) compact(extra int) {
 	live := len(t.arena) - t.dead
-	arena := makeArray[byte](t.mem, live+live/8+extra+arenaMinGrow)
+	arena := manual.Make[byte](t.mem, live+live/8+extra+arenaMinGrow)
 	n := 0
 	for i, s := range t.slots {
 		if s == 0 {
@@ -460,7 +464,7 @@ func (t *table) compact(extra int) {
 		t.slots[i] = s&^refMask | uint64(n)
 		n += copy(arena[n:], t.arena[ref:int(ref)+size])
 	}
-	freeArray(t.mem, t.arena)
+	manual.Free(t.mem, t.arena)
 	t.arena, t.dead, t.holes = arena[:n], 0, [holeLists]holeList{}
 }
 

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"math/rand"
 	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/cellserver/cellserver/internal/manual"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -143,7 +143,7 @@ func nextLog(rng *rand.Rand, prev []limiter.Hit) []limiter.Hit {
 func TestTableAgainstAModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	want := map[string]entry{}
 	keyLens := []int{0, 1, 2, 17, 17, 17, 60, 127, 128, 300, 70000}
 	keys := make([]string, 3000)
@@ -204,7 +204,7 @@ func TestTableAgainstAModel(t *testing.T) {
 	}
 	checkTable(t, &tb, seed, want)
 	t.Logf("%d records moved; arena %d bytes, %d dead", moved, len(tb.arena), tb.dead)
-	if offHeapMin < math.MaxInt && tb.mem.mapped.Load() == 0 {
+	if manual.Enabled && tb.mem.Mapped() == 0 {
 		t.Fatal("no array was mapped: the model does not test the off-heap arrays")
 	}
 	// Emptied, it holds nothing, mapped or not.
@@ -213,14 +213,14 @@ func TestTableAgainstAModel(t *testing.T) {
 		delete(want, k)
 	}
 	checkTable(t, &tb, seed, want)
-	if tb.memory() != 0 || tb.arena != nil || tb.scratch != nil || tb.mem.mapped.Load() != 0 {
-		t.Fatalf("an empty table still holds %d bytes, %d mapped", tb.memory(), tb.mem.mapped.Load())
+	if tb.memory() != 0 || tb.arena != nil || tb.scratch != nil || tb.mem.Mapped() != 0 {
+		t.Fatalf("an empty table still holds %d bytes, %d mapped", tb.memory(), tb.mem.Mapped())
 	}
 }
 
 func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
 	tat := now0 + 2_000_900_000
@@ -246,7 +246,7 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 
 func TestTableCompactsDeadRecords(t *testing.T) {
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	for i := range 10000 {
 		// expireMs is not floor(a/1e6) or one less: stored explicitly.
@@ -277,7 +277,7 @@ func TestTableCompactsDeadRecords(t *testing.T) {
 // 1000 to 20000, including just after each growth of slots or arena.
 func TestTableBytesPerKey(t *testing.T) {
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	worst, at := 0.0, 0
 	for i := range 20000 {
 		k := fmt.Appendf(nil, "user:%012d", i)
@@ -299,7 +299,7 @@ func TestTableBytesPerKey(t *testing.T) {
 // pass the limit, and a table whose live records would not fit refuses.
 func TestTableStaysWithinItsOffsets(t *testing.T) {
 	seed := maphash.MakeSeed()
-	sh := shard{t: table{mem: new(offHeap), limit: 1000}}
+	sh := shard{t: table{mem: new(manual.Allocator), limit: 1000}}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	put := func(i int) error {
 		k := key(i)
@@ -348,7 +348,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 // waits for compaction.
 func TestTableReusesDeadRecords(t *testing.T) {
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	put := func(i int) {
 		k := key(i)
@@ -385,7 +385,7 @@ func TestTableReusesDeadRecords(t *testing.T) {
 // live hits, yet few times however it shrinks.
 func TestTableLogRecords(t *testing.T) {
 	seed := maphash.MakeSeed()
-	tb := table{mem: new(offHeap)}
+	tb := table{mem: new(manual.Allocator)}
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
 	put := func(log []limiter.Hit) uint32 {
@@ -478,7 +478,7 @@ func TestTableLogRecords(t *testing.T) {
 // rather than fail.
 func TestTableLogAtTheLimit(t *testing.T) {
 	seed := maphash.MakeSeed()
-	sh := shard{t: table{mem: new(offHeap), limit: 4096}}
+	sh := shard{t: table{mem: new(manual.Allocator), limit: 4096}}
 	k := []byte("log")
 	h := maphash.Bytes(seed, k)
 	put := func(key []byte, e entry) error {

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/cellserver/cellserver/limiter"
+import (
+	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/limiter"
+)
 
 // View is the engine's command surface. The Engine's own View and those
 // of NewView take each key's shard lock per call; the View handed to an
@@ -9,27 +12,20 @@ import "github.com/cellserver/cellserver/limiter"
 type View struct {
 	e    *Engine
 	held bool
-	hint Hint // for the next call on a key (Expect)
+	hint ahead.Hint // for the next call on a key (see Ahead)
 }
 
-// NewView returns a View of its own, for one client: one that Expect may
-// be called on.
+// NewView returns a View of its own, for one client: one whose Ahead may
+// be used.
 func (e *Engine) NewView() *View { return &View{e: e} }
-
-// Expect tells v that its next call on a key (a limiter, Get, Type,
-// Exists, PTTL or Del) is for the key h was made for, which then need not
-// be located again. That call consumes h; it is ignored when the call is
-// for other bytes or h is another engine's. Expect changes v: call it only
-// on a View no other goroutine uses (NewView's), never on the Engine's own.
-func (v *View) Expect(h Hint) { v.hint = h }
 
 // locate returns key's shard and hash, from the expected Hint when it was
 // made for key.
 func (v *View) locate(key []byte) (*shard, uint64) {
-	if h := v.hint; h.s != nil { // never written on a shared View: see Expect
-		v.hint = Hint{}
-		if h.of(key) && h.e == v.e {
-			return h.s, h.h
+	if h := v.hint; h.Owner != nil { // never set on a shared View: see Ahead
+		v.hint = ahead.Hint{}
+		if s := v.e.shardOfHint(h); s != nil && h.Of(key) {
+			return s, h.Hash
 		}
 	}
 	return v.e.shardFor(key), v.e.hash(key)

@@ -88,7 +88,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	c.la.reset(r)
 	for r < n {
 		lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
-		c.la.advance(c.buf[:n], r, lim, c.s.table, c.s.eng)
+		c.la.advance(c.buf[:n], r, lim, c.s.table, c.s.loc)
 		var args [][]byte
 		q := c.la.take(r)
 		if q != nil {

@@ -44,7 +44,7 @@ func (h *batchHarness) run() {
 	h.la.reset(0)
 	for r := 0; r < len(b); {
 		if !h.parse {
-			h.la.advance(b, r, lim, h.s.table, h.s.eng)
+			h.la.advance(b, r, lim, h.s.table, h.s.loc)
 			q := h.la.take(r)
 			if q == nil {
 				panic(fmt.Sprint("not read ahead at ", r))

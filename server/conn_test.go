@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/ahead"
 )
 
 func newTestServer(t testing.TB) *Server {
@@ -359,13 +359,13 @@ func TestLookahead(t *testing.T) {
 
 	var la lookahead
 	la.reset(0)
-	la.advance(b, 0, lim, s.table, s.eng)
+	la.advance(b, 0, lim, s.table, s.loc)
 	if la.next != starts[groupMax] || la.n != groupMax {
 		t.Fatalf("first group ends at %d (%d requests), want %d", la.next, la.n, starts[groupMax])
 	}
 	for i := range groupMax {
 		if i == 5 {
-			la.advance(b, starts[5], lim, s.table, s.eng) // inside the group: nothing to do
+			la.advance(b, starts[5], lim, s.table, s.loc) // inside the group: nothing to do
 			if la.next != starts[groupMax] || la.k != 5 {
 				t.Fatal("advance inside a group read ahead again")
 			}
@@ -384,11 +384,11 @@ func TestLookahead(t *testing.T) {
 		if string(q.arg(b, 0)) != wantName || q.cmd == nil || !strings.EqualFold(q.cmd.Name, wantName) {
 			t.Fatalf("request %d: name %q, command %v", i, q.arg(b, 0), q.cmd)
 		}
-		if (q.key == engine.Hint{}) != (wantKey == "") || wantKey != "" && q.key != s.eng.Locate(q.arg(b, 1)) {
+		if (q.key == ahead.Hint{}) != (wantKey == "") || wantKey != "" && q.key != s.loc.Locate(q.arg(b, 1)) {
 			t.Fatalf("request %d: key hint %v", i, q.key)
 		}
 	}
-	la.advance(b, starts[groupMax], lim, s.table, s.eng)
+	la.advance(b, starts[groupMax], lim, s.table, s.loc)
 	if la.next != -1 || la.n != 3 {
 		t.Fatalf("after the inline request: next %d, %d requests; want -1, 3", la.next, la.n)
 	}
@@ -397,16 +397,16 @@ func TestLookahead(t *testing.T) {
 			t.Fatalf("request %d was not read ahead", i)
 		}
 	}
-	la.advance(b, starts[groupMax+3], lim, s.table, s.eng)
+	la.advance(b, starts[groupMax+3], lim, s.table, s.loc)
 	if la.take(starts[groupMax+3]) != nil {
 		t.Fatal("read the inline request ahead")
 	}
-	la.advance(b, starts[len(starts)-1], lim, s.table, s.eng)
+	la.advance(b, starts[len(starts)-1], lim, s.table, s.loc)
 	if la.take(starts[len(starts)-1]) != nil {
 		t.Fatal("read ahead after stopping for the batch")
 	}
 	la.reset(starts[len(starts)-1]) // a new batch: a lone request is read too
-	la.advance(b, starts[len(starts)-1], lim, s.table, s.eng)
+	la.advance(b, starts[len(starts)-1], lim, s.table, s.loc)
 	if q := la.take(starts[len(starts)-1]); q == nil || string(q.arg(b, 1)) != "last" {
 		t.Fatalf("lone request: %+v", q)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/ahead"
 )
 
 // Version is cellserver's own version.
@@ -36,6 +37,7 @@ var ErrServerClosed = errors.New("server: closed")
 // Server is a cellserver instance: an engine plus the connections to it.
 type Server struct {
 	eng   *engine.Engine
+	loc   ahead.Locator       // eng's, for reading requests ahead
 	clock *engine.ManualClock // DEBUG CLOCK's clock; nil when DEBUG is off
 	table *commands.Table
 	log   *logger
@@ -82,7 +84,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.eng = eng
+	s.eng, s.loc = eng, eng.Ahead()
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())

@@ -1,12 +1,10 @@
-//go:build !unix
+//go:build !unix || cellserver_portable
 
-package engine
+package manual
 
-import "math"
-
-// offHeapMin is out of reach where there is no mmap: every array is made
+// minSize is out of reach where arrays are not mapped: every array is made
 // on the Go heap, and mapPages and unmapPages are never called.
-const offHeapMin = math.MaxInt
+const minSize = maxInt
 
 func mapPages(size int) []byte { return make([]byte, size) }
 
