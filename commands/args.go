@@ -28,7 +28,7 @@ func parseInt(b []byte) (int64, bool) {
 		if n > 1<<63 {
 			return 0, false
 		}
-		return int64(-n), true //nolint:gosec // n ≤ 2⁶³ checked above
+		return int64(-n), true // n ≤ 2⁶³, checked above
 	}
 	if n > 1<<63-1 {
 		return 0, false

@@ -613,7 +613,7 @@ func TestWriteResult(t *testing.T) {
 		var got, want bytes.Buffer
 		c := &Client{W: NewWriter(&got)}
 		c.writeResult(r)
-		c.W.Flush() //nolint:errcheck
+		c.W.Flush()
 		w := NewWriter(&want)
 		w.WriteArray(5)
 		limited := 0
@@ -624,7 +624,7 @@ func TestWriteResult(t *testing.T) {
 		for _, n := range []int64{r.Limit, r.Remaining, r.RetryAfter, r.ResetAfter} {
 			w.WriteInt64(n)
 		}
-		w.Flush() //nolint:errcheck
+		w.Flush()
 		if got.String() != want.String() {
 			t.Errorf("%+v: %q, want %q", r, got.String(), want.String())
 		}

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Version is the Redis version cellserver answers to in HELLO and INFO:
+// RedisVersion is the Redis version cellserver answers to in HELLO and INFO:
 // the Redis it imitates (SPEC: Redis 7.0).
-const Version = "7.0.15"
+const RedisVersion = "7.0.15"
 
 func registerConnection(t *Table) {
 	rows := []Command{
@@ -104,7 +104,7 @@ func hello(c *Client, args [][]byte) {
 	if len(args) > 1 {
 		n, ok := parseInt(args[1])
 		if !ok {
-			c.fail("ERR Protocol version is not an integer or out of range")
+			c.fail(errProtoVersion)
 			return
 		}
 		if n != 2 && n != 3 {
@@ -133,7 +133,7 @@ func hello(c *Client, args [][]byte) {
 			}
 			i++
 		default:
-			c.fail("ERR Syntax error in HELLO option '" + clip(args[i], 128) + "'")
+			c.fail(errHelloOption(args[i]))
 			return
 		}
 	}
@@ -154,7 +154,7 @@ func hello(c *Client, args [][]byte) {
 	c.W.WriteBulkString("server")
 	c.W.WriteBulkString("redis")
 	c.W.WriteBulkString("version")
-	c.W.WriteBulkString(Version)
+	c.W.WriteBulkString(RedisVersion)
 	c.W.WriteBulkString("proto")
 	c.W.WriteInt(proto)
 	c.W.WriteBulkString("id")
@@ -240,7 +240,7 @@ func client(c *Client, args [][]byte) {
 
 func clientSetInfo(c *Client, attr, value []byte) {
 	if !validClientName(value) && len(value) > 0 {
-		c.fail("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters.")
+		c.fail(errClientAttr(attr))
 		return
 	}
 	c.mu.Lock()
@@ -251,7 +251,7 @@ func clientSetInfo(c *Client, attr, value []byte) {
 	case equalFold(attr, "lib-ver"):
 		c.libVer = string(value)
 	default:
-		c.W.WriteError("ERR Unrecognized option '" + clip(attr, 128) + "'")
+		c.W.WriteError(errUnrecognizedOption(attr))
 		return
 	}
 	c.writeOK()
@@ -288,7 +288,7 @@ func clientList(c *Client, args [][]byte) {
 					ids = map[int64]bool{} // no such clients here
 					continue
 				}
-				c.fail("ERR Unknown client type '" + clip(args[i], 128) + "'")
+				c.fail(errUnknownClientType(args[i]))
 				return
 			}
 		case equalFold(args[i], "id") && i+1 < len(args):
@@ -298,7 +298,7 @@ func clientList(c *Client, args [][]byte) {
 			for i++; i < len(args); i++ {
 				id, ok := parseInt(args[i])
 				if !ok || id <= 0 {
-					c.fail("ERR Invalid client ID")
+					c.fail(errInvalidClientID)
 					return
 				}
 				ids[id] = true
@@ -343,7 +343,7 @@ func clientKill(c *Client, args [][]byte) {
 		case equalFold(k, "id"):
 			id, ok := parseInt(args[i+1])
 			if !ok || id <= 0 {
-				c.fail("ERR client-id should be greater than 0")
+				c.fail(errClientIDZero)
 				return
 			}
 			match = append(match, func(cl *Client) bool { return cl.id == id })
@@ -356,7 +356,7 @@ func clientKill(c *Client, args [][]byte) {
 		case equalFold(k, "type"):
 			normal := strings.EqualFold(v, "normal")
 			if !normal && !strings.EqualFold(v, "master") && !strings.EqualFold(v, "replica") && !strings.EqualFold(v, "pubsub") {
-				c.fail("ERR Unknown client type '" + v + "'")
+				c.fail(errUnknownClientType([]byte(v)))
 				return
 			}
 			match = append(match, func(*Client) bool { return normal })

@@ -1,8 +1,15 @@
 package commands
 
+import "strings"
+
 // Every reply error cellserver sends, with its prefix. Texts with a %s or
 // %q verb are completed by the function next to their use.
 const (
+	// errPrefix and errCellPrefix begin an error of unforeseen text:
+	// Redis's generic prefix, and redis-cell's (CL.THROTTLE).
+	errPrefix     = "ERR "
+	errCellPrefix = "Cell error: Store error: "
+
 	// redis-cell's own texts (no ERR prefix).
 	errCellUsage      = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
 	errCellParseInt   = "Cell error: Store error: Couldn't parse as integer: "
@@ -24,13 +31,16 @@ const (
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
-	errNoAuth         = "NOAUTH Authentication required."
-	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	errWrongPass      = "WRONGPASS invalid username-password pair or user is disabled."
-	errAuthNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	errNoProto        = "NOPROTO unsupported protocol version"
-	errClientName     = "ERR Client names cannot contain spaces, newlines or special characters."
-	errNoSuchClient   = "ERR No such client"
+	errNoAuth          = "NOAUTH Authentication required."
+	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."
+	errAuthNoPassword  = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	errNoProto         = "NOPROTO unsupported protocol version"
+	errClientName      = "ERR Client names cannot contain spaces, newlines or special characters."
+	errNoSuchClient    = "ERR No such client"
+	errProtoVersion    = "ERR Protocol version is not an integer or out of range"
+	errInvalidClientID = "ERR Invalid client ID"
+	errClientIDZero    = "ERR client-id should be greater than 0"
 
 	errMultiNested = "ERR MULTI calls can not be nested"
 	errExecNoMulti = "ERR EXEC without MULTI"
@@ -42,6 +52,35 @@ const (
 func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }
+
+func errHelloOption(opt []byte) string {
+	return "ERR Syntax error in HELLO option '" + clip(opt, 128) + "'"
+}
+
+// errClientAttr is CLIENT SETINFO's for a value with spaces or newlines,
+// naming the attribute (lib-name, lib-ver) in lower case.
+func errClientAttr(attr []byte) string {
+	return "ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters."
+}
+
+func errUnrecognizedOption(opt []byte) string {
+	return "ERR Unrecognized option '" + clip(opt, 128) + "'"
+}
+
+func errUnknownClientType(typ []byte) string {
+	return "ERR Unknown client type '" + clip(typ, 128) + "'"
+}
+
+func errConfigSetOption(arg []byte) string {
+	return "ERR Unknown option or number of arguments for CONFIG SET - '" + clip(arg, 128) + "'"
+}
+
+func errConfigSetFailed(name string, err error) string {
+	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
+}
+
+// errInternal answers a command whose handler panicked.
+func errInternal(cmd string) string { return "ERR internal error in '" + cmd + "'" }
 
 func errPositive(arg string) string { return "ERR " + arg + " must be a positive integer" }
 

@@ -197,7 +197,7 @@ var errorTexts = []struct {
 	{limiter.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
 	{limiter.ErrWindowRange, [2]string{errRange("window"), ""}},
 	{limiter.ErrExactLimit, [2]string{errExactLimit, ""}},
-	{engine.ErrShardFull, [2]string{errShardFull, "Cell error: Store error: " + errShardFull[4:]}},
+	{engine.ErrShardFull, [2]string{errShardFull, errCellPrefix + errShardFull[len("ERR "):]}},
 }
 
 // errorText returns the reply for an engine error; cell selects
@@ -213,7 +213,7 @@ func errorText(err error, cell bool) string {
 		}
 	}
 	if cell {
-		return "Cell error: Store error: " + err.Error()
+		return errCellPrefix + err.Error()
 	}
-	return "ERR " + err.Error()
+	return errPrefix + err.Error()
 }

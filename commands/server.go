@@ -132,9 +132,9 @@ func config(c *Client, args [][]byte) {
 			name := strings.ToLower(string(args[i]))
 			if err := c.host.ConfigSet(name, string(args[i+1])); err != nil {
 				if errors.Is(err, ErrUnknownSetting) {
-					c.fail("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[i], 128) + "'")
+					c.fail(errConfigSetOption(args[i]))
 				} else {
-					c.fail("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
+					c.fail(errConfigSetFailed(name, err))
 				}
 				return
 			}
@@ -196,7 +196,7 @@ func field(b *strings.Builder, name string, v any) {
 
 func infoServer(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	up := time.Since(st.Started)
-	field(b, "redis_version", Version)
+	field(b, "redis_version", RedisVersion)
 	field(b, "cellserver_version", st.Version)
 	field(b, "redis_mode", "standalone")
 	field(b, "os", runtime.GOOS+" "+runtime.GOARCH)

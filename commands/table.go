@@ -229,7 +229,7 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.stats.failed[cmd.id].Add(1)
-			c.W.WriteError("ERR internal error in '" + cmd.Name + "'")
+			c.W.WriteError(errInternal(cmd.Name))
 			t.host.Logf("warning", "panic in %s: %v", cmd.Name, r)
 		}
 	}()

@@ -31,6 +31,10 @@ const DefaultShards = 256
 // ErrBadShards reports a Config.Shards that is not a power of two in range.
 var ErrBadShards = errors.New("engine: shards must be a power of two from 1 to 16384")
 
+// ValidShards reports whether n shards is a valid Config.Shards: a power
+// of two from 1 to SlotCount.
+func ValidShards(n int) bool { return n >= 1 && n <= SlotCount && n&(n-1) == 0 }
+
 // EnsureDefaults fills the zero fields of c with their defaults.
 func (c *Config) EnsureDefaults() {
 	if c.Shards == 0 {
@@ -49,7 +53,7 @@ func (c *Config) EnsureDefaults() {
 
 // Validate reports the first setting of c that is out of range.
 func (c *Config) Validate() error {
-	if c.Shards < 1 || c.Shards > SlotCount || c.Shards&(c.Shards-1) != 0 {
+	if !ValidShards(c.Shards) {
 		return ErrBadShards
 	}
 	if c.SweepInterval < 0 || c.SweepBudget < 0 {

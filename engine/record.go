@@ -149,19 +149,7 @@ func (v *View) DeleteSlot(slot int) int {
 	v.lock(sh)
 	defer v.unlock(sh)
 	sh.reapLocked(unixMs(v.e.clock.Now())) // count live keys only
-	n := 0
-	for i := 0; i < len(sh.t.slots); {
-		s := sh.t.slots[i]
-		if s == 0 || Slot(sh.t.keyOf(uint32(s))) != slot {
-			i++
-			continue
-		}
-		n++
-		if sh.removeLocked(i) {
-			i = 0 // the table shrank: walk it again
-		}
-	}
-	return n
+	return sh.removeIfLocked(func(i int) bool { return Slot(sh.t.keyOf(uint32(sh.t.slots[i]))) == slot })
 }
 
 // Import stores r, replacing whatever key r.Key held. A record that has

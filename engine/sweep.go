@@ -25,10 +25,10 @@ const sweepMaxRounds = 8
 // The pause is a sleep, not a yield (runtime.Gosched): the Go scheduler
 // looks for connections that became readable only once it has nothing
 // else to run, so a task that yields and is at once runnable again keeps
-// the clients waiting for the runtime's own 10 ms network poll. (Measured,
-// redis-benchmark -P 16 PING while 800k keys expired, two runs each: the
-// slowest reply took 41–43 ms with no pacing, 17 ms yielding every 250 µs,
-// 3–5 ms as here, as with no keys at all; p99 1.4, 4–5 and 1.8–2.1 ms.)
+// the clients waiting for the runtime's own 10 ms network poll. With a
+// sleep, the slowest reply while a mass of keys expires is what it is
+// with no keys at all (bench/RESULTS.md compares no pacing, yielding and
+// sleeping).
 //
 // A quarter of the 100 ms interval is the share of the processor Redis's
 // active expiry allows itself; at that pace a million keys expiring at

@@ -46,7 +46,7 @@ func mulChecked(a, b int64) (int64, bool) {
 		if lo > 1<<63 {
 			return 0, false
 		}
-		return int64(-lo), true //nolint:gosec // lo ≤ 2⁶³ checked above
+		return int64(-lo), true // lo ≤ 2⁶³ checked above
 	}
 	if lo > math.MaxInt64 {
 		return 0, false

@@ -145,7 +145,7 @@ func swRemaining(limit, prev, curr, left, w int64) int64 {
 	if q >= uint64(room) {
 		return 0
 	}
-	return room - int64(q) //nolint:gosec // q < room
+	return room - int64(q) // q < room
 }
 
 // swAllowAt returns the first instant, after at, at which a hit of cost

@@ -134,7 +134,7 @@ func tbMissing(fullAt, rem, t, refill, full int64) int64 {
 	if hi != 0 || carry != 0 || lo > uint64(full) {
 		return full
 	}
-	return int64(lo) //nolint:gosec // lo ≤ full checked above
+	return int64(lo) // lo ≤ full checked above
 }
 
 // tbIdle returns the first whole ns at which a bucket full at

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 )
 
@@ -86,7 +87,9 @@ type setting struct {
 
 // Errors from Set.
 var (
-	ErrUnknownSetting   = errors.New("unknown setting")
+	// ErrUnknownSetting is commands.ErrUnknownSetting: the name is no
+	// setting's.
+	ErrUnknownSetting   = commands.ErrUnknownSetting
 	ErrImmutableSetting = errors.New("can't set immutable config")
 )
 
@@ -196,7 +199,7 @@ var settings = []setting{
 		get: func(c *Config) string { return strconv.Itoa(c.Shards) },
 		set: intSetting(func(c *Config, n int64) { c.Shards = int(n) }),
 		check: func(c *Config) error {
-			if c.Shards < 1 || c.Shards > engine.SlotCount || c.Shards&(c.Shards-1) != 0 {
+			if !engine.ValidShards(c.Shards) {
 				return errors.New("must be a power of two from 1 to 16384")
 			}
 			return nil

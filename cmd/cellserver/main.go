@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -116,7 +117,7 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 			fmt.Fprint(stdout, usage)
 			return cfg, true, nil
 		case "--version", "-v":
-			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, "7.0")
+			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, commands.RedisVersion)
 			return cfg, true, nil
 		}
 		if !strings.HasPrefix(a, "--") || len(a) == 2 {
