@@ -1,5 +1,6 @@
--- gcra.lua: CL.THROTTLE's GCRA (SPEC.md §1.1) as a Redis Lua script, the
--- baseline bench/run.sh measures cellserver against ("Redis + Lua GCRA").
+-- gcra.lua: CL.THROTTLE's GCRA (docs/commands.md#cl-throttle-algorithm) as a
+-- Redis Lua script, the baseline bench/run.sh measures cellserver against
+-- ("Redis + Lua GCRA").
 --
 --   EVALSHA <sha> 1 <key> <max_burst> <count> <period> [<quantity>]
 --
