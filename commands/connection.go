@@ -8,7 +8,7 @@ import (
 )
 
 // RedisVersion is the Redis version cellserver answers to in HELLO and INFO:
-// the Redis it imitates (SPEC: Redis 7.0).
+// the Redis it imitates (docs/commands.md#conventions).
 const RedisVersion = "7.0.15"
 
 func registerConnection(t *Table) {

@@ -18,7 +18,7 @@ func withPass(p string) func(*server.Config) {
 }
 
 // TestAuth: with requirepass, nothing but AUTH/HELLO/QUIT works before
-// authenticating (SPEC §4), with Redis's texts.
+// authenticating (docs/commands.md#auth), with Redis's texts.
 func TestAuth(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, withPass("s3cret"))

@@ -46,7 +46,7 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// TestBinary runs the cellserver binary as an operator would (SPEC §4):
+// TestBinary runs the cellserver binary as an operator would (docs/commands.md#settings):
 // flags and a config file with redis.conf's names, DEBUG off by default,
 // bad settings refused at start, SIGTERM a clean exit.
 func TestBinary(t *testing.T) {

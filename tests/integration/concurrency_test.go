@@ -9,7 +9,7 @@ import (
 )
 
 // TestConcurrentOneKey: on a frozen clock, 50 clients hammering one key
-// get exactly the limit allowed, never one more (SPEC §1: each key's
+// get exactly the limit allowed, never one more (docs/commands.md#limiter-rules: each key's
 // state changes atomically).
 func TestConcurrentOneKey(t *testing.T) {
 	const (
@@ -107,7 +107,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 }
 
 // TestMultiAtomic: the commands of one EXEC happen at one instant for
-// every other client (SPEC §3): with others hitting the same key at the
+// every other client (docs/commands.md#transactions): with others hitting the same key at the
 // same time, a transaction's replies are still consecutive.
 func TestMultiAtomic(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ const (
 	errExact  = "ERR limit above 100000 is not supported with EXACT"
 )
 
-// TestThrottleErrorsRaw checks CL.THROTTLE's errors (SPEC §1.1) byte for
+// TestThrottleErrorsRaw checks CL.THROTTLE's errors (docs/commands.md#cl-throttle-errors) byte for
 // byte on a raw connection, where nothing stands between the test and
 // the server's bytes.
 func TestThrottleErrorsRaw(t *testing.T) {
@@ -75,7 +75,7 @@ func TestThrottleErrorsRaw(t *testing.T) {
 }
 
 // TestThrottleOverflow: where redis-cell wraps around, cellserver answers
-// a Cell error (SPEC §1.1; the exact words name what overflowed).
+// a Cell error (docs/commands.md#cl-throttle-errors; the exact words name what overflowed).
 func TestThrottleOverflow(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -103,7 +103,7 @@ func TestThrottleOverflow(t *testing.T) {
 	wantInts(t, rdb, ints(0, 2, 1, -1, 1), "CL.THROTTLE", "ok", 1, 1, 1)
 }
 
-// TestLimiterErrors checks every error of SPEC §1.5 through go-redis.
+// TestLimiterErrors checks every error of docs/commands.md#limiter-errors through go-redis.
 func TestLimiterErrors(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)

@@ -3,7 +3,7 @@
 // and redis-benchmark where they are installed. Every test starts its own
 // in-process server on 127.0.0.1:0 with DEBUG CLOCK enabled, freezes the
 // server's clock over the wire when it needs time, and asserts exact
-// replies (SPEC.md is the contract).
+// replies (docs/commands.md is the contract).
 package integration
 
 import (

@@ -27,7 +27,7 @@ func runSteps(t *testing.T, rdb doer, steps []step) {
 
 func args(a ...any) []any { return a }
 
-// TestTokenBucket is SPEC §1.2 over the wire.
+// TestTokenBucket is docs/commands.md#tb-take over the wire.
 func TestTokenBucket(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -90,7 +90,7 @@ func TestTokenBucket(t *testing.T) {
 	})
 }
 
-// TestSlidingWindow is SPEC §1.3's default mode, the two-counter window.
+// TestSlidingWindow is docs/commands.md#sw-hit's default mode, the two-counter window.
 func TestSlidingWindow(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -139,7 +139,7 @@ func TestSlidingWindow(t *testing.T) {
 	})
 }
 
-// TestSlidingLog is SPEC §1.3's EXACT mode.
+// TestSlidingLog is docs/commands.md#sw-hit-exact.
 func TestSlidingLog(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -171,7 +171,7 @@ func TestSlidingLog(t *testing.T) {
 	wantInts(t, rdb, ints(0, 100000, 99999, -1, 1), "SW.HIT", "swemax", 100000, 1, "EXACT")
 }
 
-// TestFixedWindow is SPEC §1.4 over the wire.
+// TestFixedWindow is docs/commands.md#fw-incr over the wire.
 func TestFixedWindow(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -344,8 +344,8 @@ func TestExpiry(t *testing.T) {
 }
 
 // TestExpiryInvisible: once the clock passes their expiry, keys nobody
-// touched are invisible at once (SPEC §2: "expired keys are invisible to
-// every command from then on"), and the background sweep reclaims them.
+// touched are invisible at once, to every command (docs/commands.md#expiry),
+// and the background sweep reclaims them.
 func TestExpiryInvisible(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)

@@ -476,7 +476,7 @@ func TestTimeAndDebugClock(t *testing.T) {
 	}
 }
 
-// TestUnknownCommand: Redis 7's wording, byte for byte (SPEC §3).
+// TestUnknownCommand: Redis 7's wording, byte for byte (docs/commands.md#request-errors).
 func TestUnknownCommand(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
@@ -508,7 +508,7 @@ func TestUnknownCommand(t *testing.T) {
 }
 
 // TestDebugDisabled: without enable-debug-command, DEBUG is an unknown
-// command (SPEC §5).
+// command (docs/commands.md#debug-clock).
 func TestDebugDisabled(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, withDebug(false))

@@ -19,7 +19,7 @@ var protocols = []struct {
 	{"resp2", resp2},
 }
 
-// TestThrottleReadme is SPEC §1.1 through go-redis: the README example and
+// TestThrottleReadme is docs/commands.md#cl-throttle through go-redis: the README example and
 // what the key holds afterwards.
 func TestThrottleReadme(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
@@ -139,7 +139,7 @@ func TestThrottleRefund(t *testing.T) {
 }
 
 // TestThrottleRounding: retry_after and reset_after get +1 only when the
-// sub-second part is at least 1 ms (SPEC §1.1).
+// sub-second part is at least 1 ms (docs/commands.md#cl-throttle-rounding).
 func TestThrottleRounding(t *testing.T) {
 	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
 		cases := []struct {
@@ -179,7 +179,7 @@ func TestThrottleRounding(t *testing.T) {
 }
 
 // TestThrottleLargeDurations: beyond ~2²⁴ s the f64 sum of seconds and
-// fraction rounds up, and so does the reply (SPEC §1.1).
+// fraction rounds up, and so does the reply (docs/commands.md#cl-throttle-rounding).
 func TestThrottleLargeDurations(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
