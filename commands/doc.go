@@ -6,6 +6,7 @@
 //
 // Package commands knows nothing of sockets: it writes replies to a
 // *Writer and reaches server-wide state (clients, settings, stats,
-// shutdown) through the Host interface. It must not import server, persist
-// or cluster.
+// shutdown) through the Host interface. It imports engine, limiter and
+// packages under internal/ only; never server, nor any package that wires
+// in persistence or cluster mode (those reach it through Host).
 package commands

@@ -2,9 +2,10 @@
 // connections (replies encoded by commands.Writer), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
-// commands table. It implements commands.Host. It must not import persist's
-// or cluster's internals, and it reads no flags or files: cmd/cellserver
-// builds its Config.
+// commands table. It implements commands.Host. It imports commands, engine
+// and packages under internal/, never cmd/cellserver, and it reads no
+// flags or files: cmd/cellserver builds its Config and wires in anything
+// else (persistence, cluster mode) through interfaces.
 package server
 
 import (
