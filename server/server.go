@@ -24,6 +24,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
 // Version is cellserver's own version.
@@ -204,7 +205,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		nc.Close()
 		return nil
 	}
-	nc = newRawConn(nc)
+	nc = rawconn.Wrap(nc)
 	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc), oneThread: runtime.GOMAXPROCS(0) == 1}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
