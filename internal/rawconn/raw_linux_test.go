@@ -1,3 +1,5 @@
+//go:build !cellserver_portable
+
 package rawconn
 
 import (

@@ -9,6 +9,10 @@
 // portable: Wrap returns the connection as it is and ReadLoop is a loop
 // over its Read.
 //
+// The build tag cellserver_portable forces the portable path on Linux too
+// (go test -tags cellserver_portable ./...). CI runs the tests with it, so
+// that the path every other platform takes is tested where CI runs.
+//
 // The raw path is restricted to Linux, where it was measured: on OpenBSD
 // Go makes system calls through libc and syscall.RawSyscall fails with
 // ENOSYS, and on darwin a raw call bypasses libc. It is written by hand
