@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
 // The connection loop: read, run every complete request, flush, repeat.
@@ -52,26 +53,12 @@ type conn struct {
 	oneThread bool // GOMAXPROCS is 1: see the yield before a batch's flush
 }
 
-// readLooper is a connection that runs its own read loop (rawConn):
-// readLoop reads into the buffer next returns, hands next what each read
-// brought, and returns once next returns nil.
-type readLooper interface {
-	readLoop(next func(m int, err error) []byte)
-}
-
 // serve runs the connection until the client leaves, breaks the protocol,
 // is killed, or the server shuts down.
 func (c *conn) serve() {
 	defer c.s.release(c)
 	c.buf = make([]byte, readBufSize)
-	if rl, ok := c.nc.(readLooper); ok {
-		rl.readLoop(c.afterRead)
-		return
-	}
-	for b := c.afterRead(0, nil); b != nil; {
-		m, err := c.nc.Read(b)
-		b = c.afterRead(m, err)
-	}
+	rawconn.ReadLoop(c.nc, c.afterRead)
 }
 
 // afterRead takes what a read brought (m bytes at buf[n:], or readErr),

@@ -26,6 +26,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
 // Version is cellserver's own version.
@@ -207,7 +208,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		nc.Close()
 		return nil
 	}
-	nc = newRawConn(nc)
+	nc = rawconn.Wrap(nc)
 	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc), oneThread: runtime.GOMAXPROCS(0) == 1}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),

@@ -1,6 +1,6 @@
-//go:build unix
+//go:build !cellserver_portable
 
-package server
+package rawconn
 
 import (
 	"errors"
@@ -14,23 +14,24 @@ import (
 	"unsafe"
 )
 
-// rawConn reads (readLoop) and writes (Write) a connection's socket with
-// raw system calls (syscall.RawSyscall) inside Go's netpoller
+// conn reads (readLoop) and writes (Write) a connection's socket with raw
+// system calls (syscall.RawSyscall) inside Go's netpoller
 // (syscall.RawConn), instead of net.Conn's Read and Write, which tell the
-// scheduler before each call that the thread may block. The socket is non-blocking, so no call ever
-// blocks; told otherwise, the runtime's monitor hands the processor to
-// another thread whenever a call runs past 20 µs (as a loopback write that
-// wakes its reader does, on a VM), and the server's work is spread over
-// several threads that wake one another, stealing time from the other
-// cores. Waiting for readiness, deadlines and Close work as for net.Conn
-// (errors differ in their wrapping: a failed call is an *os.SyscallError).
+// scheduler before each call that the thread may block. The socket is
+// non-blocking, so no call ever blocks; told otherwise, the runtime's
+// monitor hands the processor to another thread whenever a call runs past
+// 20 µs (as a loopback write that wakes its reader does, on a VM), and the
+// server's work is spread over several threads that wake one another,
+// stealing time from the other cores. Waiting for readiness, deadlines and
+// Close work as for net.Conn (errors differ in their wrapping: a failed
+// call is an *os.SyscallError).
 //
-// Unlike a net.Conn, a rawConn takes one Write at a time (a write keeps
-// its state in the struct), and one readLoop. The connection loop is its
-// only reader and writer. (Its Read is net.Conn's: the server reads only
-// through readLoop.) And a raw call is invisible to the race detector,
-// which sees the buffers of syscall.Read and Write being read or written.
-type rawConn struct {
+// Unlike a net.Conn, a conn takes one Write at a time (a write keeps its
+// state in the struct), and one readLoop. The connection loop is its only
+// reader and writer. (Its Read is net.Conn's: ReadLoop reads only through
+// readLoop.) And a raw call is invisible to the race detector, which sees
+// the buffers of syscall.Read and Write being read or written.
+type conn struct {
 	net.Conn
 	rc syscall.RawConn
 
@@ -52,9 +53,9 @@ type rawConn struct {
 	probeAt time.Time  // readLoop's probe; zero: not armed
 }
 
-// readLoop is the connection's read loop (see readLooper): it reads into
-// the buffer next returns and hands next what each read brought, until
-// next returns nil.
+// readLoop is the connection's read loop, with ReadLoop's contract: it
+// reads into the buffer next returns and hands next what each read
+// brought, until next returns nil.
 //
 // It saves a read(2) per batch. syscall.RawConn.Read forgets, as it
 // starts, whatever the netpoller has said of the socket, so it must begin
@@ -77,7 +78,7 @@ type rawConn struct {
 //
 // While the loop runs it holds the descriptor, so Close closes in the
 // background (see Close), and the loop stops reading once Close was called.
-func (c *rawConn) readLoop(next func(m int, err error) []byte) {
+func (c *conn) readLoop(next func(m int, err error) []byte) {
 	b := next(0, nil)
 	c.looping.Store(true)
 	defer c.looping.Store(false)
@@ -122,7 +123,7 @@ const probeWait = 10 * time.Millisecond
 // probe arms (on) or disarms the read deadline that ends a wait which
 // skipped its read. Arming an armed probe leaves it as it is: a busy
 // connection sets a deadline once per probeWait, not once per batch.
-func (c *rawConn) probe(on bool) {
+func (c *conn) probe(on bool) {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
 	if on == !c.probeAt.IsZero() {
@@ -137,7 +138,7 @@ func (c *rawConn) probe(on bool) {
 
 // probeFired reports whether err, which ended a wait, is the probe's
 // deadline rather than the idle timeout's, and disarms the probe if so.
-func (c *rawConn) probeFired(err error) bool {
+func (c *conn) probeFired(err error) bool {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return false
 	}
@@ -152,7 +153,7 @@ func (c *rawConn) probeFired(err error) bool {
 }
 
 // SetDeadline sets both deadlines, the read one as SetReadDeadline does.
-func (c *rawConn) SetDeadline(t time.Time) error {
+func (c *conn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func (c *rawConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline sets the idle deadline (the zero time: none), which
 // readLoop's probe may bring forward.
-func (c *rawConn) SetReadDeadline(t time.Time) error {
+func (c *conn) SetReadDeadline(t time.Time) error {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
 	c.idle = t
@@ -170,7 +171,7 @@ func (c *rawConn) SetReadDeadline(t time.Time) error {
 
 // applyDeadline sets the socket's read deadline to the earlier of the idle
 // deadline and the probe's. c.dmu is held.
-func (c *rawConn) applyDeadline() error {
+func (c *conn) applyDeadline() error {
 	d := c.idle
 	if !c.probeAt.IsZero() && (d.IsZero() || c.probeAt.Before(d)) {
 		d = c.probeAt
@@ -181,23 +182,22 @@ func (c *rawConn) applyDeadline() error {
 // Close closes the connection. While readLoop runs it holds the
 // descriptor, and net.Conn's Close waits for every holder to let go, that
 // is for the loop to finish the batch it is running and wait again. That
-// must not be waited for: Server.Shutdown kills (closes) each client while
-// holding the server's lock, which the batch may be waiting for itself
+// must not be waited for: the server's Shutdown kills (closes) each client
+// while holding the server's lock, which the batch may be waiting for itself
 // (CLIENT LIST, CONFIG SET timeout). So then the close runs in the
 // background: it begins at once (a wait for readiness, a write, or the
 // loop's next read fails), and completes as the loop returns.
-func (c *rawConn) Close() error {
+func (c *conn) Close() error {
 	c.closed.Store(true)
 	if c.looping.Load() {
-		go c.Conn.Close() //nolint:errcheck // as the caller of Close would ignore it
+		go c.Conn.Close() // its error has no one to go to: this Close has returned
 		return nil
 	}
 	return c.Conn.Close()
 }
 
-// newRawConn wraps nc when it is a socket, and returns it as it is
-// otherwise.
-func newRawConn(nc net.Conn) net.Conn {
+// wrap wraps nc when it is a socket, and returns it as it is otherwise.
+func wrap(nc net.Conn) net.Conn {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return nc
@@ -206,12 +206,14 @@ func newRawConn(nc net.Conn) net.Conn {
 	if err != nil {
 		return nc
 	}
-	c := &rawConn{Conn: nc, rc: rc, probeWait: probeWait}
+	c := &conn{Conn: nc, rc: rc, probeWait: probeWait}
 	c.writeFn = c.write
 	return c
 }
 
-func (c *rawConn) Write(b []byte) (int, error) {
+// Write writes all of b, waiting in the netpoller while the socket has no
+// room, as net.Conn's Write does.
+func (c *conn) Write(b []byte) (int, error) {
 	c.wbuf, c.wn, c.werr, c.wzero = b, 0, 0, false
 	err := c.rc.Write(c.writeFn)
 	n := c.wn
@@ -228,7 +230,7 @@ func (c *rawConn) Write(b []byte) (int, error) {
 }
 
 // write writes all of wbuf; false asks the netpoller to wait for room.
-func (c *rawConn) write(fd uintptr) bool {
+func (c *conn) write(fd uintptr) bool {
 	for len(c.wbuf) > 0 {
 		n, e := rawCall(syscall.SYS_WRITE, fd, c.wbuf)
 		switch e {
