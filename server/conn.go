@@ -87,7 +87,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			args, used, err = c.p.next(c.buf[r:n], lim)
 			if err != nil {
 				c.w.WriteError("ERR " + err.Error())
-				c.w.Flush() //nolint:errcheck // closing anyway
+				_ = c.w.Flush() // closing anyway
 				return nil
 			}
 			if used == 0 {
@@ -108,7 +108,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		}
 		ran++
 		if c.cl.CloseAfterReply() {
-			c.w.Flush() //nolint:errcheck // closing anyway
+			_ = c.w.Flush() // closing anyway
 			return nil
 		}
 		if c.w.Len() > flushAt && c.w.Flush() != nil {
@@ -153,10 +153,10 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	}
 
 	if d := c.s.limits.timeout.Load(); d > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) //nolint:errcheck
+		_ = c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) // fails only on a closed connection, which is going anyway
 		c.deadline = true
 	} else if c.deadline {
-		c.nc.SetReadDeadline(time.Time{}) //nolint:errcheck
+		_ = c.nc.SetReadDeadline(time.Time{}) // fails only on a closed connection, which is going anyway
 		c.deadline = false
 	}
 	return c.buf[c.n:]

@@ -235,7 +235,7 @@ func TestConnParsesAcrossSplits(t *testing.T) {
 func TestConnAnswersOversizedHeaderAtOnce(t *testing.T) {
 	s := newTestServer(t)
 	client, r := pipeConn(t, s)
-	go client.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n")) //nolint:errcheck
+	go client.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
 	if got := readReply(t, r, 2); got != "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n" {
 		t.Fatalf("got %q", got)
 	}
@@ -253,11 +253,11 @@ func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 	defer client.Close()
 	r := bufio.NewReader(client)
 	big := strings.Repeat("x", 200<<10)
-	go client.Write([]byte("*2\r\n$4\r\nECHO\r\n$204800\r\n" + big + "\r\n")) //nolint:errcheck
+	go client.Write([]byte("*2\r\n$4\r\nECHO\r\n$204800\r\n" + big + "\r\n"))
 	if got := readReply(t, r, 2); got != "$204800\r\n"+big+"\r\n" {
 		t.Fatalf("echo of 200 KiB: got %d bytes", len(got))
 	}
-	go client.Write([]byte("PING\r\n")) //nolint:errcheck
+	go client.Write([]byte("PING\r\n"))
 	if got := readReply(t, r, 1); got != "+PONG\r\n" {
 		t.Fatal(got)
 	}

@@ -203,8 +203,8 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))           //nolint:errcheck
-		nc.Write([]byte("-ERR max number of clients reached\r\n")) //nolint:errcheck
+		nc.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n")) // best effort: the connection is closed next
 		nc.Close()
 		return nil
 	}
@@ -369,7 +369,7 @@ func (s *Server) applyTimeout(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.clients {
-		c.nc.SetReadDeadline(at) //nolint:errcheck // a closed connection is going anyway
+		_ = c.nc.SetReadDeadline(at) // a closed connection is going anyway
 	}
 }
 
