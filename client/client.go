@@ -239,8 +239,8 @@ func (c *Client) AllowAll(ctx context.Context, checks ...Check) (Decision, error
 			c.br.success()
 			return Decision{}, err
 		}
-		c.br.failure()
 		c.opt.OnEvent(Event{Type: EventServerError, Err: err, Key: checks[0].Key})
+		c.br.failure()
 		cause = err
 	}
 	return c.fallback(checks, cause)
