@@ -46,7 +46,7 @@ var t0 = time.Unix(1_700_006_400, 0)
 
 // realServer is one cellserver process on 127.0.0.1.
 type realServer struct {
-	t    *testing.T
+	t    testing.TB
 	Port int
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -54,7 +54,7 @@ type realServer struct {
 
 // startReal starts cellserver on a free port, with DEBUG enabled and its
 // clock frozen at t0, and stops it when the test ends.
-func startReal(t *testing.T) *realServer {
+func startReal(t testing.TB) *realServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -142,7 +142,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 }
 
 // newRedis returns a go-redis client for s that sends each command once.
-func newRedis(t *testing.T, s *realServer) *redis.Client {
+func newRedis(t testing.TB, s *realServer) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
