@@ -85,6 +85,14 @@ func (b *breaker) success() {
 	}
 }
 
+// abandon records a call given up by its caller: a half-open probe may
+// be sent again.
+func (b *breaker) abandon() {
+	b.mu.Lock()
+	b.probing = false
+	b.mu.Unlock()
+}
+
 // failure records a call the server did not answer.
 func (b *breaker) failure() {
 	b.mu.Lock()

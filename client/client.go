@@ -233,7 +233,7 @@ func (c *Client) AllowAll(ctx context.Context, checks ...Check) (Decision, error
 			c.br.success()
 			return d, nil
 		case ctx.Err() != nil:
-			c.br.success() // the caller gave up: says nothing of the server
+			c.br.abandon() // the caller gave up: that says nothing of the server
 			return Decision{}, err
 		case isReplyError(err):
 			c.br.success()

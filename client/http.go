@@ -208,5 +208,10 @@ func ceilSeconds(d time.Duration) int64 {
 
 // sfString writes s as a structured-field string (RFC 8941 §3.3.3).
 func sfString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	if !strings.ContainsAny(s, `"\`) {
+		return `"` + s + `"`
+	}
+	return `"` + sfEscaper.Replace(s) + `"`
 }
+
+var sfEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)

@@ -50,3 +50,35 @@ func TestLocalBounded(t *testing.T) {
 		t.Fatalf("%d keys held after the others expired, want 1", n)
 	}
 }
+
+func TestBreaker(t *testing.T) {
+	now := time.Unix(0, now0)
+	var got []BreakerState
+	b := &breaker{threshold: 2, openFor: 5 * time.Second, now: func() time.Time { return now },
+		emit: func(e Event) { got = append(got, e.State) }}
+	steps := []struct {
+		name  string
+		do    func() bool
+		want  bool
+		state BreakerState
+	}{
+		{"closed allows", b.allow, true, Closed},
+		{"one failure", func() bool { b.failure(); return true }, true, Closed},
+		{"second failure opens", func() bool { b.failure(); return true }, true, Open},
+		{"open refuses", b.allow, false, Open},
+		{"after OpenFor a probe goes", func() bool { now = now.Add(5 * time.Second); return b.allow() }, true, HalfOpen},
+		{"one probe at a time", b.allow, false, HalfOpen},
+		{"an abandoned probe may be sent again", func() bool { b.abandon(); return b.allow() }, true, HalfOpen},
+		{"a failed probe opens", func() bool { b.failure(); return b.allow() }, false, Open},
+		{"the next probe", func() bool { now = now.Add(5 * time.Second); return b.allow() }, true, HalfOpen},
+		{"a successful probe closes", func() bool { b.success(); return b.allow() }, true, Closed},
+	}
+	for _, s := range steps {
+		if r := s.do(); r != s.want || b.current() != s.state {
+			t.Fatalf("%s: got %v, %v; want %v, %v", s.name, r, b.current(), s.want, s.state)
+		}
+	}
+	if want := []BreakerState{Open, HalfOpen, Open, HalfOpen, Closed}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
