@@ -1,6 +1,9 @@
 package commands
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // mlReply is an ML.THROTTLE reply: the index of the first refusal, then
 // one five-integer array per limit.
@@ -84,6 +87,31 @@ func TestMLThrottle(t *testing.T) {
 	for _, s := range steps {
 		if got := h.do(s.words...); got != s.want {
 			t.Fatalf("%q:\n got %q\nwant %q", s.words, got, s.want)
+		}
+	}
+}
+
+func TestMLThrottleInMulti(t *testing.T) {
+	h := newHarness(t, "")
+	steps := []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"MULTI"}, "+OK\r\n"},
+		{[]string{"ML.THROTTLE", "2", "FW", "a", "1", "10", "FW", "b", "2", "10"}, "+QUEUED\r\n"},
+		{[]string{"ML.THROTTLE", "2", "FW", "a", "1", "10", "FW", "b", "2", "10"}, "+QUEUED\r\n"},
+		{[]string{"EXEC"}, "*2\r\n" + mlReply(0, ints(0, 1, 0, -1, 10), ints(0, 2, 1, -1, 10)) +
+			mlReply(1, ints(1, 1, 0, 10, 10), ints(0, 2, 1, -1, 10))},
+	}
+	for _, s := range steps {
+		if got := h.do(s.words...); got != s.want {
+			t.Fatalf("%q:\n got %q\nwant %q", s.words, got, s.want)
+		}
+	}
+	docs := h.do("COMMAND", "DOCS", "ml.throttle")
+	for _, want := range []string{"Applies several limits", "numlimits", "block", "EXACT", "multiple"} {
+		if !strings.Contains(docs, want) {
+			t.Errorf("COMMAND DOCS ml.throttle lacks %q:\n%q", want, docs)
 		}
 	}
 }
