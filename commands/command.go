@@ -56,9 +56,19 @@ func command(c *Client, args [][]byte) {
 			c.W.WriteBulkString(cmd.Name)
 			c.writeCommandDocs(cmd)
 		}
+	case equalFold(sub, "getkeys") && len(args) > 2:
+		keys, msg := commandKeys(t, args[2:])
+		if msg != "" {
+			c.fail(msg)
+			return
+		}
+		c.W.WriteArray(len(keys))
+		for _, k := range keys {
+			c.W.WriteBulk(k)
+		}
 	case equalFold(sub, "help"):
 		lines := []string{"COMMAND <subcommand> [<arg> ...]. Subcommands are:",
-			"(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST", "HELP"}
+			"(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "LIST", "HELP"}
 		c.W.WriteArray(len(lines))
 		for _, l := range lines {
 			c.W.WriteString(l)
@@ -158,4 +168,33 @@ func (c *Client) writeDocArgs(args []Arg) {
 			c.writeDocArgs(a.Args)
 		}
 	}
+}
+
+// commandKeys returns the keys of the call args (the name first), as
+// COMMAND GETKEYS replies them: from Keys for a command with movable
+// keys, else from FirstKey, LastKey and Step.
+func commandKeys(t *Table, args [][]byte) ([][]byte, string) {
+	cmd := t.Lookup(args[0])
+	if cmd == nil {
+		return nil, errGetKeys
+	}
+	if !cmd.arityOK(len(args)) {
+		return nil, errGetKeysN
+	}
+	var keys [][]byte
+	if cmd.Flags&FlagMovableKeys != 0 && cmd.Keys != nil {
+		keys = cmd.Keys(args)
+	} else if cmd.FirstKey > 0 {
+		last := cmd.LastKey
+		if last < 0 {
+			last += len(args)
+		}
+		for i := cmd.FirstKey; i <= last && i < len(args); i += max(cmd.Step, 1) {
+			keys = append(keys, args[i])
+		}
+	}
+	if len(keys) == 0 {
+		return nil, errGetKeysNo
+	}
+	return keys, ""
 }

@@ -31,6 +31,15 @@ const (
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
+	// ML.THROTTLE.
+	errMLCount   = "ERR numlimits does not match the number of limits given"
+	errMLKind    = "ERR unknown limit kind: each limit starts with CL, TB, SW or FW"
+	errMLShort   = "ERR wrong number of arguments for a limit of 'ml.throttle'"
+	errMLDupKey  = "ERR the same key appears twice in one 'ml.throttle' call"
+	errGetKeys   = "ERR Invalid command specified"
+	errGetKeysNo = "ERR The command has no key arguments"
+	errGetKeysN  = "ERR Invalid number of arguments specified for command"
+
 	errNoAuth          = "NOAUTH Authentication required."
 	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	errWrongPass       = "WRONGPASS invalid username-password pair or user is disabled."

@@ -11,13 +11,14 @@ import (
 type Flag uint16
 
 const (
-	FlagWrite    Flag = 1 << iota // changes keys
-	FlagReadOnly                  // reads keys only
-	FlagAdmin                     // server administration
-	FlagNoAuth                    // allowed before AUTH
-	FlagFast                      // O(1) or O(log N)
-	FlagNoMulti                   // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
-	FlagStale                     // allowed while loading
+	FlagWrite       Flag = 1 << iota // changes keys
+	FlagReadOnly                     // reads keys only
+	FlagAdmin                        // server administration
+	FlagNoAuth                       // allowed before AUTH
+	FlagFast                         // O(1) or O(log N)
+	FlagNoMulti                      // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
+	FlagStale                        // allowed while loading
+	FlagMovableKeys                  // keys beyond FirstKey..LastKey: Command.Keys finds them
 )
 
 var flagNames = []struct {
@@ -26,7 +27,7 @@ var flagNames = []struct {
 }{
 	{FlagWrite, "write"}, {FlagReadOnly, "readonly"}, {FlagAdmin, "admin"},
 	{FlagNoAuth, "no_auth"}, {FlagFast, "fast"}, {FlagStale, "stale"},
-	{FlagNoMulti, "no_multi"},
+	{FlagNoMulti, "no_multi"}, {FlagMovableKeys, "movablekeys"},
 }
 
 // Arg documents one argument for COMMAND DOCS (and redis-cli's hints).
@@ -52,12 +53,15 @@ type Command struct {
 	// FirstKey, LastKey and Step locate the keys among the arguments
 	// (1-based; LastKey -1 means the last argument), as COMMAND reports.
 	FirstKey, LastKey, Step int
-	Group                   string // for COMMAND DOCS: "rate-limit", "generic", "connection", ...
-	Summary                 string
-	Since                   string
-	Complexity              string
-	Args                    []Arg
-	Handler                 func(c *Client, args [][]byte)
+	// Keys, for a command with FlagMovableKeys, returns the keys of a
+	// call (args with the name first), for COMMAND GETKEYS.
+	Keys       func(args [][]byte) [][]byte
+	Group      string // for COMMAND DOCS: "rate-limit", "generic", "connection", ...
+	Summary    string
+	Since      string
+	Complexity string
+	Args       []Arg
+	Handler    func(c *Client, args [][]byte)
 
 	id int // index in the table, for per-command statistics
 }
@@ -105,6 +109,7 @@ type Options struct {
 func NewTable(host Host, opt Options) *Table {
 	t := &Table{host: host}
 	registerLimiter(t)
+	registerMultiLimit(t)
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)

@@ -4,8 +4,10 @@
 // The algorithms themselves live in package limiter, as pure functions.
 // Engine applies them to keys held in a fixed array of shards, each guarded
 // by its own mutex; a key's shard derives from its Redis Cluster hash slot.
-// Every limiter command goes through one path (View.apply); the kinds of
-// key are listed once, in kind.go.
+// Every single-key limiter command goes through one path (View.apply);
+// ML.THROTTLE's View.ApplyAll (multi.go) runs the same steps on several
+// keys under their shards' locks, all or nothing. The kinds of key are
+// listed once, in kind.go.
 //
 // Time is injected through Clock; engine never reads the wall clock for a
 // key's state. Errors are package-prefixed sentinels ("engine: …"); turning

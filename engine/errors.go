@@ -13,3 +13,13 @@ var (
 	// ErrClockOverflow: a clock adjustment would leave the int64 range.
 	ErrClockOverflow = errors.New("engine: clock out of range")
 )
+
+// Errors of ApplyAll.
+var (
+	// ErrDuplicateKey: one ApplyAll call names the same key twice.
+	ErrDuplicateKey = errors.New("engine: the same key twice in one call")
+	// ErrNoRequests: ApplyAll was given no request.
+	ErrNoRequests = errors.New("engine: no requests")
+	// ErrKind: a Request's Kind is not one of the limiter kinds.
+	ErrKind = errors.New("engine: request of no limiter kind")
+)

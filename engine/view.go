@@ -46,18 +46,14 @@ func (v *View) unlock(s *shard) {
 // Throttle applies CL.THROTTLE with validated parameters p to key.
 func (v *View) Throttle(key []byte, p limiter.GCRAParams) (limiter.Result, error) {
 	return v.apply(key, KindGCRA, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-		st, out, err := limiter.GCRA(limiter.GCRAState{TAT: e.a}, exists, now, p)
-		e.a = st.TAT
-		return e, out, err
+		return gcraStep(e, exists, now, p)
 	})
 }
 
 // TokenBucket applies TB.TAKE with a validated request r to key.
 func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Result, error) {
 	return v.apply(key, KindTokenBucket, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-		st, out, err := limiter.TokenBucket(limiter.TokenBucketState{FullAt: e.a, Rem: e.b}, exists, now, r)
-		e.a, e.b = st.FullAt, st.Rem
-		return e, out, err
+		return tokenBucketStep(e, exists, now, r)
 	})
 }
 
@@ -65,26 +61,54 @@ func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Re
 // sliding log when r.Exact, the two-counter window otherwise.
 func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
 	if r.Exact {
-		return v.apply(key, KindSlidingLog, func(e entry, _ bool, now int64) (entry, limiter.Outcome, error) {
-			hits, out, err := limiter.SlidingLog(e.log, now, r)
-			e.log = hits
-			return e, out, err
+		return v.apply(key, KindSlidingLog, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+			return slidingLogStep(e, exists, now, r)
 		})
 	}
 	return v.apply(key, KindSlidingWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-		st, out, err := limiter.SlidingWindow(limiter.SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, exists, now, r)
-		e.a, e.b, e.c = st.Start, st.Prev, st.Curr
-		return e, out, err
+		return slidingWindowStep(e, exists, now, r)
 	})
 }
 
 // FixedWindow applies FW.INCR with a validated request r to key.
 func (v *View) FixedWindow(key []byte, r limiter.FixedWindowRequest) (limiter.Result, error) {
 	return v.apply(key, KindFixedWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-		st, out, err := limiter.FixedWindow(limiter.FixedWindowState{Start: e.a, Count: e.b}, exists, now, r)
-		e.a, e.b = st.Start, st.Count
-		return e, out, err
+		return fixedWindowStep(e, exists, now, r)
 	})
+}
+
+// The steps of the four commands: each moves a key's state between its
+// entry and its algorithm's state type. The single-key methods above and
+// ApplyAll (multi.go) run the same ones.
+
+func gcraStep(e entry, exists bool, now int64, p limiter.GCRAParams) (entry, limiter.Outcome, error) {
+	st, out, err := limiter.GCRA(limiter.GCRAState{TAT: e.a}, exists, now, p)
+	e.a = st.TAT
+	return e, out, err
+}
+
+func tokenBucketStep(e entry, exists bool, now int64, r limiter.TokenBucketRequest) (entry, limiter.Outcome, error) {
+	st, out, err := limiter.TokenBucket(limiter.TokenBucketState{FullAt: e.a, Rem: e.b}, exists, now, r)
+	e.a, e.b = st.FullAt, st.Rem
+	return e, out, err
+}
+
+func slidingLogStep(e entry, _ bool, now int64, r limiter.SlidingWindowRequest) (entry, limiter.Outcome, error) {
+	hits, out, err := limiter.SlidingLog(e.log, now, r)
+	e.log = hits
+	return e, out, err
+}
+
+func slidingWindowStep(e entry, exists bool, now int64, r limiter.SlidingWindowRequest) (entry, limiter.Outcome, error) {
+	st, out, err := limiter.SlidingWindow(limiter.SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, exists, now, r)
+	e.a, e.b, e.c = st.Start, st.Prev, st.Curr
+	return e, out, err
+}
+
+func fixedWindowStep(e entry, exists bool, now int64, r limiter.FixedWindowRequest) (entry, limiter.Outcome, error) {
+	st, out, err := limiter.FixedWindow(limiter.FixedWindowState{Start: e.a, Count: e.b}, exists, now, r)
+	e.a, e.b = st.Start, st.Count
+	return e, out, err
 }
 
 // A step is one algorithm applied to a key's entry at now: it reads the

@@ -1,0 +1,111 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/cellserver/cellserver/limiter"
+)
+
+func fw(key string, limit, window int64) Request {
+	return Request{Key: []byte(key), Kind: KindFixedWindow,
+		FixedWindow: limiter.FixedWindowRequest{Limit: limit, Window: window, Cost: 1}}
+}
+
+func res(limited bool, limit, remaining, retry, reset int64) limiter.Result {
+	return limiter.Result{Limited: limited, Limit: limit, Remaining: remaining, RetryAfter: retry, ResetAfter: reset}
+}
+
+func TestApplyAllAllOrNothing(t *testing.T) {
+	e, _ := newTestEngine(t, 16)
+	v := e.NewView()
+	// 3 per second (a GCRA with max_burst 2), 2 per day (a fixed window).
+	p, err := limiter.GCRARequest{MaxBurst: 2, Count: 3, Period: 1, Quantity: 1}.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := []Request{{Key: []byte("sec"), Kind: KindGCRA, GCRA: p}, fw("day", 2, 86400)}
+	steps := []struct {
+		first int
+		want  []limiter.Result
+	}{
+		{0, []limiter.Result{res(false, 3, 2, -1, 1), res(false, 2, 1, -1, 6400)}},
+		{0, []limiter.Result{res(false, 3, 1, -1, 1), res(false, 2, 0, -1, 6400)}},
+		// Refused by the daily limit: the per-second limit reports a read.
+		{2, []limiter.Result{res(false, 3, 1, -1, 1), res(true, 2, 0, 6400, 6400)}},
+		{2, []limiter.Result{res(false, 3, 1, -1, 1), res(true, 2, 0, 6400, 6400)}},
+	}
+	for i, s := range steps {
+		got, first, err := v.ApplyAll(reqs)
+		if err != nil || first != s.first || !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("call %d: got %v, %d, %v; want %v, %d", i+1, got, first, err, s.want, s.first)
+		}
+	}
+	// The per-second limit was charged twice only: one unit is left.
+	if r, _ := v.Throttle([]byte("sec"), p); r != res(false, 3, 0, -1, 1) {
+		t.Fatalf("CL.THROTTLE after refusals: %v", r)
+	}
+}
+
+func TestApplyAllErrorsChargeNothing(t *testing.T) {
+	e, _ := newTestEngine(t, 4)
+	v := e.NewView()
+	if _, err := v.TokenBucket([]byte("tb"), limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 1, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		reqs []Request
+		err  error
+	}{
+		{[]Request{fw("a", 5, 60), fw("tb", 5, 60)}, ErrWrongType},
+		{[]Request{fw("a", 5, 60), fw("a", 5, 60)}, ErrDuplicateKey},
+		{[]Request{fw("a", 5, 60), {Key: []byte("b")}}, ErrKind},
+		{nil, ErrNoRequests},
+	}
+	for _, c := range cases {
+		if _, _, err := v.ApplyAll(c.reqs); !errors.Is(err, c.err) {
+			t.Errorf("got %v, want %v", err, c.err)
+		}
+	}
+	if v.Exists([]byte("a")) {
+		t.Fatal("a refused call created key a")
+	}
+}
+
+func TestApplyAllSlidingLogs(t *testing.T) {
+	// Two exact sliding logs in one shard: each must keep its own hits
+	// although the table decodes logs into one scratch slice.
+	e, clock := newTestEngine(t, 1)
+	v := e.NewView()
+	sw := func(key string, limit int64) Request {
+		return Request{Key: []byte(key), Kind: KindSlidingWindow,
+			SlidingWindow: limiter.SlidingWindowRequest{Limit: limit, Window: 10, Cost: 1, Exact: true}}
+	}
+	reqs := []Request{sw("x", 3), sw("y", 2)}
+	want := [][]limiter.Result{
+		{res(false, 3, 2, -1, 10), res(false, 2, 1, -1, 10)},
+		{res(false, 3, 1, -1, 10), res(false, 2, 0, -1, 10)},
+		{res(false, 3, 1, -1, 9), res(true, 2, 0, 8, 9)},
+	}
+	for i, w := range want {
+		got, _, err := v.ApplyAll(reqs)
+		if err != nil || !reflect.DeepEqual(got, w) {
+			t.Fatalf("call %d: got %v, %v; want %v", i+1, got, err, w)
+		}
+		clock.Advance(1e9)
+	}
+	if typ := v.Type([]byte("x")); typ != KindSlidingLog {
+		t.Fatalf("TYPE x = %v", typ)
+	}
+}
+
+func TestApplyAllInsideAtomic(t *testing.T) {
+	e, _ := newTestEngine(t, 4)
+	e.Atomic(func(tx *View) {
+		got, first, err := tx.ApplyAll([]Request{fw("a", 1, 60), fw("b", 1, 60)})
+		if err != nil || first != 0 || len(got) != 2 {
+			t.Errorf("got %v, %d, %v", got, first, err)
+		}
+	})
+}
