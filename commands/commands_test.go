@@ -123,6 +123,10 @@ func TestReplies(t *testing.T) {
 		{"parse period empty", []string{"CL.THROTTLE", "k", "1", "2", ""}, errReply("Cell error: Store error: Couldn't parse as integer: ")},
 		{"parse quantity", []string{"CL.THROTTLE", "k", "1", "2", "3", "+-1"}, errReply("Cell error: Store error: Couldn't parse as integer: +-1")},
 		{"parse overflow", []string{"CL.THROTTLE", "k", "9223372036854775808", "2", "3"}, errReply("Cell error: Store error: Couldn't parse as integer: 9223372036854775808")},
+		{"leading zeros, 21 characters", []string{"CL.THROTTLE", "k0", "6", "003153599999999999998", "3153600000", "1"}, ints(0, 7, 0, -1, 0)},
+		{"leading zeros overflow", []string{"CL.THROTTLE", "k", "1", "2", "0009223372036854775808"}, errReply("Cell error: Store error: Couldn't parse as integer: 0009223372036854775808")},
+		{"tb leading zeros", []string{"TB.TAKE", "tbz", "0010", "001", "0060", "001"}, ints(0, 10, 9, -1, 60)},
+		{"tb leading zeros overflow", []string{"TB.TAKE", "tbz", "09223372036854775808", "1", "60"}, errReply(errNotInteger)},
 		{"zero rate", []string{"CL.THROTTLE", "k", "1", "0", "60"}, errReply(errCellZeroRate)},
 		{"negative max_burst", []string{"CL.THROTTLE", "k", "-1", "1", "60"}, errReply(errCellNegBurst)},
 		{"period out of range", []string{"CL.THROTTLE", "k", "1", "1", "9223372037"}, errReply(errCellPeriodRng)},
@@ -488,6 +492,28 @@ func TestParseInt(t *testing.T) {
 	for _, s := range []string{"", "+", "-", "+-1", "1.5", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1e3", "0x10", "99999999999999999999"} {
 		if _, ok := parseInt([]byte(s)); ok {
 			t.Errorf("parseInt(%q) accepted", s)
+		}
+	}
+}
+
+// Limiter arguments parse as Rust's i64::from_str (redis-cell): any number
+// of leading zeros, still nothing else.
+func TestParseLimiterInt(t *testing.T) {
+	good := map[string]int64{
+		"0": 0, "-0": 0, "+0": 0, "000": 0, "-000": 0, "+5": 5, "-5": -5, "007": 7, "-007": -7, "+007": 7,
+		"003153599999999999998":  3153599999999999998,
+		"0009223372036854775807": 1<<63 - 1, "-0009223372036854775808": -1 << 63,
+		strings.Repeat("0", 1000) + "42": 42,
+	}
+	for s, want := range good {
+		if got, ok := parseLimiterInt([]byte(s)); !ok || got != want {
+			t.Errorf("parseLimiterInt(%q) = %d, %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "+", "-", "+-1", "0-1", "00+1", "--1", "1.5", " 1", "1 ", "01 ", "0x10",
+		"9223372036854775808", "0009223372036854775808", "-09223372036854775809", "99999999999999999999", "00099999999999999999999"} {
+		if _, ok := parseLimiterInt([]byte(s)); ok {
+			t.Errorf("parseLimiterInt(%q) accepted", s)
 		}
 	}
 }
