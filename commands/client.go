@@ -26,8 +26,12 @@ type Host interface {
 	// ConfigGet returns the settings whose names match the glob pattern,
 	// as name/value pairs.
 	ConfigGet(pattern string) [][2]string
-	// ConfigSet changes one setting at run time.
-	ConfigSet(name, value string) error
+	// ConfigSet changes settings at run time: it applies every
+	// name/value pair (names in lower case) or, if one fails, none of
+	// them. On failure bad is the index of the pair at fault and err is
+	// ErrUnknownSetting, ErrDuplicateSetting (both possibly wrapped) or
+	// what is wrong with the value.
+	ConfigSet(pairs [][2]string) (bad int, err error)
 	// Stats returns server-wide counters for INFO.
 	Stats() HostStats
 	// ResetStats zeroes the counters CONFIG RESETSTAT resets.

@@ -41,15 +41,19 @@ func (h *fakeHost) ConfigGet(p string) [][2]string {
 	}
 	return out
 }
-func (h *fakeHost) ConfigSet(name, value string) error {
-	if _, ok := h.settings[name]; !ok {
-		return ErrUnknownSetting
+func (h *fakeHost) ConfigSet(pairs [][2]string) (int, error) {
+	for i, p := range pairs {
+		if _, ok := h.settings[p[0]]; !ok {
+			return i, ErrUnknownSetting
+		}
+		if p[1] == "bad" {
+			return i, errors.New("argument couldn't be parsed into an integer")
+		}
 	}
-	if value == "bad" {
-		return errors.New("argument couldn't be parsed into an integer")
+	for _, p := range pairs {
+		h.settings[p[0]] = p[1]
 	}
-	h.settings[name] = value
-	return nil
+	return 0, nil
 }
 func (h *fakeHost) Stats() HostStats { return HostStats{Started: time.Now(), MaxClients: 10} }
 func (h *fakeHost) ResetStats()      {}

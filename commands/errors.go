@@ -49,6 +49,11 @@ const (
 	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
 )
 
+// errTextDuplicateParameter is ErrDuplicateSetting's text, which
+// errConfigSetFailed completes: Redis 7's words for a name given twice in
+// one CONFIG SET.
+const errTextDuplicateParameter = "duplicate parameter"
+
 func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }

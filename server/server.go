@@ -336,26 +336,43 @@ func (s *Server) ConfigGet(pattern string) [][2]string {
 	return s.cfg.Get(func(name string) bool { return commands.Match(pattern, name) })
 }
 
-// ConfigSet changes a setting that may change at run time.
-func (s *Server) ConfigSet(name, value string) error {
-	st := lookupSetting(name)
-	switch {
-	case st == nil || st.set == nil:
-		return commands.ErrUnknownSetting
-	case !st.mutable:
-		return ErrImmutableSetting
+// ConfigSet changes settings that may change at run time, all of pairs or
+// none, as Redis 7's CONFIG SET: it first checks, pair by pair, that each
+// name is a setting, may change at run time and is not given twice; then
+// it sets every value on a copy of the configuration and keeps the copy
+// only if every value was valid. On failure bad is the index of the pair
+// at fault.
+func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
+	seen := make(map[string]bool, len(pairs))
+	timeout := false
+	for i, p := range pairs {
+		st := lookupSetting(p[0])
+		switch {
+		case st == nil || st.set == nil:
+			return i, commands.ErrUnknownSetting
+		case !st.mutable:
+			return i, ErrImmutableSetting
+		case seen[st.name]:
+			return i, commands.ErrDuplicateSetting
+		}
+		seen[st.name] = true
+		timeout = timeout || st.name == "timeout"
 	}
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
-	if err := s.cfg.Set(name, value); err != nil {
-		return err
+	next := s.cfg
+	for i, p := range pairs {
+		if err := next.Set(p[0], p[1]); err != nil {
+			return i, err
+		}
 	}
+	s.cfg = next
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
-	if lookupSetting(name).name == "timeout" {
+	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
-	return nil
+	return 0, nil
 }
 
 // applyTimeout gives connections blocked in a read the new idle timeout at

@@ -425,6 +425,19 @@ func TestConfig(t *testing.T) {
 				"CONFIG", "SET", "nosuch", "1")
 			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer",
 				"CONFIG", "SET", "maxclients", "lots")
+			// Several pairs apply all or none, as Redis 7 (its texts, checked against redis-server 7.0.15).
+			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer",
+				"CONFIG", "SET", "requirepass", "newpass", "timeout", "notanumber")
+			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter",
+				"CONFIG", "SET", "timeout", "5", "TIMEOUT", "6")
+			wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
+				"CONFIG", "SET", "timeout", "5", "nosuch", "1")
+			if m := get("requirepass"); m["requirepass"] != "" {
+				t.Errorf("a failed CONFIG SET changed requirepass: %#v", m)
+			}
+			if m := get("timeout"); m["timeout"] != "0" {
+				t.Errorf("a failed CONFIG SET changed timeout: %#v", m)
+			}
 			wantErr(t, rdb, "ERR wrong number of arguments for 'config|set' command", "CONFIG", "SET", "timeout")
 			wantErr(t, rdb, "ERR wrong number of arguments for 'config|get' command", "CONFIG", "GET")
 			wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try CONFIG HELP.", "CONFIG", "NOPE")
