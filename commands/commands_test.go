@@ -258,6 +258,29 @@ func TestHelloAndResp3(t *testing.T) {
 	}
 }
 
+// TestShutdownRefusedInMulti: as in Redis 7 (checked on redis-server
+// 7.0.15), SHUTDOWN inside MULTI is refused while queuing, the
+// transaction is aborted, and the server is not stopped.
+func TestShutdownRefusedInMulti(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("MULTI")
+	if got := h.do("SHUTDOWN", "NOSAVE"); got != "-ERR Command not allowed inside a transaction\r\n" {
+		t.Fatalf("SHUTDOWN in MULTI: %q", got)
+	}
+	if got := h.do("SET", "a"); got != "-ERR unknown command 'SET', with args beginning with: 'a' \r\n" {
+		t.Fatalf("after SHUTDOWN: %q", got)
+	}
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC: %q", got)
+	}
+	if h.host.shutdown != 0 || h.c.CloseAfterReply() {
+		t.Fatalf("SHUTDOWN ran inside MULTI: %d shutdowns, close %v", h.host.shutdown, h.c.CloseAfterReply())
+	}
+	if got := h.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("after EXEC: %q", got)
+	}
+}
+
 func TestMulti(t *testing.T) {
 	h := newHarness(t, "")
 	h.do("MULTI")

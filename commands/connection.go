@@ -17,7 +17,7 @@ func registerConnection(t *Table) {
 			Summary: "Replies PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
 		{Name: "echo", Arity: 2, Flags: FlagFast, Handler: echo,
 			Summary: "Replies the message.", Args: []Arg{{Name: "message", Type: "string"}}},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoMulti | FlagStale, Handler: quit,
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale, Handler: quit,
 			Summary: "Closes the connection."},
 		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: hello,
 			Summary: "Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",

@@ -46,6 +46,7 @@ const (
 	errExecNoMulti = "ERR EXEC without MULTI"
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
+	errNotInMulti  = "ERR Command not allowed inside a transaction" // Redis 7 for a no_multi command (SHUTDOWN)
 	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
 )
 

@@ -32,7 +32,7 @@ func registerServer(t *Table) {
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
 			Summary: "The server's clock: seconds and microseconds."},
-		{Name: "shutdown", Arity: -1, MaxArgs: 4, Flags: FlagAdmin | FlagNoAuth | FlagStale, Handler: shutdown, Complexity: "O(1)",
+		{Name: "shutdown", Arity: -1, MaxArgs: 4, Flags: FlagAdmin | FlagNoAuth | FlagStale | FlagNoMulti, Handler: shutdown, Complexity: "O(1)",
 			Summary: "Stops the server.", Args: []Arg{{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
 				{Name: "nosave", Type: "pure-token", Token: "NOSAVE"}, {Name: "save", Type: "pure-token", Token: "SAVE"}}}}},
 	}

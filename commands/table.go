@@ -16,8 +16,12 @@ const (
 	FlagAdmin                     // server administration
 	FlagNoAuth                    // allowed before AUTH
 	FlagFast                      // O(1) or O(log N)
-	FlagNoMulti                   // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
+	FlagNoMulti                   // refused inside MULTI, as Redis's no_multi (SHUTDOWN)
 	FlagStale                     // allowed while loading
+	// FlagRunsInMulti marks the commands that run at once even inside
+	// MULTI instead of being queued (MULTI, EXEC, DISCARD, QUIT). COMMAND
+	// does not show it: Redis has no such flag.
+	FlagRunsInMulti
 )
 
 var flagNames = []struct {
@@ -177,8 +181,8 @@ func (c *Command) arityError() string {
 }
 
 // Dispatch runs one command for client c: it looks the command up, checks
-// arity, authentication and MULTI queuing, then calls the handler, which
-// writes exactly one reply. It never panics on anything a client sends: a
+// arity, authentication, commands refused inside MULTI and MULTI queuing,
+// then calls the handler, which writes exactly one reply. It never panics on anything a client sends: a
 // handler that panics is answered with an error and logged by the host.
 func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
@@ -214,7 +218,13 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		c.W.WriteError(cmd.arityError())
 		return
 	}
-	if c.multi && cmd.Flags&FlagNoMulti == 0 {
+	if c.multi && cmd.Flags&FlagNoMulti != 0 {
+		c.multiDirty = true
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errNotInMulti)
+		return
+	}
+	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
 		c.enqueue(cmd, args)
 		return
 	}

@@ -567,6 +567,25 @@ func TestShutdownCommand(t *testing.T) {
 	}
 }
 
+// TestShutdownInMulti: SHUTDOWN inside MULTI is refused while queuing and
+// aborts the transaction, as in Redis 7 (replies checked against
+// redis-server 7.0.15); the server keeps running.
+func TestShutdownInMulti(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+OK\r\n", "MULTI")
+	rc.wantDo(respErr("ERR Command not allowed inside a transaction"), "SHUTDOWN")
+	rc.wantDo("+QUEUED\r\n", "PING")
+	rc.wantDo(respErr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+	rc.wantDo("+PONG\r\n", "PING")
+	select {
+	case <-ts.srv.Done():
+		t.Fatal("SHUTDOWN inside MULTI stopped the server")
+	default:
+	}
+}
+
 // TestServerShutdown: Shutdown(ctx) closes idle clients and returns.
 func TestServerShutdown(t *testing.T) {
 	t.Parallel()
