@@ -83,6 +83,7 @@ type setting struct {
 	set     func(c *Config, v string) error
 	check   func(c *Config) error
 	mutable bool
+	list    bool // takes several words in a config file (bind)
 }
 
 // Errors from Set.
@@ -91,6 +92,9 @@ var (
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting
 	ErrImmutableSetting = errors.New("can't set immutable config")
+	// ErrArgCount is redis-server's text for a config file line with
+	// other than one value for a setting that takes one.
+	ErrArgCount = errors.New("wrong number of arguments")
 )
 
 // Set parses value into the setting called name (redis.conf's names).
@@ -110,6 +114,20 @@ func (c *Config) Set(name, value string) error {
 	}
 	*c = next
 	return nil
+}
+
+// SetWords sets the setting called name from the words after it on a
+// config file line (or after --name on the command line): exactly one,
+// or one or more for a setting that takes a list (bind), as redis-server.
+func (c *Config) SetWords(name string, words []string) error {
+	s := lookupSetting(name)
+	if s == nil || s.set == nil {
+		return ErrUnknownSetting
+	}
+	if len(words) == 0 || len(words) > 1 && !s.list {
+		return ErrArgCount
+	}
+	return c.Set(name, strings.Join(words, " "))
 }
 
 // Get returns the settings whose names match the glob pattern, sorted.
@@ -135,7 +153,7 @@ func lookupSetting(name string) *setting {
 }
 
 var settings = []setting{
-	{name: "bind",
+	{name: "bind", list: true,
 		get: func(c *Config) string { return strings.Join(c.Bind, " ") },
 		set: func(c *Config, v string) error { c.Bind = strings.Fields(v); return nil },
 		check: func(c *Config) error {

@@ -94,3 +94,65 @@ func TestRunReportsListenErrors(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestSplitConfigLine: config lines split into words as redis-server's
+// sdssplitargs does (cases checked against redis-server 7.0.15).
+func TestSplitConfigLine(t *testing.T) {
+	good := []struct {
+		line string
+		want []string
+	}{
+		{"port 7000", []string{"port", "7000"}},
+		{"port\t7000", []string{"port", "7000"}},
+		{"bind \t 127.0.0.1\t\t::1  ", []string{"bind", "127.0.0.1", "::1"}},
+		{`requirepass "a b"`, []string{"requirepass", "a b"}},
+		{`requirepass "a\tb\x41\n\"\\"`, []string{"requirepass", "a\tbA\n\"\\"}},
+		{`requirepass 'it\'s "x"'`, []string{"requirepass", `it's "x"`}},
+		{`requirepass ""`, []string{"requirepass", ""}},
+		{`requirepass ab"c d"`, []string{"requirepass", "abc d"}},
+		{`rename-command CONFIG ""`, []string{"rename-command", "CONFIG", ""}},
+	}
+	for _, c := range good {
+		got, err := splitConfigLine(c.line)
+		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+			t.Errorf("splitConfigLine(%q) = %q, %v; want %q", c.line, got, err, c.want)
+		}
+	}
+	for _, line := range []string{`requirepass "abc`, `requirepass "abc"d`, `requirepass 'abc`, `requirepass 'a'b`} {
+		if got, err := splitConfigLine(line); err != errUnbalancedQuotes {
+			t.Errorf("splitConfigLine(%q) = %q, %v; want %v", line, got, err, errUnbalancedQuotes)
+		}
+	}
+}
+
+// TestConfigFileTabsAndQuotes: a config file may separate words with tabs
+// and quote values as redis.conf does; a setting of one value given two
+// is refused as redis-server refuses it.
+func TestConfigFileTabsAndQuotes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tabs.conf")
+	conf := "port\t7000\r\n\trequirepass\t\"s3 cr\\x45t\"\nbind\t127.0.0.1 \t::1\ntimeout  \t 60\t\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseArgs([]string{file}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7000 || cfg.RequirePass != "s3 crEt" || strings.Join(cfg.Bind, ",") != "127.0.0.1,::1" || cfg.Timeout != time.Minute {
+		t.Fatalf("got %+v", cfg)
+	}
+	for conf, want := range map[string]string{
+		"port 1 2\n":           "line 1: bad value \"1 2\" for setting port: wrong number of arguments",
+		"port 1\nport \"1\n":   "line 2: Unbalanced quotes in configuration line",
+		"requirepass a b\n":    "wrong number of arguments",
+		"requirepass \"a\"b\n": "Unbalanced quotes in configuration line",
+	} {
+		if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
+		}
+	}
+}
