@@ -92,6 +92,7 @@ type Client struct {
 	view      *engine.View   // the engine view commands go through: the client's own
 	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
 	closeFunc func()         // closes the connection from any goroutine
+	local     bool           // connected from a loopback address or a unix socket
 
 	authenticated bool
 	resp          int // 2 or 3
@@ -122,6 +123,10 @@ type ClientOptions struct {
 	Writer     *Writer
 	Close      func() // closes the connection; safe from any goroutine
 	Authorized bool   // no password is required
+	// Local says the client connects from a loopback address (127.0.0.0/8,
+	// ::1) or a unix socket, for commands only local clients may run
+	// (DEBUG with enable-debug-command local).
+	Local bool
 }
 
 // NewClient returns the state of a new connection served by t.
@@ -129,7 +134,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc:     o.Close,
+		closeFunc: o.Close, local: o.Local,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 	}
 	c.view = t.host.Engine().NewView()

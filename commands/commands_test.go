@@ -373,6 +373,63 @@ func TestRegisterTwicePanics(t *testing.T) {
 	h.table.Register(Command{Name: "ping", Arity: 1, Handler: ping})
 }
 
+// TestDebugLocalOnly: with enable-debug-command local, DEBUG answers a
+// remote client Redis 7's refusal (checked on redis-server 7.0.15), after
+// the arity check and before authentication, and marks a transaction; a
+// local client runs it.
+func TestDebugLocalOnly(t *testing.T) {
+	h := newHarness(t, "pw")
+	tbl := NewTable(h.host, Options{EnableDebug: true, DebugLocalOnly: true})
+	out := &bytes.Buffer{}
+	remote := tbl.NewClient(ClientOptions{ID: 8, Addr: "192.0.2.9:5000", Writer: NewWriter(out)})
+	local := tbl.NewClient(ClientOptions{ID: 9, Addr: "127.0.0.1:5001", Writer: NewWriter(out), Local: true})
+	do := func(c *Client, words ...string) string {
+		t.Helper()
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		tbl.Dispatch(c, args)
+		if err := c.W.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		out.Reset()
+		return s
+	}
+	const refused = "-ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.\r\n"
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote, before AUTH: %q", got)
+	}
+	if got := do(remote, "DEBUG"); got != errReply(errNoAuth) {
+		t.Fatalf("remote, arity: %q", got)
+	}
+	do(remote, "AUTH", "pw")
+	if got := do(remote, "DEBUG"); got != errReply(errArity("debug")) {
+		t.Fatalf("remote, arity: %q", got)
+	}
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote: %q", got)
+	}
+	do(remote, "MULTI")
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote in MULTI: %q", got)
+	}
+	if got := do(remote, "EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC after a refused DEBUG: %q", got)
+	}
+	if got := do(local, "DEBUG", "CLOCK", "GET"); got != errReply(errNoAuth) {
+		t.Fatalf("local, before AUTH: %q", got)
+	}
+	do(local, "AUTH", "pw")
+	if got := do(local, "DEBUG", "CLOCK", "SET", "5"); got != "+OK\r\n" {
+		t.Fatalf("local: %q", got)
+	}
+	if got := h.host.clock.Now(); got != 5 {
+		t.Fatalf("clock = %d, want 5: only the local client may move it", got)
+	}
+}
+
 func TestDebugIsUnknownWhenOff(t *testing.T) {
 	h := newHarness(t, "")
 	tbl := NewTable(h.host, Options{})

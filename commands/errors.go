@@ -29,7 +29,10 @@ const (
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
-	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
+	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
+	// not serve (enable-debug-command local, a remote client).
+	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
+	errShardFull       = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	errNoAuth          = "NOAUTH Authentication required."
 	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"

@@ -45,8 +45,12 @@ func registerServer(t *Table) {
 	}
 }
 
-func registerDebug(t *Table) {
-	t.Register(Command{Name: "debug", Arity: -2, Flags: FlagAdmin, Handler: debug,
+func registerDebug(t *Table, localOnly bool) {
+	flags := FlagAdmin
+	if localOnly {
+		flags |= FlagLocalOnly
+	}
+	t.Register(Command{Name: "debug", Arity: -2, Flags: flags, Handler: debug,
 		Group: "server", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "DEBUG CLOCK SET <unix_ns> | ADVANCE <ns> | REAL | GET: drives the server's clock (tests only).",
 		Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}})

@@ -18,6 +18,10 @@ const (
 	FlagFast                      // O(1) or O(log N)
 	FlagNoMulti                   // refused inside MULTI, as Redis's no_multi (SHUTDOWN)
 	FlagStale                     // allowed while loading
+	// FlagLocalOnly marks a command only local clients may run (DEBUG
+	// with enable-debug-command local); COMMAND does not show it, as
+	// Redis does not show its "protected" flag.
+	FlagLocalOnly
 	// FlagRunsInMulti marks the commands that run at once even inside
 	// MULTI instead of being queued (MULTI, EXEC, DISCARD, QUIT). COMMAND
 	// does not show it: Redis has no such flag.
@@ -102,6 +106,10 @@ type Options struct {
 	// EnableDebug registers DEBUG (DEBUG CLOCK). Default: off, and DEBUG is
 	// an unknown command.
 	EnableDebug bool
+	// DebugLocalOnly, with EnableDebug, lets only local clients (see
+	// ClientOptions.Local) run DEBUG, as Redis's enable-debug-command
+	// local; others get Redis's refusal. Default: off (any client).
+	DebugLocalOnly bool
 }
 
 // NewTable returns the table of every command, answering server-wide
@@ -114,7 +122,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerServer(t)
 	registerMulti(t)
 	if opt.EnableDebug {
-		registerDebug(t)
+		registerDebug(t, opt.DebugLocalOnly)
 	}
 	return t
 }
@@ -181,9 +189,10 @@ func (c *Command) arityError() string {
 }
 
 // Dispatch runs one command for client c: it looks the command up, checks
-// arity, authentication, commands refused inside MULTI and MULTI queuing,
-// then calls the handler, which writes exactly one reply. It never panics on anything a client sends: a
-// handler that panics is answered with an error and logged by the host.
+// local-only commands, authentication, arity, commands refused inside
+// MULTI and MULTI queuing, then calls the handler, which writes exactly
+// one reply. It never panics on anything a client sends: a handler that
+// panics is answered with an error and logged by the host.
 func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
@@ -205,6 +214,15 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		return
 	}
 	c.lastCmd.Store(cmd)
+	if cmd.Flags&FlagLocalOnly != 0 && !c.local && cmd.arityOK(len(args)) {
+		// Redis checks this before authentication, after arity.
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errDebugNotAllowed)
+		return
+	}
 	if !c.authenticated && cmd.Flags&FlagNoAuth == 0 {
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(errNoAuth)

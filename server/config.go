@@ -41,6 +41,10 @@ type Config struct {
 	Shards int
 	// EnableDebugCommand turns on DEBUG (DEBUG CLOCK). Default: false.
 	EnableDebugCommand bool
+	// DebugLocalOnly, with EnableDebugCommand, lets only clients on a
+	// loopback address or a unix socket run DEBUG (enable-debug-command
+	// local); others get Redis's refusal. Default: false.
+	DebugLocalOnly bool
 	// Threads is how many OS threads run Go code at once (GOMAXPROCS);
 	// 0 means one per core. The binary applies it at start. Default: 0.
 	Threads int
@@ -223,13 +227,20 @@ var settings = []setting{
 			return nil
 		}},
 	{name: "enable-debug-command",
-		get: func(c *Config) string { return yesNo(c.EnableDebugCommand) },
+		get: func(c *Config) string {
+			if c.EnableDebugCommand && c.DebugLocalOnly {
+				return "local"
+			}
+			return yesNo(c.EnableDebugCommand)
+		},
 		set: func(c *Config, v string) error {
 			switch strings.ToLower(v) {
-			case "yes", "local":
-				c.EnableDebugCommand = true
+			case "yes":
+				c.EnableDebugCommand, c.DebugLocalOnly = true, false
+			case "local":
+				c.EnableDebugCommand, c.DebugLocalOnly = true, true
 			case "no":
-				c.EnableDebugCommand = false
+				c.EnableDebugCommand, c.DebugLocalOnly = false, false
 			default:
 				return errors.New("argument must be 'yes', 'local' or 'no'")
 			}

@@ -111,3 +111,18 @@ func TestServerConfigSetAllOrNone(t *testing.T) {
 		t.Fatal("a valid CONFIG SET of two pairs did not apply both")
 	}
 }
+
+// TestEnableDebugCommandLocal: enable-debug-command reads and reports
+// yes, local and no.
+func TestEnableDebugCommandLocal(t *testing.T) {
+	c := DefaultConfig()
+	for _, v := range []string{"local", "yes", "no", "LOCAL"} {
+		if err := c.Set("enable-debug-command", v); err != nil {
+			t.Fatal(err)
+		}
+		got := c.Get(func(n string) bool { return n == "enable-debug-command" })[0][1]
+		if got != strings.ToLower(v) || c.EnableDebugCommand != (v != "no") || c.DebugLocalOnly != strings.EqualFold(v, "local") {
+			t.Errorf("after %s: %s, %+v", v, got, c)
+		}
+	}
+}

@@ -86,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly})
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
@@ -216,6 +216,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
 		Authorized: pass == "",
+		Local:      isLocal(nc.RemoteAddr()),
 	})
 	s.clients[c.cl] = c
 	s.conns.Add(1)

@@ -390,3 +390,41 @@ func containsLine(text, line string) bool {
 	}
 	return false
 }
+
+// nonLoopbackIP returns an address of this machine that is not a loopback
+// one (nor link-local), for tests of what remote clients may do, or skips
+// the test when there is none. A client that connects to it from this
+// machine is, by its address, a remote client.
+func nonLoopbackIP(t testing.TB) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("no interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsUnspecified() {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ipn.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return ipn.IP.String()
+	}
+	t.Skip("this machine has no non-loopback address to listen on")
+	return ""
+}
+
+// serveAlso makes ts serve on a second listener on host (port chosen by
+// the system) as well, and returns its address; Shutdown closes it.
+func (ts *testServer) serveAlso(t testing.TB, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	go func() { _ = ts.srv.Serve(ln) }()
+	return ln.Addr().String()
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -538,6 +539,22 @@ func TestDebugDisabled(t *testing.T) {
 	if err != nil || time.Until(tm).Abs() > time.Minute {
 		t.Fatalf("TIME = %v, %v", tm, err)
 	}
+}
+
+// TestDebugLocal: with enable-debug-command local, a client connecting
+// over a non-loopback address gets Redis's refusal for DEBUG and cannot
+// move the clock; a loopback client can (docs/commands.md#debug-clock).
+func TestDebugLocal(t *testing.T) {
+	t.Parallel()
+	ip := nonLoopbackIP(t)
+	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly = true })
+	remote := dialRaw(t, ts.serveAlso(t, ip))
+	local := dialRaw(t, ts.Addr)
+	local.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	remote.wantDo(respErr(`ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`),
+		"DEBUG", "CLOCK", "SET", "0")
+	local.wantDo(fmt.Sprintf(":%d\r\n", t0), "DEBUG", "CLOCK", "GET")
+	remote.wantDo("+PONG\r\n", "PING")
 }
 
 // TestShutdownCommand: SHUTDOWN closes the connection without a reply and
