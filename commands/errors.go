@@ -58,6 +58,20 @@ const (
 // one CONFIG SET.
 const errTextDuplicateParameter = "duplicate parameter"
 
+// Errors the server answers on a new connection before any command, and
+// then closes it. They are exported for package server.
+const (
+	// ErrMaxClients refuses a connection past maxclients.
+	ErrMaxClients = "ERR max number of clients reached"
+	// ErrProtectedMode refuses a connection from a non-local client while
+	// protected mode is on and no password is set: Redis 7's text, word
+	// for word (read from redis-server 7.0.15). Every remedy it names
+	// works with cellserver too (CONFIG SET protected-mode no,
+	// --protected-mode no, the config file, a password) except CONFIG
+	// REWRITE, which cellserver does not have.
+	ErrProtectedMode = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
+)
+
 func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"
 }

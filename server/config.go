@@ -22,6 +22,10 @@ type Config struct {
 	// RequirePass, when set, must be given with AUTH before any other
 	// command. Default: "" (no password).
 	RequirePass string
+	// ProtectedMode, while RequirePass is empty, refuses every client that
+	// is not local (see Config.refuses), as Redis's protected-mode.
+	// Default: true.
+	ProtectedMode bool
 	// MaxClients is the most connections served at once; one more is
 	// answered "ERR max number of clients reached". Default: 10000.
 	MaxClients int
@@ -58,6 +62,7 @@ func DefaultConfig() Config {
 	return Config{
 		Bind:             []string{"127.0.0.1"},
 		Port:             6379,
+		ProtectedMode:    true,
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  512 << 20,
 		QueryBufferLimit: 1 << 30,
@@ -175,6 +180,19 @@ var settings = []setting{
 	{name: "requirepass", mutable: true,
 		get: func(c *Config) string { return c.RequirePass },
 		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "protected-mode", mutable: true,
+		get: func(c *Config) string { return yesNo(c.ProtectedMode) },
+		set: func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "yes":
+				c.ProtectedMode = true
+			case "no":
+				c.ProtectedMode = false
+			default:
+				return errors.New("argument must be 'yes' or 'no'")
+			}
+			return nil
+		}},
 	{name: "maxclients", mutable: true,
 		get: func(c *Config) string { return strconv.Itoa(c.MaxClients) },
 		set: intSetting(func(c *Config, n int64) { c.MaxClients = int(n) }),

@@ -139,6 +139,20 @@ func (s *Server) ListenAndServe() error {
 	for _, ln := range lns {
 		go func() { errs <- s.Serve(ln) }()
 	}
+	s.cfgMu.RLock()
+	open := !s.cfg.ProtectedMode && s.cfg.RequirePass == ""
+	guarded := s.cfg.ProtectedMode && s.cfg.RequirePass == ""
+	s.cfgMu.RUnlock()
+	for _, ln := range lns {
+		if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			switch {
+			case open:
+				s.log.Logf("warning", "WARNING: listening on %s with protected-mode no and no requirepass: any client that can reach it may run any command", ta)
+			case guarded:
+				s.log.Logf("notice", "Protected mode: listening on %s with no requirepass, only loopback clients are served", ta)
+			}
+		}
+	}
 	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
 	var first error
 	for range lns {
@@ -187,13 +201,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit registers a new connection, or refuses it when the server is
-// closing or at maxclients.
+// admit registers a new connection, or refuses it when protected mode
+// turns it away, the server is closing or at maxclients.
 func (s *Server) admit(nc net.Conn) *conn {
 	s.connsReceived.Add(1)
 	s.cfgMu.RLock()
 	maxClients, pass := s.cfg.MaxClients, s.cfg.RequirePass
+	refused := s.cfg.refuses(nc.RemoteAddr())
 	s.cfgMu.RUnlock()
+	if refused {
+		s.connsRejected.Add(1)
+		go refuse(nc, commands.ErrProtectedMode)
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -202,9 +222,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))           //nolint:errcheck
-		nc.Write([]byte("-ERR max number of clients reached\r\n")) //nolint:errcheck
-		nc.Close()
+		go refuse(nc, commands.ErrMaxClients)
 		return nil
 	}
 	nc = newRawConn(nc)
@@ -221,6 +239,16 @@ func (s *Server) admit(nc net.Conn) *conn {
 	s.clients[c.cl] = c
 	s.conns.Add(1)
 	return c
+}
+
+// refuse answers a new connection the error msg, waiting at most a second
+// for the write, and closes it. It runs on its own goroutine, so that a
+// client that does not read cannot hold up the accept loop. Errors are
+// ignored: the connection is being dropped either way.
+func refuse(nc net.Conn, msg string) {
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write([]byte("-" + msg + "\r\n"))
+	_ = nc.Close()
 }
 
 // release unregisters a connection that has ended, keeping its counters.

@@ -547,7 +547,7 @@ func TestDebugDisabled(t *testing.T) {
 func TestDebugLocal(t *testing.T) {
 	t.Parallel()
 	ip := nonLoopbackIP(t)
-	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly = true })
+	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly, c.ProtectedMode = true, false })
 	remote := dialRaw(t, ts.serveAlso(t, ip))
 	local := dialRaw(t, ts.Addr)
 	local.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
@@ -555,6 +555,39 @@ func TestDebugLocal(t *testing.T) {
 		"DEBUG", "CLOCK", "SET", "0")
 	local.wantDo(fmt.Sprintf(":%d\r\n", t0), "DEBUG", "CLOCK", "GET")
 	remote.wantDo("+PONG\r\n", "PING")
+}
+
+// protectedModeReply is Redis 7's DENIED text, as redis-server 7.0.15
+// sends it.
+const protectedModeReply = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+
+// TestProtectedMode: bound to a non-loopback address of this machine with
+// no password, the server answers a client that connects over it Redis's
+// DENIED text and closes; loopback clients are served; CONFIG SET
+// protected-mode no, or a password, lets the remote client in
+// (docs/commands.md#protected-mode). Skipped when the machine has no
+// non-loopback address.
+func TestProtectedMode(t *testing.T) {
+	t.Parallel()
+	ip := nonLoopbackIP(t)
+	ts := startServer(t)
+	remoteAddr := ts.serveAlso(t, ip)
+	remote := dialRaw(t, remoteAddr)
+	if got := remote.line(); got != protectedModeReply {
+		t.Fatalf("remote client got %q", got)
+	}
+	remote.wantClosed()
+	local := dialRaw(t, ts.Addr)
+	local.wantDo("+PONG\r\n", "PING")
+	if info := local.do("INFO", "stats"); !strings.Contains(info, "rejected_connections:1\r\n") {
+		t.Fatalf("INFO stats: %q", info)
+	}
+	local.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'"),
+		"CONFIG", "SET", "protected-mode", "maybe")
+	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "no")
+	dialRaw(t, remoteAddr).wantDo("+PONG\r\n", "PING")
+	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "yes", "requirepass", "pw")
+	dialRaw(t, remoteAddr).wantDo(respErr("NOAUTH Authentication required."), "PING")
 }
 
 // TestShutdownCommand: SHUTDOWN closes the connection without a reply and
