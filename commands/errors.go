@@ -1,6 +1,9 @@
 package commands
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Every reply error cellserver sends, with its prefix. Texts with a %s or
 // %q verb are completed by the function next to their use.
@@ -71,6 +74,13 @@ const (
 	// REWRITE, which cellserver does not have.
 	ErrProtectedMode = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
 )
+
+// ErrTextMaxClientsFit is Redis 7's reason, completed by CONFIG SET's
+// error, for a maxclients the open file limit cannot hold: n is the most
+// it can.
+func ErrTextMaxClientsFit(n int) string {
+	return "The operating system is not able to handle the specified number of clients, try with " + strconv.Itoa(n)
+}
 
 func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"

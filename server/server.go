@@ -26,6 +26,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/fdlimit"
 )
 
 // Version is cellserver's own version.
@@ -49,6 +50,10 @@ type Server struct {
 	limits limits
 	nextID atomic.Int64
 	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
+
+	// raiseFDs raises the open file limit towards what it is asked
+	// (fdlimit.Raise; tests replace it), for maxclients.
+	raiseFDs func(want uint64) (limit uint64, ok bool, err error)
 
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
@@ -74,7 +79,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
-		log: newLogger(cfg.LogLevel),
+		log: newLogger(cfg.LogLevel), raiseFDs: fdlimit.Raise,
+	}
+	if err := s.fitMaxClients(); err != nil {
+		return nil, err
 	}
 	ecfg := engine.Config{Shards: cfg.Shards}
 	if cfg.EnableDebugCommand {
@@ -92,6 +100,38 @@ func New(cfg Config) (*Server, error) {
 	eng.Start()
 	go s.cron()
 	return s, nil
+}
+
+// reservedFDs is how many open files fitMaxClients keeps for other uses
+// than clients (listeners, the poller, logs), as Redis's
+// CONFIG_MIN_RESERVED_FDS.
+const reservedFDs = 32
+
+// fitMaxClients makes maxclients fit the limit on open files, as Redis's
+// adjustOpenFilesLimit: it asks raise for maxclients + reservedFDs files;
+// if the limit stays lower, it lowers maxclients to the limit less the
+// reserve and logs it in Redis's words, so that clients past the limit
+// get "max number of clients reached" rather than waiting in the accept
+// queue of a server out of descriptors. It fails when the limit leaves no
+// room for a client.
+func (s *Server) fitMaxClients() error {
+	want := uint64(s.cfg.MaxClients) + reservedFDs
+	limit, ok, err := s.raiseFDs(want)
+	if !ok || limit >= want {
+		return nil
+	}
+	if limit <= reservedFDs {
+		return fmt.Errorf("server: the open file limit (ulimit -n) of %d is not enough for the server to start; raise it to at least %d", limit, want)
+	}
+	old := s.cfg.MaxClients
+	s.cfg.MaxClients = int(limit - reservedFDs)
+	if err == nil {
+		err = syscall.EPERM
+	}
+	s.log.Logf("warning", "You requested maxclients of %d requiring at least %d max file descriptors.", old, want)
+	s.log.Logf("warning", "Server can't set maximum open files to %d because of OS error: %v.", want, err)
+	s.log.Logf("warning", "Current maximum open files is %d. maxclients has been reduced to %d to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.", limit, s.cfg.MaxClients)
+	return nil
 }
 
 func (s *Server) cron() {
@@ -393,6 +433,13 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	for i, p := range pairs {
 		if err := next.Set(p[0], p[1]); err != nil {
 			return i, err
+		}
+		if lookupSetting(p[0]).name == "maxclients" && next.MaxClients > s.cfg.MaxClients {
+			// As Redis: more clients need more open files.
+			want := uint64(next.MaxClients) + reservedFDs
+			if limit, ok, _ := s.raiseFDs(want); ok && limit < want {
+				return i, errors.New(commands.ErrTextMaxClientsFit(max(int(limit)-reservedFDs, 0)))
+			}
 		}
 	}
 	s.cfg = next

@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -153,6 +159,91 @@ func TestConfigFileTabsAndQuotes(t *testing.T) {
 		}
 		if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
+		}
+	}
+}
+
+// TestMain runs the binary's main instead of the tests when
+// CELLSERVER_TEST_MAIN is 1, so that tests can start cellserver as a
+// subprocess (under a lower ulimit) without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("CELLSERVER_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestMaxClientsFitsUlimit runs cellserver under `ulimit -n 64` with the
+// default maxclients of 10000: it lowers maxclients to 64 - 32 = 32 at
+// start with Redis's log line, so the 33rd client and those after it get
+// "-ERR max number of clients reached" instead of hanging in the accept
+// queue of a server out of descriptors.
+func TestMaxClientsFitsUlimit(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("no RLIMIT_NOFILE on " + runtime.GOOS)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run ulimit")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command(bash, "-c", `ulimit -n 64 && exec "$0" "$@"`, os.Args[0], "--port", port)
+	cmd.Env = append(os.Environ(), "CELLSERVER_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	ready := make(chan string, 1) // the log up to "Ready to accept connections"
+	go func() {
+		var log strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				ready <- log.String()
+			}
+		}
+	}()
+	var log string
+	select {
+	case log = <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cellserver did not start under ulimit -n 64")
+	}
+	const reduced = "Current maximum open files is 64. maxclients has been reduced to 32 to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+	if !strings.Contains(log, reduced) {
+		t.Fatalf("log:\n%s\nwant a line %q", log, reduced)
+	}
+	for i := 1; i <= 70; i++ {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 5*time.Second)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("PING\r\n")); err != nil && i <= 32 {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		got, err := bufio.NewReader(c).ReadString('\n')
+		want := "+PONG\r\n"
+		if i > 32 {
+			want = "-ERR max number of clients reached\r\n"
+		}
+		if got != want {
+			t.Fatalf("client %d: got %q (%v), want %q", i, got, err, want)
 		}
 	}
 }
