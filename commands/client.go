@@ -95,7 +95,10 @@ type Client struct {
 	local     bool           // connected from a loopback address or a unix socket
 
 	authenticated bool
-	resp          int // 2 or 3
+	authFailures  int           // failed AUTH in a row (authguard.go)
+	inExec        bool          // running EXEC's queue, every shard locked
+	done          chan struct{} // closed by Kill
+	resp          int           // 2 or 3
 	multi         bool
 	multiDirty    bool
 	queue         []queued
@@ -136,6 +139,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 		created: time.Now(), host: t.host, table: t,
 		closeFunc: o.Close, local: o.Local,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
+		done: make(chan struct{}),
 	}
 	c.view = t.host.Engine().NewView()
 	c.expect = c.view.Ahead()
@@ -168,7 +172,11 @@ func (c *Client) Killed() bool { return c.killed.Load() }
 
 // Kill closes the client's connection. Safe from any goroutine.
 func (c *Client) Kill() {
-	if c.killed.CompareAndSwap(false, true) && c.closeFunc != nil {
+	if !c.killed.CompareAndSwap(false, true) {
+		return
+	}
+	close(c.done)
+	if c.closeFunc != nil {
 		c.closeFunc()
 	}
 }

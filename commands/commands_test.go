@@ -63,11 +63,13 @@ func (h *fakeHost) Logf(level, format string, args ...any) {
 }
 
 type harness struct {
-	t     *testing.T
-	host  *fakeHost
-	table *Table
-	out   *bytes.Buffer
-	c     *Client
+	t      *testing.T
+	host   *fakeHost
+	table  *Table
+	out    *bytes.Buffer
+	c      *Client
+	now    time.Time       // the table's clock (Options.Now)
+	sleeps []time.Duration // what the table asked to sleep (Options.Sleep), in order
 }
 
 func newHarness(t *testing.T, pass string) *harness {
@@ -78,12 +80,14 @@ func newHarness(t *testing.T, pass string) *harness {
 		t.Fatal(err)
 	}
 	h := &fakeHost{eng: eng, clock: clock, pass: pass, settings: map[string]string{"maxclients": "10", "save": ""}}
-	table := NewTable(h, Options{EnableDebug: true})
-	out := &bytes.Buffer{}
-	c := table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
-		Writer: NewWriter(out), Authorized: pass == ""})
-	h.clients = []*Client{c}
-	return &harness{t: t, host: h, table: table, out: out, c: c}
+	hs := &harness{t: t, host: h, out: &bytes.Buffer{}, now: time.Unix(1_700_000_000, 0)}
+	hs.table = NewTable(h, Options{EnableDebug: true,
+		Now:   func() time.Time { return hs.now },
+		Sleep: func(d time.Duration, _ <-chan struct{}) { hs.sleeps = append(hs.sleeps, d) }})
+	hs.c = hs.table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
+		Writer: NewWriter(hs.out), Authorized: pass == ""})
+	h.clients = []*Client{hs.c}
+	return hs
 }
 
 // do runs one command given as words and returns the raw RESP reply.
@@ -231,6 +235,119 @@ func TestAuth(t *testing.T) {
 	h = newHarness(t, "s3cret")
 	if got := h.do("AUTH", "s3cret"); got != "+OK\r\n" {
 		t.Fatalf("AUTH: %q", got)
+	}
+}
+
+// TestAuthEmptyUser: a user name given, even empty, must be "default", as
+// Redis 7 answers (checked on redis-server 7.0.15), with or without a
+// password set.
+func TestAuthEmptyUser(t *testing.T) {
+	for _, pass := range []string{"pw", ""} {
+		h := newHarness(t, pass)
+		for _, words := range [][]string{{"AUTH", "", "pw"}, {"AUTH", "", ""}, {"HELLO", "3", "AUTH", "", "pw"}, {"AUTH", "bob", "pw"}} {
+			if got := h.do(words...); got != errReply(errWrongPass) {
+				t.Errorf("requirepass %q: %q: %q", pass, words, got)
+			}
+		}
+		if got := h.do("AUTH", "default", "pw"); got != "+OK\r\n" {
+			t.Errorf("requirepass %q: AUTH default pw: %q", pass, got)
+		}
+	}
+}
+
+// TestCheckPassword: the password compare (hashed, constant time) takes
+// exactly the password, whatever the lengths.
+func TestCheckPassword(t *testing.T) {
+	h := newHarness(t, "s3cret")
+	for pass, want := range map[string]bool{"s3cret": true, "s3cre": false, "s3cret ": false, "": false, "S3cret": false, strings.Repeat("s3cret", 1000): false} {
+		if got := h.c.checkPassword(nil, false, []byte(pass)); got != want {
+			t.Errorf("checkPassword(%q) = %v", pass, got)
+		}
+	}
+}
+
+// TestAuthFailuresAreLoggedAndSlowed: failed AUTH is logged at most once a
+// second with a count of the failures not logged, and from the fourth
+// failure in a row on one connection each waits, doubling from 100 ms up
+// to 5 s, before it answers; a success starts the count afresh; inside
+// EXEC nothing waits. The clock and the sleep are the harness's: nothing
+// sleeps.
+func TestAuthFailuresAreLoggedAndSlowed(t *testing.T) {
+	h := newHarness(t, "pw")
+	ms := time.Millisecond
+	for range 10 {
+		if got := h.do("AUTH", "wrong"); got != errReply(errWrongPass) {
+			t.Fatal(got)
+		}
+	}
+	wantSleeps := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5000 * ms}
+	if !reflect.DeepEqual(h.sleeps, wantSleeps) {
+		t.Fatalf("sleeps %v, want %v", h.sleeps, wantSleeps)
+	}
+	wantLogs := []string{`warning: Failed AUTH from 127.0.0.1:5000 (id=7) as user "default"`}
+	if !reflect.DeepEqual(h.host.logs, wantLogs) {
+		t.Fatalf("logs %q, want %q", h.host.logs, wantLogs)
+	}
+	h.now = h.now.Add(999 * ms)
+	h.do("HELLO", "3", "AUTH", "bob\nfake log line", "x")
+	if len(h.host.logs) != 1 {
+		t.Fatalf("a second line within a second: %q", h.host.logs)
+	}
+	h.now = h.now.Add(ms)
+	h.do("AUTH", "bob\nfake log line", "x")
+	wantLogs = append(wantLogs, `warning: Failed AUTH from 127.0.0.1:5000 (id=7) as user "bob\nfake log line"; 10 more failed AUTH not logged since the last line`)
+	if !reflect.DeepEqual(h.host.logs, wantLogs) {
+		t.Fatalf("logs %q, want %q", h.host.logs, wantLogs)
+	}
+	if got := h.sleeps[len(h.sleeps)-1]; got != 5000*ms {
+		t.Fatalf("the delay is capped at 5 s: %v", got)
+	}
+
+	// A success resets the count: three free failures again.
+	h.sleeps = nil
+	if got := h.do("AUTH", "pw"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	for range 4 {
+		h.do("AUTH", "wrong")
+	}
+	if !reflect.DeepEqual(h.sleeps, []time.Duration{100 * ms}) {
+		t.Fatalf("after a success: sleeps %v", h.sleeps)
+	}
+
+	// Inside EXEC, with every shard locked, nothing waits.
+	h.do("AUTH", "pw")
+	h.sleeps = nil
+	h.do("MULTI")
+	for range 5 {
+		h.do("AUTH", "wrong")
+	}
+	if got := h.do("EXEC"); got != "*5\r\n"+strings.Repeat(errReply(errWrongPass), 5) {
+		t.Fatalf("EXEC: %q", got)
+	}
+	if len(h.sleeps) != 0 {
+		t.Fatalf("AUTH slept inside EXEC: %v", h.sleeps)
+	}
+
+	// The count is per connection: another client starts with free failures.
+	other := h.table.NewClient(ClientOptions{ID: 8, Addr: "127.0.0.1:5001", Writer: NewWriter(h.out)})
+	h.table.Dispatch(other, [][]byte{[]byte("AUTH"), []byte("wrong")})
+	if len(h.sleeps) != 0 {
+		t.Fatalf("another client's first failure slept: %v", h.sleeps)
+	}
+}
+
+// TestAuthDelayEndsWhenKilled: the default wait ends at once when the
+// client is killed (CLIENT KILL, shutdown).
+func TestAuthDelayEndsWhenKilled(t *testing.T) {
+	killed := make(chan struct{})
+	close(killed)
+	done := make(chan struct{})
+	go func() { sleepUnlessKilled(time.Hour, killed); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sleepUnlessKilled ignored the kill")
 	}
 }
 

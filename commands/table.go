@@ -3,6 +3,7 @@ package commands
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
 )
@@ -76,6 +77,10 @@ type Table struct {
 	byName [indexSize]*Command // open addressing by nameHash, probed linearly
 	list   []*Command          // in registration order
 	host   Host
+
+	now     func() time.Time                            // Options.Now
+	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
+	authLog authLog
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
@@ -110,12 +115,24 @@ type Options struct {
 	// ClientOptions.Local) run DEBUG, as Redis's enable-debug-command
 	// local; others get Redis's refusal. Default: off (any client).
 	DebugLocalOnly bool
+	// Now is the clock failed-AUTH logging is rate-limited by. Default:
+	// time.Now.
+	Now func() time.Time
+	// Sleep waits d, or until stop is closed, to slow down a connection's
+	// repeated failed AUTH. Default: a timer.
+	Sleep func(d time.Duration, stop <-chan struct{})
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.sleep == nil {
+		t.sleep = sleepUnlessKilled
+	}
 	registerLimiter(t)
 	registerKeyspace(t)
 	registerConnection(t)
