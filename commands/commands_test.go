@@ -547,6 +547,69 @@ func TestDebugLocalOnly(t *testing.T) {
 	}
 }
 
+// TestRename: rename-command gives a command a new name, under which
+// COMMAND lists it; the old name is unknown; "" disables a command; the
+// errors are redis-server 7.0.15's (checked with rename-command lines).
+func TestRename(t *testing.T) {
+	h := newHarness(t, "")
+	count := h.do("COMMAND", "COUNT")
+	for _, r := range [][2]string{{"CONFIG", "myconfig"}, {"flushall", ""}, {"FlushDB", "FLUSHALL"}} {
+		if err := h.table.Rename(r[0], r[1]); err != nil {
+			t.Fatalf("Rename(%q, %q): %v", r[0], r[1], err)
+		}
+	}
+	cases := []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"CONFIG", "GET", "save"}, errReply("ERR unknown command 'CONFIG', with args beginning with: 'GET' 'save' ")},
+		{[]string{"MYCONFIG", "GET", "save"}, "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+		{[]string{"myconfig"}, errReply("ERR wrong number of arguments for 'config' command")}, // Redis names the command as registered
+		{[]string{"FLUSHDB"}, errReply("ERR unknown command 'FLUSHDB', with args beginning with: ")},
+		{[]string{"FLUSHALL"}, "+OK\r\n"}, // flushdb under flushall's name
+		{[]string{"COMMAND", "INFO", "config", "flushdb"}, "*2\r\n*-1\r\n*-1\r\n"},
+		{[]string{"COMMAND", "COUNT"}, fmt.Sprintf(":%d\r\n", mustInt(t, count)-1)},
+	}
+	for _, c := range cases {
+		if got := h.do(c.words...); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.words, got, c.want)
+		}
+	}
+	if got := h.do("COMMAND", "INFO", "myconfig"); !strings.HasPrefix(got, "*1\r\n*10\r\n$8\r\nmyconfig\r\n:-2\r\n") {
+		t.Errorf("COMMAND INFO myconfig: %q", got)
+	}
+	list := h.do("COMMAND", "LIST")
+	if !strings.Contains(list, "$8\r\nmyconfig\r\n") || strings.Contains(list, "$6\r\nconfig\r\n") || strings.Contains(list, "$7\r\nflushdb\r\n") {
+		t.Errorf("COMMAND LIST: %q", list)
+	}
+	if got := h.do("COMMAND", "DOCS", "myconfig"); !strings.HasPrefix(got, "*2\r\n$8\r\nmyconfig\r\n") {
+		t.Errorf("COMMAND DOCS myconfig: %q", got)
+	}
+	for _, r := range []struct {
+		from, to string
+		err      error
+	}{
+		{"nosuch", "x", ErrRenameNoSuchCommand},
+		{"config", "x", ErrRenameNoSuchCommand}, // renamed already
+		{"get", "myconfig", ErrRenameTargetExists},
+		{"get", "PING", ErrRenameTargetExists},
+		{"get", strings.Repeat("x", 33), ErrRenameTooLong},
+	} {
+		if err := h.table.Rename(r.from, r.to); !errors.Is(err, r.err) {
+			t.Errorf("Rename(%q, %q) = %v, want %v", r.from, r.to, err, r.err)
+		}
+	}
+}
+
+func mustInt(t *testing.T, reply string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(reply, ":%d\r\n", &n); err != nil {
+		t.Fatalf("not an integer reply: %q", reply)
+	}
+	return n
+}
+
 func TestDebugIsUnknownWhenOff(t *testing.T) {
 	h := newHarness(t, "")
 	tbl := NewTable(h.host, Options{})

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -68,7 +70,9 @@ type Command struct {
 	Args                    []Arg
 	Handler                 func(c *Client, args [][]byte)
 
-	id int // index in the table, for per-command statistics
+	id       int    // index in the table, for per-command statistics
+	origName string // Name as registered, before any Rename: arity errors use it, as Redis's do
+	disabled bool   // renamed to "": no name reaches it, COMMAND omits it
 }
 
 // Table is the set of commands a server answers. Build it with NewTable;
@@ -157,18 +161,74 @@ func (t *Table) Register(c Command) {
 		panic("commands: the name index is full")
 	}
 	c.id = len(t.list)
+	c.origName = c.Name
 	p := &c
+	t.index(p)
+	t.list = append(t.list, p)
+}
+
+// index adds c to the name index under c.Name.
+func (t *Table) index(c *Command) {
 	var lower [maxNameLen]byte
 	i := nameHash([]byte(c.Name), lower[:])
 	for t.byName[i%indexSize] != nil {
 		i++
 	}
-	t.byName[i%indexSize] = p
-	t.list = append(t.list, p)
+	t.byName[i%indexSize] = c
 }
 
-// Len returns the number of commands in the table.
-func (t *Table) Len() int { return len(t.list) }
+// Errors from Rename, in redis-server's words for rename-command.
+var (
+	ErrRenameNoSuchCommand = errors.New("No such command in rename-command")
+	ErrRenameTargetExists  = errors.New("Target command name already exists")
+	ErrRenameTooLong       = fmt.Errorf("the new name is longer than %d bytes", maxNameLen)
+)
+
+// Rename gives the command called from (in any case) the name to
+// instead, as redis.conf's rename-command: from then answers unknown
+// command, and COMMAND lists the command under to. An empty to disables
+// the command: no name reaches it and COMMAND omits it. Call it while
+// building the server, before any client: the table is read-only after.
+func (t *Table) Rename(from, to string) error {
+	c := t.Lookup([]byte(from))
+	if c == nil {
+		return ErrRenameNoSuchCommand
+	}
+	to = strings.ToLower(to)
+	switch {
+	case len(to) > maxNameLen:
+		return ErrRenameTooLong
+	case to != "" && t.Lookup([]byte(to)) != nil:
+		return ErrRenameTargetExists
+	}
+	if to == "" {
+		c.disabled = true
+	} else {
+		c.Name = to
+	}
+	// Rebuild the index: open addressing has no simple removal.
+	t.byName = [indexSize]*Command{}
+	for _, c := range t.list {
+		if !c.disabled {
+			t.index(c)
+		}
+	}
+	return nil
+}
+
+// visible returns the commands a client can reach, in registration order.
+func (t *Table) visible() []*Command {
+	out := make([]*Command, 0, len(t.list))
+	for _, c := range t.list {
+		if !c.disabled {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Len returns the number of commands in the table that a client can reach.
+func (t *Table) Len() int { return len(t.visible()) }
 
 // Lookup finds a command by name, in any case, without allocating.
 func (t *Table) Lookup(name []byte) *Command {
@@ -186,7 +246,7 @@ func (t *Table) Lookup(name []byte) *Command {
 
 // sorted returns the commands by name.
 func (t *Table) sorted() []*Command {
-	out := append([]*Command(nil), t.list...)
+	out := t.visible()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -202,7 +262,7 @@ func (c *Command) arityError() string {
 	if c.ArityError != "" {
 		return c.ArityError
 	}
-	return errArity(c.Name)
+	return errArity(c.origName)
 }
 
 // Dispatch runs one command for client c: it looks the command up, checks

@@ -54,6 +54,10 @@ type Config struct {
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+	// RenameCommands renames commands, in order, as redis.conf's
+	// rename-command lines: each pair is a command's name and its new
+	// name, "" to disable it. Default: none.
+	RenameCommands [][2]string
 }
 
 // DefaultConfig returns the configuration cellserver runs with when given
@@ -93,6 +97,9 @@ type setting struct {
 	check   func(c *Config) error
 	mutable bool
 	list    bool // takes several words in a config file (bind)
+	// words, when set, reads a directive of several words (rename-command)
+	// in place of set; CONFIG GET and CONFIG SET do not know it.
+	words func(c *Config, words []string) error
 }
 
 // Errors from Set.
@@ -130,6 +137,9 @@ func (c *Config) Set(name, value string) error {
 // or one or more for a setting that takes a list (bind), as redis-server.
 func (c *Config) SetWords(name string, words []string) error {
 	s := lookupSetting(name)
+	if s != nil && s.words != nil {
+		return s.words(c, words)
+	}
 	if s == nil || s.set == nil {
 		return ErrUnknownSetting
 	}
@@ -143,7 +153,7 @@ func (c *Config) SetWords(name string, words []string) error {
 func (c *Config) Get(match func(name string) bool) [][2]string {
 	var out [][2]string
 	for _, s := range settings {
-		if match(s.name) {
+		if s.get != nil && match(s.name) {
 			out = append(out, [2]string{s.name, s.get(c)})
 		}
 	}
@@ -269,6 +279,14 @@ var settings = []setting{
 		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
+		}},
+	{name: "rename-command",
+		words: func(c *Config, words []string) error {
+			if len(words) != 2 {
+				return ErrArgCount
+			}
+			c.RenameCommands = append(c.RenameCommands, [2]string{words[0], words[1]})
+			return nil
 		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).

@@ -95,6 +95,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.eng, s.loc = eng, eng.Ahead()
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly})
+	for _, r := range cfg.RenameCommands {
+		if err := s.table.Rename(r[0], r[1]); err != nil {
+			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)
+		}
+	}
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -245,5 +246,33 @@ func TestMaxClientsFitsUlimit(t *testing.T) {
 		if got != want {
 			t.Fatalf("client %d: got %q (%v), want %q", i, got, err, want)
 		}
+	}
+}
+
+// TestRenameCommandInConfigFile: rename-command lines in redis.conf
+// syntax, "" disabling; a line with one name is refused as redis-server
+// refuses it, and an unknown command stops the server at start.
+func TestRenameCommandInConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rename.conf")
+	conf := "rename-command CONFIG myconfig\nrename-command\tFLUSHALL\t\"\"\nrename-command DEBUG ''\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseArgs([]string{file, "--rename-command", "SHUTDOWN", ""}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"CONFIG", "myconfig"}, {"FLUSHALL", ""}, {"DEBUG", ""}, {"SHUTDOWN", ""}}
+	if fmt.Sprint(cfg.RenameCommands) != fmt.Sprint(want) {
+		t.Fatalf("RenameCommands = %q, want %q", cfg.RenameCommands, want)
+	}
+	os.WriteFile(file, []byte("rename-command CONFIG\n"), 0o600)
+	if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
+		t.Fatalf("one name: %v", err)
+	}
+	err = run([]string{"--port", "0", "--rename-command", "nosuch", "x"}, &bytes.Buffer{}, nil)
+	if err == nil || err.Error() != `rename-command nosuch "x": No such command in rename-command` {
+		t.Fatalf("unknown command: %v", err)
 	}
 }

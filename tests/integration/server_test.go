@@ -590,6 +590,26 @@ func TestProtectedMode(t *testing.T) {
 	dialRaw(t, remoteAddr).wantDo(respErr("NOAUTH Authentication required."), "PING")
 }
 
+// TestRenameCommand: with rename-command, the new name runs the command
+// and COMMAND lists it under that name, the old name is an unknown
+// command, and a command renamed to "" is gone (docs/commands.md#rename-command).
+func TestRenameCommand(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) {
+		c.RenameCommands = [][2]string{{"CONFIG", "secret-config"}, {"FLUSHALL", ""}, {"shutdown", ""}}
+	})
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo(respErr("ERR unknown command 'CONFIG', with args beginning with: 'SET' 'requirepass' 'x' "), "CONFIG", "SET", "requirepass", "x")
+	rc.wantDo(respErr("ERR unknown command 'FLUSHALL', with args beginning with: "), "FLUSHALL")
+	rc.wantDo(respErr("ERR unknown command 'SHUTDOWN', with args beginning with: "), "SHUTDOWN")
+	rc.wantDo("*2\r\n$4\r\nsave\r\n$0\r\n\r\n", "SECRET-CONFIG", "GET", "save")
+	rc.wantDo("*3\r\n*-1\r\n*-1\r\n*-1\r\n", "COMMAND", "INFO", "config", "flushall", "shutdown")
+	if got := rc.do("COMMAND", "INFO", "secret-config"); !strings.HasPrefix(got, "*1\r\n*10\r\n$13\r\nsecret-config\r\n") {
+		t.Fatalf("COMMAND INFO secret-config: %q", got)
+	}
+	rc.wantDo("+PONG\r\n", "PING")
+}
+
 // TestShutdownCommand: SHUTDOWN closes the connection without a reply and
 // stops the server; Serve returns ErrServerClosed (checked at cleanup).
 func TestShutdownCommand(t *testing.T) {
