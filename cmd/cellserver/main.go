@@ -5,11 +5,12 @@
 //	cellserver [/path/to/cellserver.conf] [--setting value ...]
 //
 // With no arguments it serves on 127.0.0.1:6379, in memory. Settings use
-// redis.conf's names (port, bind, requirepass, maxclients, timeout,
-// proto-max-bulk-len, loglevel, dir, enable-debug-command) plus shards. A
-// config file holds one "name value" per line, words separated by spaces
-// or tabs and quoted as in redis.conf; # starts a comment. Flags
-// given after the file override it. SIGINT and SIGTERM shut down cleanly.
+// redis.conf's names (port, bind, protected-mode, requirepass, maxclients,
+// timeout, proto-max-bulk-len, loglevel, dir, enable-debug-command,
+// rename-command) plus shards. A config file holds one "name value" per
+// line, words separated by spaces or tabs and quoted as in redis.conf; #
+// starts a comment. Flags given after the file override it. SIGINT and
+// SIGTERM shut down cleanly.
 package main
 
 import (
@@ -94,9 +95,9 @@ Examples:
   cellserver --port 6380 --requirepass s3cret
   cellserver /etc/cellserver.conf --loglevel verbose
 
-Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
-proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
-threads, enable-debug-command.
+Settings (redis.conf names): bind, port, protected-mode, requirepass,
+maxclients, timeout, proto-max-bulk-len, client-query-buffer-limit, loglevel,
+dir, shards, threads, enable-debug-command, rename-command (name newname).
 `
 
 // parseArgs builds the configuration from a config file (the first

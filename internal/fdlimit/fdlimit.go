@@ -7,7 +7,9 @@
 package fdlimit
 
 // Raise raises the soft limit on open files towards want, never above the
-// hard limit, and returns the soft limit in force afterwards. ok is false
+// hard limit (Go's runtime already raises the soft limit to the hard one
+// at start on Linux and macOS, so Raise mostly finds it there; it asks
+// again in case something lowered it), and returns the soft limit in force afterwards. ok is false
 // where the system has no such limit; err is the error of raising it, if
 // that failed (the limit returned is then the one already in force).
 func Raise(want uint64) (limit uint64, ok bool, err error) { return raise(want) }
