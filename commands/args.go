@@ -36,6 +36,36 @@ func parseInt(b []byte) (int64, bool) {
 	return int64(n), true
 }
 
+// parseLimiterInt parses a limiter argument as redis-cell does, with Rust's
+// i64::from_str: an optional single leading '+' or '-', then one or more
+// digits, nothing else, the value within int64. Unlike parseInt it takes
+// any number of leading zeros, so "003153599999999999998" (21 bytes) is
+// 3153599999999999998.
+func parseLimiterInt(b []byte) (int64, bool) {
+	sign := 0
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		sign = 1
+	}
+	digits := b[sign:]
+	i := 0
+	for i < len(digits)-1 && digits[i] == '0' {
+		i++
+	}
+	if i == 0 {
+		return parseInt(b)
+	}
+	// Rebuild sign+significant digits in a stack buffer: at most 20 bytes
+	// are meaningful; more significant digits than that overflow anyway.
+	rest := digits[i:]
+	if len(rest) > 19 || rest[0] < '0' || rest[0] > '9' {
+		return 0, false
+	}
+	var buf [20]byte
+	n := copy(buf[:], b[:sign])
+	n += copy(buf[n:], rest)
+	return parseInt(buf[:n])
+}
+
 // equalFold reports whether b equals the lower-case ASCII word w in any case.
 func equalFold(b []byte, w string) bool {
 	if len(b) != len(w) {

@@ -26,8 +26,12 @@ type Host interface {
 	// ConfigGet returns the settings whose names match the glob pattern,
 	// as name/value pairs.
 	ConfigGet(pattern string) [][2]string
-	// ConfigSet changes one setting at run time.
-	ConfigSet(name, value string) error
+	// ConfigSet changes settings at run time: it applies every
+	// name/value pair (names in lower case) or, if one fails, none of
+	// them. On failure bad is the index of the pair at fault and err is
+	// ErrUnknownSetting, ErrDuplicateSetting (both possibly wrapped) or
+	// what is wrong with the value.
+	ConfigSet(pairs [][2]string) (bad int, err error)
 	// Stats returns server-wide counters for INFO.
 	Stats() HostStats
 	// ResetStats zeroes the counters CONFIG RESETSTAT resets.
@@ -88,9 +92,13 @@ type Client struct {
 	view      *engine.View   // the engine view commands go through: the client's own
 	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
 	closeFunc func()         // closes the connection from any goroutine
+	local     bool           // connected from a loopback address or a unix socket
 
 	authenticated bool
-	resp          int // 2 or 3
+	authFailures  int           // failed AUTH in a row (authguard.go)
+	inExec        bool          // running EXEC's queue, every shard locked
+	done          chan struct{} // closed by Kill
+	resp          int           // 2 or 3
 	multi         bool
 	multiDirty    bool
 	queue         []queued
@@ -118,6 +126,10 @@ type ClientOptions struct {
 	Writer     *Writer
 	Close      func() // closes the connection; safe from any goroutine
 	Authorized bool   // no password is required
+	// Local says the client connects from a loopback address (127.0.0.0/8,
+	// ::1) or a unix socket, for commands only local clients may run
+	// (DEBUG with enable-debug-command local).
+	Local bool
 }
 
 // NewClient returns the state of a new connection served by t.
@@ -125,8 +137,9 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc:     o.Close,
+		closeFunc: o.Close, local: o.Local,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
+		done: make(chan struct{}),
 	}
 	c.view = t.host.Engine().NewView()
 	c.expect = c.view.Ahead()
@@ -159,7 +172,11 @@ func (c *Client) Killed() bool { return c.killed.Load() }
 
 // Kill closes the client's connection. Safe from any goroutine.
 func (c *Client) Kill() {
-	if c.killed.CompareAndSwap(false, true) && c.closeFunc != nil {
+	if !c.killed.CompareAndSwap(false, true) {
+		return
+	}
+	close(c.done)
+	if c.closeFunc != nil {
 		c.closeFunc()
 	}
 }

@@ -41,15 +41,19 @@ func (h *fakeHost) ConfigGet(p string) [][2]string {
 	}
 	return out
 }
-func (h *fakeHost) ConfigSet(name, value string) error {
-	if _, ok := h.settings[name]; !ok {
-		return ErrUnknownSetting
+func (h *fakeHost) ConfigSet(pairs [][2]string) (int, error) {
+	for i, p := range pairs {
+		if _, ok := h.settings[p[0]]; !ok {
+			return i, ErrUnknownSetting
+		}
+		if p[1] == "bad" {
+			return i, errors.New("argument couldn't be parsed into an integer")
+		}
 	}
-	if value == "bad" {
-		return errors.New("argument couldn't be parsed into an integer")
+	for _, p := range pairs {
+		h.settings[p[0]] = p[1]
 	}
-	h.settings[name] = value
-	return nil
+	return 0, nil
 }
 func (h *fakeHost) Stats() HostStats { return HostStats{Started: time.Now(), MaxClients: 10} }
 func (h *fakeHost) ResetStats()      {}
@@ -59,11 +63,13 @@ func (h *fakeHost) Logf(level, format string, args ...any) {
 }
 
 type harness struct {
-	t     *testing.T
-	host  *fakeHost
-	table *Table
-	out   *bytes.Buffer
-	c     *Client
+	t      *testing.T
+	host   *fakeHost
+	table  *Table
+	out    *bytes.Buffer
+	c      *Client
+	now    time.Time       // the table's clock (Options.Now)
+	sleeps []time.Duration // what the table asked to sleep (Options.Sleep), in order
 }
 
 func newHarness(t *testing.T, pass string) *harness {
@@ -74,12 +80,14 @@ func newHarness(t *testing.T, pass string) *harness {
 		t.Fatal(err)
 	}
 	h := &fakeHost{eng: eng, clock: clock, pass: pass, settings: map[string]string{"maxclients": "10", "save": ""}}
-	table := NewTable(h, Options{EnableDebug: true})
-	out := &bytes.Buffer{}
-	c := table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
-		Writer: NewWriter(out), Authorized: pass == ""})
-	h.clients = []*Client{c}
-	return &harness{t: t, host: h, table: table, out: out, c: c}
+	hs := &harness{t: t, host: h, out: &bytes.Buffer{}, now: time.Unix(1_700_000_000, 0)}
+	hs.table = NewTable(h, Options{EnableDebug: true,
+		Now:   func() time.Time { return hs.now },
+		Sleep: func(d time.Duration, _ <-chan struct{}) { hs.sleeps = append(hs.sleeps, d) }})
+	hs.c = hs.table.NewClient(ClientOptions{ID: 7, Addr: "127.0.0.1:5000", LocalAddr: "127.0.0.1:6379",
+		Writer: NewWriter(hs.out), Authorized: pass == ""})
+	h.clients = []*Client{hs.c}
+	return hs
 }
 
 // do runs one command given as words and returns the raw RESP reply.
@@ -123,6 +131,10 @@ func TestReplies(t *testing.T) {
 		{"parse period empty", []string{"CL.THROTTLE", "k", "1", "2", ""}, errReply("Cell error: Store error: Couldn't parse as integer: ")},
 		{"parse quantity", []string{"CL.THROTTLE", "k", "1", "2", "3", "+-1"}, errReply("Cell error: Store error: Couldn't parse as integer: +-1")},
 		{"parse overflow", []string{"CL.THROTTLE", "k", "9223372036854775808", "2", "3"}, errReply("Cell error: Store error: Couldn't parse as integer: 9223372036854775808")},
+		{"leading zeros, 21 characters", []string{"CL.THROTTLE", "k0", "6", "003153599999999999998", "3153600000", "1"}, ints(0, 7, 0, -1, 0)},
+		{"leading zeros overflow", []string{"CL.THROTTLE", "k", "1", "2", "0009223372036854775808"}, errReply("Cell error: Store error: Couldn't parse as integer: 0009223372036854775808")},
+		{"tb leading zeros", []string{"TB.TAKE", "tbz", "0010", "001", "0060", "001"}, ints(0, 10, 9, -1, 60)},
+		{"tb leading zeros overflow", []string{"TB.TAKE", "tbz", "09223372036854775808", "1", "60"}, errReply(errNotInteger)},
 		{"zero rate", []string{"CL.THROTTLE", "k", "1", "0", "60"}, errReply(errCellZeroRate)},
 		{"negative max_burst", []string{"CL.THROTTLE", "k", "-1", "1", "60"}, errReply(errCellNegBurst)},
 		{"period out of range", []string{"CL.THROTTLE", "k", "1", "1", "9223372037"}, errReply(errCellPeriodRng)},
@@ -226,6 +238,119 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// TestAuthEmptyUser: a user name given, even empty, must be "default", as
+// Redis 7 answers (checked on redis-server 7.0.15), with or without a
+// password set.
+func TestAuthEmptyUser(t *testing.T) {
+	for _, pass := range []string{"pw", ""} {
+		h := newHarness(t, pass)
+		for _, words := range [][]string{{"AUTH", "", "pw"}, {"AUTH", "", ""}, {"HELLO", "3", "AUTH", "", "pw"}, {"AUTH", "bob", "pw"}} {
+			if got := h.do(words...); got != errReply(errWrongPass) {
+				t.Errorf("requirepass %q: %q: %q", pass, words, got)
+			}
+		}
+		if got := h.do("AUTH", "default", "pw"); got != "+OK\r\n" {
+			t.Errorf("requirepass %q: AUTH default pw: %q", pass, got)
+		}
+	}
+}
+
+// TestCheckPassword: the password compare (hashed, constant time) takes
+// exactly the password, whatever the lengths.
+func TestCheckPassword(t *testing.T) {
+	h := newHarness(t, "s3cret")
+	for pass, want := range map[string]bool{"s3cret": true, "s3cre": false, "s3cret ": false, "": false, "S3cret": false, strings.Repeat("s3cret", 1000): false} {
+		if got := h.c.checkPassword(nil, false, []byte(pass)); got != want {
+			t.Errorf("checkPassword(%q) = %v", pass, got)
+		}
+	}
+}
+
+// TestAuthFailuresAreLoggedAndSlowed: failed AUTH is logged at most once a
+// second with a count of the failures not logged, and from the fourth
+// failure in a row on one connection each waits, doubling from 100 ms up
+// to 5 s, before it answers; a success starts the count afresh; inside
+// EXEC nothing waits. The clock and the sleep are the harness's: nothing
+// sleeps.
+func TestAuthFailuresAreLoggedAndSlowed(t *testing.T) {
+	h := newHarness(t, "pw")
+	ms := time.Millisecond
+	for range 10 {
+		if got := h.do("AUTH", "wrong"); got != errReply(errWrongPass) {
+			t.Fatal(got)
+		}
+	}
+	wantSleeps := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5000 * ms}
+	if !reflect.DeepEqual(h.sleeps, wantSleeps) {
+		t.Fatalf("sleeps %v, want %v", h.sleeps, wantSleeps)
+	}
+	wantLogs := []string{`warning: Failed AUTH from 127.0.0.1:5000 (id=7) as user "default"`}
+	if !reflect.DeepEqual(h.host.logs, wantLogs) {
+		t.Fatalf("logs %q, want %q", h.host.logs, wantLogs)
+	}
+	h.now = h.now.Add(999 * ms)
+	h.do("HELLO", "3", "AUTH", "bob\nfake log line", "x")
+	if len(h.host.logs) != 1 {
+		t.Fatalf("a second line within a second: %q", h.host.logs)
+	}
+	h.now = h.now.Add(ms)
+	h.do("AUTH", "bob\nfake log line", "x")
+	wantLogs = append(wantLogs, `warning: Failed AUTH from 127.0.0.1:5000 (id=7) as user "bob\nfake log line"; 10 more failed AUTH not logged since the last line`)
+	if !reflect.DeepEqual(h.host.logs, wantLogs) {
+		t.Fatalf("logs %q, want %q", h.host.logs, wantLogs)
+	}
+	if got := h.sleeps[len(h.sleeps)-1]; got != 5000*ms {
+		t.Fatalf("the delay is capped at 5 s: %v", got)
+	}
+
+	// A success resets the count: three free failures again.
+	h.sleeps = nil
+	if got := h.do("AUTH", "pw"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	for range 4 {
+		h.do("AUTH", "wrong")
+	}
+	if !reflect.DeepEqual(h.sleeps, []time.Duration{100 * ms}) {
+		t.Fatalf("after a success: sleeps %v", h.sleeps)
+	}
+
+	// Inside EXEC, with every shard locked, nothing waits.
+	h.do("AUTH", "pw")
+	h.sleeps = nil
+	h.do("MULTI")
+	for range 5 {
+		h.do("AUTH", "wrong")
+	}
+	if got := h.do("EXEC"); got != "*5\r\n"+strings.Repeat(errReply(errWrongPass), 5) {
+		t.Fatalf("EXEC: %q", got)
+	}
+	if len(h.sleeps) != 0 {
+		t.Fatalf("AUTH slept inside EXEC: %v", h.sleeps)
+	}
+
+	// The count is per connection: another client starts with free failures.
+	other := h.table.NewClient(ClientOptions{ID: 8, Addr: "127.0.0.1:5001", Writer: NewWriter(h.out)})
+	h.table.Dispatch(other, [][]byte{[]byte("AUTH"), []byte("wrong")})
+	if len(h.sleeps) != 0 {
+		t.Fatalf("another client's first failure slept: %v", h.sleeps)
+	}
+}
+
+// TestAuthDelayEndsWhenKilled: the default wait ends at once when the
+// client is killed (CLIENT KILL, shutdown).
+func TestAuthDelayEndsWhenKilled(t *testing.T) {
+	killed := make(chan struct{})
+	close(killed)
+	done := make(chan struct{})
+	go func() { sleepUnlessKilled(time.Hour, killed); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("sleepUnlessKilled ignored the kill")
+	}
+}
+
 func TestHelloAndResp3(t *testing.T) {
 	h := newHarness(t, "")
 	if got := h.do("HELLO", "4"); got != errReply(errNoProto) {
@@ -247,6 +372,29 @@ func TestHelloAndResp3(t *testing.T) {
 	}
 	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != ints(0, 16, 15, -1, 2) {
 		t.Fatalf("limiter reply is the same array in RESP3: %q", got)
+	}
+}
+
+// TestShutdownRefusedInMulti: as in Redis 7 (checked on redis-server
+// 7.0.15), SHUTDOWN inside MULTI is refused while queuing, the
+// transaction is aborted, and the server is not stopped.
+func TestShutdownRefusedInMulti(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("MULTI")
+	if got := h.do("SHUTDOWN", "NOSAVE"); got != "-ERR Command not allowed inside a transaction\r\n" {
+		t.Fatalf("SHUTDOWN in MULTI: %q", got)
+	}
+	if got := h.do("SET", "a"); got != "-ERR unknown command 'SET', with args beginning with: 'a' \r\n" {
+		t.Fatalf("after SHUTDOWN: %q", got)
+	}
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC: %q", got)
+	}
+	if h.host.shutdown != 0 || h.c.CloseAfterReply() {
+		t.Fatalf("SHUTDOWN ran inside MULTI: %d shutdowns, close %v", h.host.shutdown, h.c.CloseAfterReply())
+	}
+	if got := h.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("after EXEC: %q", got)
 	}
 }
 
@@ -340,6 +488,126 @@ func TestRegisterTwicePanics(t *testing.T) {
 		}
 	}()
 	h.table.Register(Command{Name: "ping", Arity: 1, Handler: ping})
+}
+
+// TestDebugLocalOnly: with enable-debug-command local, DEBUG answers a
+// remote client Redis 7's refusal (checked on redis-server 7.0.15), after
+// the arity check and before authentication, and marks a transaction; a
+// local client runs it.
+func TestDebugLocalOnly(t *testing.T) {
+	h := newHarness(t, "pw")
+	tbl := NewTable(h.host, Options{EnableDebug: true, DebugLocalOnly: true})
+	out := &bytes.Buffer{}
+	remote := tbl.NewClient(ClientOptions{ID: 8, Addr: "192.0.2.9:5000", Writer: NewWriter(out)})
+	local := tbl.NewClient(ClientOptions{ID: 9, Addr: "127.0.0.1:5001", Writer: NewWriter(out), Local: true})
+	do := func(c *Client, words ...string) string {
+		t.Helper()
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		tbl.Dispatch(c, args)
+		if err := c.W.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		s := out.String()
+		out.Reset()
+		return s
+	}
+	const refused = "-ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.\r\n"
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote, before AUTH: %q", got)
+	}
+	if got := do(remote, "DEBUG"); got != errReply(errNoAuth) {
+		t.Fatalf("remote, arity: %q", got)
+	}
+	do(remote, "AUTH", "pw")
+	if got := do(remote, "DEBUG"); got != errReply(errArity("debug")) {
+		t.Fatalf("remote, arity: %q", got)
+	}
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote: %q", got)
+	}
+	do(remote, "MULTI")
+	if got := do(remote, "DEBUG", "CLOCK", "SET", "0"); got != refused {
+		t.Fatalf("remote in MULTI: %q", got)
+	}
+	if got := do(remote, "EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC after a refused DEBUG: %q", got)
+	}
+	if got := do(local, "DEBUG", "CLOCK", "GET"); got != errReply(errNoAuth) {
+		t.Fatalf("local, before AUTH: %q", got)
+	}
+	do(local, "AUTH", "pw")
+	if got := do(local, "DEBUG", "CLOCK", "SET", "5"); got != "+OK\r\n" {
+		t.Fatalf("local: %q", got)
+	}
+	if got := h.host.clock.Now(); got != 5 {
+		t.Fatalf("clock = %d, want 5: only the local client may move it", got)
+	}
+}
+
+// TestRename: rename-command gives a command a new name, under which
+// COMMAND lists it; the old name is unknown; "" disables a command; the
+// errors are redis-server 7.0.15's (checked with rename-command lines).
+func TestRename(t *testing.T) {
+	h := newHarness(t, "")
+	count := h.do("COMMAND", "COUNT")
+	for _, r := range [][2]string{{"CONFIG", "myconfig"}, {"flushall", ""}, {"FlushDB", "FLUSHALL"}} {
+		if err := h.table.Rename(r[0], r[1]); err != nil {
+			t.Fatalf("Rename(%q, %q): %v", r[0], r[1], err)
+		}
+	}
+	cases := []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"CONFIG", "GET", "save"}, errReply("ERR unknown command 'CONFIG', with args beginning with: 'GET' 'save' ")},
+		{[]string{"MYCONFIG", "GET", "save"}, "*2\r\n$4\r\nsave\r\n$0\r\n\r\n"},
+		{[]string{"myconfig"}, errReply("ERR wrong number of arguments for 'config' command")}, // Redis names the command as registered
+		{[]string{"FLUSHDB"}, errReply("ERR unknown command 'FLUSHDB', with args beginning with: ")},
+		{[]string{"FLUSHALL"}, "+OK\r\n"}, // flushdb under flushall's name
+		{[]string{"COMMAND", "INFO", "config", "flushdb"}, "*2\r\n*-1\r\n*-1\r\n"},
+		{[]string{"COMMAND", "COUNT"}, fmt.Sprintf(":%d\r\n", mustInt(t, count)-1)},
+	}
+	for _, c := range cases {
+		if got := h.do(c.words...); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.words, got, c.want)
+		}
+	}
+	if got := h.do("COMMAND", "INFO", "myconfig"); !strings.HasPrefix(got, "*1\r\n*10\r\n$8\r\nmyconfig\r\n:-2\r\n") {
+		t.Errorf("COMMAND INFO myconfig: %q", got)
+	}
+	list := h.do("COMMAND", "LIST")
+	if !strings.Contains(list, "$8\r\nmyconfig\r\n") || strings.Contains(list, "$6\r\nconfig\r\n") || strings.Contains(list, "$7\r\nflushdb\r\n") {
+		t.Errorf("COMMAND LIST: %q", list)
+	}
+	if got := h.do("COMMAND", "DOCS", "myconfig"); !strings.HasPrefix(got, "*2\r\n$8\r\nmyconfig\r\n") {
+		t.Errorf("COMMAND DOCS myconfig: %q", got)
+	}
+	for _, r := range []struct {
+		from, to string
+		err      error
+	}{
+		{"nosuch", "x", ErrRenameNoSuchCommand},
+		{"config", "x", ErrRenameNoSuchCommand}, // renamed already
+		{"get", "myconfig", ErrRenameTargetExists},
+		{"get", "PING", ErrRenameTargetExists},
+		{"get", strings.Repeat("x", 33), ErrRenameTooLong},
+	} {
+		if err := h.table.Rename(r.from, r.to); !errors.Is(err, r.err) {
+			t.Errorf("Rename(%q, %q) = %v, want %v", r.from, r.to, err, r.err)
+		}
+	}
+}
+
+func mustInt(t *testing.T, reply string) int {
+	t.Helper()
+	var n int
+	if _, err := fmt.Sscanf(reply, ":%d\r\n", &n); err != nil {
+		t.Fatalf("not an integer reply: %q", reply)
+	}
+	return n
 }
 
 func TestDebugIsUnknownWhenOff(t *testing.T) {
@@ -488,6 +756,28 @@ func TestParseInt(t *testing.T) {
 	for _, s := range []string{"", "+", "-", "+-1", "1.5", " 1", "1 ", "9223372036854775808", "-9223372036854775809", "1e3", "0x10", "99999999999999999999"} {
 		if _, ok := parseInt([]byte(s)); ok {
 			t.Errorf("parseInt(%q) accepted", s)
+		}
+	}
+}
+
+// Limiter arguments parse as Rust's i64::from_str (redis-cell): any number
+// of leading zeros, still nothing else.
+func TestParseLimiterInt(t *testing.T) {
+	good := map[string]int64{
+		"0": 0, "-0": 0, "+0": 0, "000": 0, "-000": 0, "+5": 5, "-5": -5, "007": 7, "-007": -7, "+007": 7,
+		"003153599999999999998":  3153599999999999998,
+		"0009223372036854775807": 1<<63 - 1, "-0009223372036854775808": -1 << 63,
+		strings.Repeat("0", 1000) + "42": 42,
+	}
+	for s, want := range good {
+		if got, ok := parseLimiterInt([]byte(s)); !ok || got != want {
+			t.Errorf("parseLimiterInt(%q) = %d, %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "+", "-", "+-1", "0-1", "00+1", "--1", "1.5", " 1", "1 ", "01 ", "0x10",
+		"9223372036854775808", "0009223372036854775808", "-09223372036854775809", "99999999999999999999", "00099999999999999999999"} {
+		if _, ok := parseLimiterInt([]byte(s)); ok {
+			t.Errorf("parseLimiterInt(%q) accepted", s)
 		}
 	}
 }

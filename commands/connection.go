@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"crypto/subtle"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,7 @@ func registerConnection(t *Table) {
 			Summary: "Replies PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
 		{Name: "echo", Arity: 2, Flags: FlagFast, Handler: echo,
 			Summary: "Replies the message.", Args: []Arg{{Name: "message", Type: "string"}}},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagNoMulti | FlagStale, Handler: quit,
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale, Handler: quit,
 			Summary: "Closes the connection."},
 		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: hello,
 			Summary: "Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
@@ -66,22 +65,10 @@ func selectDB(c *Client, args [][]byte) {
 	}
 }
 
-// checkPassword reports whether user/pass are the default user's
-// credentials; user "" means the one-argument AUTH form.
-func (c *Client) checkPassword(user, pass []byte) bool {
-	want := c.host.RequirePass()
-	if len(user) > 0 && string(user) != "default" {
-		return false
-	}
-	if want == "" {
-		return true // the default user has no password
-	}
-	return subtle.ConstantTimeCompare(pass, []byte(want)) == 1
-}
-
 func auth(c *Client, args [][]byte) {
 	var user, pass []byte
-	if len(args) == 3 {
+	hasUser := len(args) == 3
+	if hasUser {
 		user, pass = args[1], args[2]
 	} else {
 		pass = args[1]
@@ -90,11 +77,12 @@ func auth(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if !c.checkPassword(user, pass) {
+	if !c.checkPassword(user, hasUser, pass) {
+		c.authFailed(user, hasUser)
 		c.fail(errWrongPass)
 		return
 	}
-	c.authenticated = true
+	c.authOK()
 	c.writeOK()
 }
 
@@ -119,7 +107,8 @@ func hello(c *Client, args [][]byte) {
 	for ; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "auth") && i+2 < len(args):
-			if !c.checkPassword(args[i+1], args[i+2]) {
+			if !c.checkPassword(args[i+1], true, args[i+2]) {
+				c.authFailed(args[i+1], true)
 				c.fail(errWrongPass)
 				return
 			}
@@ -141,7 +130,7 @@ func hello(c *Client, args [][]byte) {
 		c.fail(errHelloNoAuth)
 		return
 	}
-	c.authenticated = true
+	c.authOK()
 	c.resp = proto
 	c.mu.Lock()
 	c.respShared = proto

@@ -1,6 +1,9 @@
 package commands
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Every reply error cellserver sends, with its prefix. Texts with a %s or
 // %q verb are completed by the function next to their use.
@@ -29,7 +32,10 @@ const (
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
-	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
+	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
+	// not serve (enable-debug-command local, a remote client).
+	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
+	errShardFull       = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	// ML.THROTTLE.
 	errMLCount   = "ERR numlimits does not match the number of limits given"
@@ -55,8 +61,35 @@ const (
 	errExecNoMulti = "ERR EXEC without MULTI"
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
+	errNotInMulti  = "ERR Command not allowed inside a transaction" // Redis 7 for a no_multi command (SHUTDOWN)
 	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
 )
+
+// errTextDuplicateParameter is ErrDuplicateSetting's text, which
+// errConfigSetFailed completes: Redis 7's words for a name given twice in
+// one CONFIG SET.
+const errTextDuplicateParameter = "duplicate parameter"
+
+// Errors the server answers on a new connection before any command, and
+// then closes it. They are exported for package server.
+const (
+	// ErrMaxClients refuses a connection past maxclients.
+	ErrMaxClients = "ERR max number of clients reached"
+	// ErrProtectedMode refuses a connection from a non-local client while
+	// protected mode is on and no password is set: Redis 7's text, word
+	// for word (read from redis-server 7.0.15). Every remedy it names
+	// works with cellserver too (CONFIG SET protected-mode no,
+	// --protected-mode no, the config file, a password) except CONFIG
+	// REWRITE, which cellserver does not have.
+	ErrProtectedMode = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
+)
+
+// ErrTextMaxClientsFit is Redis 7's reason, completed by CONFIG SET's
+// error, for a maxclients the open file limit cannot hold: n is the most
+// it can.
+func ErrTextMaxClientsFit(n int) string {
+	return "The operating system is not able to handle the specified number of clients, try with " + strconv.Itoa(n)
+}
 
 func errArity(name string) string {
 	return "ERR wrong number of arguments for '" + name + "' command"

@@ -52,7 +52,7 @@ func clThrottle(c *Client, args [][]byte) {
 	var n [4]int64
 	n[3] = 1 // quantity
 	for i, a := range args[2:] {
-		v, ok := parseInt(a)
+		v, ok := parseLimiterInt(a)
 		if !ok {
 			c.fail(errCellParseInt + string(a))
 			return
@@ -72,11 +72,11 @@ func clThrottle(c *Client, args [][]byte) {
 	c.writeResult(r)
 }
 
-// requiredInts parses the integers after the key; false means it has
-// already replied the error.
+// requiredInts parses the integers after the key (as parseLimiterInt);
+// false means it has already replied the error.
 func (c *Client) requiredInts(args [][]byte, out []int64) bool {
 	for i := range out {
-		v, ok := parseInt(args[i])
+		v, ok := parseLimiterInt(args[i])
 		if !ok {
 			c.fail(errNotInteger)
 			return false
@@ -92,7 +92,7 @@ func (c *Client) requiredInts(args [][]byte, out []int64) bool {
 func limiterOptions(words [][]byte, exactOK bool) (cost int64, ms, exact, ok bool) {
 	cost = 1
 	if len(words) > 0 {
-		if v, isInt := parseInt(words[0]); isInt {
+		if v, isInt := parseLimiterInt(words[0]); isInt {
 			cost = v
 			words = words[1:]
 		}

@@ -4,11 +4,11 @@ import "github.com/cellserver/cellserver/engine"
 
 func registerMulti(t *Table) {
 	rows := []Command{
-		{Name: "multi", Arity: 1, Flags: FlagFast | FlagNoMulti, Handler: multi,
+		{Name: "multi", Arity: 1, Flags: FlagFast | FlagRunsInMulti, Handler: multi,
 			Summary: "Starts a transaction: commands are queued until EXEC."},
-		{Name: "exec", Arity: 1, Flags: FlagNoMulti, Handler: exec,
+		{Name: "exec", Arity: 1, Flags: FlagRunsInMulti, Handler: exec,
 			Summary: "Runs the queued commands atomically: no other client sees anything in between."},
-		{Name: "discard", Arity: 1, Flags: FlagFast | FlagNoMulti, Handler: discard,
+		{Name: "discard", Arity: 1, Flags: FlagFast | FlagRunsInMulti, Handler: discard,
 			Summary: "Drops the queued commands."},
 	}
 	for _, r := range rows {
@@ -51,8 +51,8 @@ func exec(c *Client, _ [][]byte) {
 	c.W.WriteArray(len(queue))
 	c.host.Engine().Atomic(func(tx *engine.View) {
 		own := c.view
-		c.view = tx
-		defer func() { c.view = own }()
+		c.view, c.inExec = tx, true
+		defer func() { c.view, c.inExec = own, false }()
 		for _, q := range queue {
 			c.table.call(c, q.cmd, q.args)
 		}

@@ -15,6 +15,10 @@ import (
 // name that is not a setting.
 var ErrUnknownSetting = errors.New("unknown setting")
 
+// ErrDuplicateSetting is what Host.ConfigSet returns (wrapped or not) for
+// a name given twice in one CONFIG SET; its text is Redis 7's.
+var ErrDuplicateSetting = errors.New(errTextDuplicateParameter)
+
 func registerServer(t *Table) {
 	rows := []Command{
 		{Name: "info", Arity: -1, Flags: FlagStale, Handler: info, Complexity: "O(1)",
@@ -28,7 +32,7 @@ func registerServer(t *Table) {
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
 			Summary: "The server's clock: seconds and microseconds."},
-		{Name: "shutdown", Arity: -1, MaxArgs: 4, Flags: FlagAdmin | FlagNoAuth | FlagStale, Handler: shutdown, Complexity: "O(1)",
+		{Name: "shutdown", Arity: -1, MaxArgs: 4, Flags: FlagAdmin | FlagNoAuth | FlagStale | FlagNoMulti, Handler: shutdown, Complexity: "O(1)",
 			Summary: "Stops the server.", Args: []Arg{{Name: "mode", Type: "oneof", Optional: true, Args: []Arg{
 				{Name: "nosave", Type: "pure-token", Token: "NOSAVE"}, {Name: "save", Type: "pure-token", Token: "SAVE"}}}}},
 	}
@@ -41,8 +45,12 @@ func registerServer(t *Table) {
 	}
 }
 
-func registerDebug(t *Table) {
-	t.Register(Command{Name: "debug", Arity: -2, Flags: FlagAdmin, Handler: debug,
+func registerDebug(t *Table, localOnly bool) {
+	flags := FlagAdmin
+	if localOnly {
+		flags |= FlagLocalOnly
+	}
+	t.Register(Command{Name: "debug", Arity: -2, Flags: flags, Handler: debug,
 		Group: "server", Since: "1.0.0", Complexity: "O(1)",
 		Summary: "DEBUG CLOCK SET <unix_ns> | ADVANCE <ns> | REAL | GET: drives the server's clock (tests only).",
 		Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}})
@@ -128,16 +136,20 @@ func config(c *Client, args [][]byte) {
 			c.W.WriteBulkString(kv[1])
 		}
 	case equalFold(sub, "set") && len(args) >= 4 && len(args)%2 == 0:
+		// All pairs or none, as Redis 7: the host checks every name, then
+		// applies the values to a copy of its settings and keeps it only
+		// if every value was valid.
+		pairs := make([][2]string, 0, (len(args)-2)/2)
 		for i := 2; i < len(args); i += 2 {
-			name := strings.ToLower(string(args[i]))
-			if err := c.host.ConfigSet(name, string(args[i+1])); err != nil {
-				if errors.Is(err, ErrUnknownSetting) {
-					c.fail(errConfigSetOption(args[i]))
-				} else {
-					c.fail(errConfigSetFailed(name, err))
-				}
-				return
+			pairs = append(pairs, [2]string{strings.ToLower(string(args[i])), string(args[i+1])})
+		}
+		if bad, err := c.host.ConfigSet(pairs); err != nil {
+			if errors.Is(err, ErrUnknownSetting) {
+				c.fail(errConfigSetOption(args[2+2*bad]))
+			} else {
+				c.fail(errConfigSetFailed(pairs[bad][0], err))
 			}
+			return
 		}
 		c.writeOK()
 	case equalFold(sub, "resetstat") && len(args) == 2:

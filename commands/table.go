@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
 )
@@ -11,14 +14,24 @@ import (
 type Flag uint16
 
 const (
-	FlagWrite       Flag = 1 << iota // changes keys
-	FlagReadOnly                     // reads keys only
-	FlagAdmin                        // server administration
-	FlagNoAuth                       // allowed before AUTH
-	FlagFast                         // O(1) or O(log N)
-	FlagNoMulti                      // runs at once even inside MULTI (MULTI, EXEC, DISCARD, QUIT)
-	FlagStale                        // allowed while loading
-	FlagMovableKeys                  // keys beyond FirstKey..LastKey: Command.Keys finds them
+	FlagWrite    Flag = 1 << iota // changes keys
+	FlagReadOnly                  // reads keys only
+	FlagAdmin                     // server administration
+	FlagNoAuth                    // allowed before AUTH
+	FlagFast                      // O(1) or O(log N)
+	FlagNoMulti                   // refused inside MULTI, as Redis's no_multi (SHUTDOWN)
+	FlagStale                     // allowed while loading
+	// FlagMovableKeys marks a command whose keys lie beyond
+	// FirstKey..LastKey: Command.Keys finds them.
+	FlagMovableKeys
+	// FlagLocalOnly marks a command only local clients may run (DEBUG
+	// with enable-debug-command local); COMMAND does not show it, as
+	// Redis does not show its "protected" flag.
+	FlagLocalOnly
+	// FlagRunsInMulti marks the commands that run at once even inside
+	// MULTI instead of being queued (MULTI, EXEC, DISCARD, QUIT). COMMAND
+	// does not show it: Redis has no such flag.
+	FlagRunsInMulti
 )
 
 var flagNames = []struct {
@@ -63,7 +76,9 @@ type Command struct {
 	Args       []Arg
 	Handler    func(c *Client, args [][]byte)
 
-	id int // index in the table, for per-command statistics
+	id       int    // index in the table, for per-command statistics
+	origName string // Name as registered, before any Rename: arity errors use it, as Redis's do
+	disabled bool   // renamed to "": no name reaches it, COMMAND omits it
 }
 
 // Table is the set of commands a server answers. Build it with NewTable;
@@ -72,6 +87,10 @@ type Table struct {
 	byName [indexSize]*Command // open addressing by nameHash, probed linearly
 	list   []*Command          // in registration order
 	host   Host
+
+	now     func() time.Time                            // Options.Now
+	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
+	authLog authLog
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
@@ -102,12 +121,28 @@ type Options struct {
 	// EnableDebug registers DEBUG (DEBUG CLOCK). Default: off, and DEBUG is
 	// an unknown command.
 	EnableDebug bool
+	// DebugLocalOnly, with EnableDebug, lets only local clients (see
+	// ClientOptions.Local) run DEBUG, as Redis's enable-debug-command
+	// local; others get Redis's refusal. Default: off (any client).
+	DebugLocalOnly bool
+	// Now is the clock failed-AUTH logging is rate-limited by. Default:
+	// time.Now.
+	Now func() time.Time
+	// Sleep waits d, or until stop is closed, to slow down a connection's
+	// repeated failed AUTH. Default: a timer.
+	Sleep func(d time.Duration, stop <-chan struct{})
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if t.sleep == nil {
+		t.sleep = sleepUnlessKilled
+	}
 	registerLimiter(t)
 	registerMultiLimit(t)
 	registerKeyspace(t)
@@ -115,7 +150,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerServer(t)
 	registerMulti(t)
 	if opt.EnableDebug {
-		registerDebug(t)
+		registerDebug(t, opt.DebugLocalOnly)
 	}
 	return t
 }
@@ -133,18 +168,74 @@ func (t *Table) Register(c Command) {
 		panic("commands: the name index is full")
 	}
 	c.id = len(t.list)
+	c.origName = c.Name
 	p := &c
+	t.index(p)
+	t.list = append(t.list, p)
+}
+
+// index adds c to the name index under c.Name.
+func (t *Table) index(c *Command) {
 	var lower [maxNameLen]byte
 	i := nameHash([]byte(c.Name), lower[:])
 	for t.byName[i%indexSize] != nil {
 		i++
 	}
-	t.byName[i%indexSize] = p
-	t.list = append(t.list, p)
+	t.byName[i%indexSize] = c
 }
 
-// Len returns the number of commands in the table.
-func (t *Table) Len() int { return len(t.list) }
+// Errors from Rename, in redis-server's words for rename-command.
+var (
+	ErrRenameNoSuchCommand = errors.New("No such command in rename-command")
+	ErrRenameTargetExists  = errors.New("Target command name already exists")
+	ErrRenameTooLong       = fmt.Errorf("the new name is longer than %d bytes", maxNameLen)
+)
+
+// Rename gives the command called from (in any case) the name to
+// instead, as redis.conf's rename-command: from then answers unknown
+// command, and COMMAND lists the command under to. An empty to disables
+// the command: no name reaches it and COMMAND omits it. Call it while
+// building the server, before any client: the table is read-only after.
+func (t *Table) Rename(from, to string) error {
+	c := t.Lookup([]byte(from))
+	if c == nil {
+		return ErrRenameNoSuchCommand
+	}
+	to = strings.ToLower(to)
+	switch {
+	case len(to) > maxNameLen:
+		return ErrRenameTooLong
+	case to != "" && t.Lookup([]byte(to)) != nil:
+		return ErrRenameTargetExists
+	}
+	if to == "" {
+		c.disabled = true
+	} else {
+		c.Name = to
+	}
+	// Rebuild the index: open addressing has no simple removal.
+	t.byName = [indexSize]*Command{}
+	for _, c := range t.list {
+		if !c.disabled {
+			t.index(c)
+		}
+	}
+	return nil
+}
+
+// visible returns the commands a client can reach, in registration order.
+func (t *Table) visible() []*Command {
+	out := make([]*Command, 0, len(t.list))
+	for _, c := range t.list {
+		if !c.disabled {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Len returns the number of commands in the table that a client can reach.
+func (t *Table) Len() int { return len(t.visible()) }
 
 // Lookup finds a command by name, in any case, without allocating.
 func (t *Table) Lookup(name []byte) *Command {
@@ -162,7 +253,7 @@ func (t *Table) Lookup(name []byte) *Command {
 
 // sorted returns the commands by name.
 func (t *Table) sorted() []*Command {
-	out := append([]*Command(nil), t.list...)
+	out := t.visible()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -178,13 +269,14 @@ func (c *Command) arityError() string {
 	if c.ArityError != "" {
 		return c.ArityError
 	}
-	return errArity(c.Name)
+	return errArity(c.origName)
 }
 
 // Dispatch runs one command for client c: it looks the command up, checks
-// arity, authentication and MULTI queuing, then calls the handler, which
-// writes exactly one reply. It never panics on anything a client sends: a
-// handler that panics is answered with an error and logged by the host.
+// local-only commands, authentication, arity, commands refused inside
+// MULTI and MULTI queuing, then calls the handler, which writes exactly
+// one reply. It never panics on anything a client sends: a handler that
+// panics is answered with an error and logged by the host.
 func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
@@ -206,6 +298,15 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		return
 	}
 	c.lastCmd.Store(cmd)
+	if cmd.Flags&FlagLocalOnly != 0 && !c.local && cmd.arityOK(len(args)) {
+		// Redis checks this before authentication, after arity.
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errDebugNotAllowed)
+		return
+	}
 	if !c.authenticated && cmd.Flags&FlagNoAuth == 0 {
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(errNoAuth)
@@ -219,7 +320,13 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		c.W.WriteError(cmd.arityError())
 		return
 	}
-	if c.multi && cmd.Flags&FlagNoMulti == 0 {
+	if c.multi && cmd.Flags&FlagNoMulti != 0 {
+		c.multiDirty = true
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errNotInMulti)
+		return
+	}
+	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
 		c.enqueue(cmd, args)
 		return
 	}

@@ -251,20 +251,59 @@ func (v *View) Keys(keep func(key []byte) bool, want Kind, fn func(key []byte)) 
 	}
 }
 
-// Scan returns the live keys of the shards from cursor on, whole shards at
-// a time until it has at least count keys, and the cursor to continue from
-// (0 when done). A key that exists for the whole of a scan is returned at
-// least once, as Redis promises. keep is as for Keys.
+// Scan returns about count live keys from cursor on, and the cursor to
+// continue from (0 when done). The cursor is a shard index times 2³² plus
+// a slot tag within the shard (scan.go), so a call steps within a shard:
+// it passes about count records (fewer are returned when keep or want
+// filter some out, as with Redis's MATCH and TYPE) and visits at most
+// about 10·count slots, holding one shard's lock at a time. A key that
+// exists for the whole of a scan is returned exactly once, even if tables
+// grow or shrink in between (Redis promises at least once). keep is as
+// for Keys.
 func (v *View) Scan(cursor uint64, count int, keep func(key []byte) bool, want Kind) (uint64, [][]byte) {
 	var out [][]byte
-	i := cursor
-	for ; i < uint64(len(v.e.shards)) && len(out) < count; i++ {
-		out = append(out, v.shardKeys(int(i), keep, want)...)
+	shard, from := cursor>>32, cursor&(tagEnd-1)
+	shards := uint64(len(v.e.shards))
+	for work, budget := 0, 10*count; shard < shards && work < budget; {
+		next, passed, visited := v.scanShard(int(shard), from, count, keep, want, &out)
+		work += visited
+		count -= passed
+		if next == tagEnd {
+			shard, from = shard+1, 0
+		} else {
+			from = next
+		}
+		if count <= 0 {
+			break
+		}
 	}
-	if i >= uint64(len(v.e.shards)) {
-		i = 0
+	if shard >= shards {
+		return 0, out
 	}
-	return i, out
+	return shard<<32 | from, out
+}
+
+// scanShard runs one step of Scan in shard i: it appends copies of the
+// live keys it passes that keep and want accept to out, and returns the
+// tag to continue from, how many records it passed and how many slots it
+// visited.
+func (v *View) scanShard(i int, from uint64, count int, keep func([]byte) bool, want Kind, out *[][]byte) (next uint64, passed, visited int) {
+	sh := &v.e.shards[i]
+	v.lock(sh)
+	defer v.unlock(sh)
+	nowMs := unixMs(v.e.clock.Now())
+	next, visited = sh.t.scanFrom(from, count, func(j int) {
+		passed++
+		e := sh.t.entryAt(j)
+		if nowMs > e.expireMs || want != KindNone && e.kind != want {
+			return
+		}
+		k := sh.t.keyOf(uint32(sh.t.slots[j]))
+		if keep == nil || keep(k) {
+			*out = append(*out, append([]byte(nil), k...))
+		}
+	})
+	return next, passed, visited
 }
 
 func (v *View) shardKeys(i int, keep func([]byte) bool, want Kind) [][]byte {

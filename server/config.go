@@ -22,6 +22,10 @@ type Config struct {
 	// RequirePass, when set, must be given with AUTH before any other
 	// command. Default: "" (no password).
 	RequirePass string
+	// ProtectedMode, while RequirePass is empty, refuses every client that
+	// is not local (see Config.refuses), as Redis's protected-mode.
+	// Default: true.
+	ProtectedMode bool
 	// MaxClients is the most connections served at once; one more is
 	// answered "ERR max number of clients reached". Default: 10000.
 	MaxClients int
@@ -41,11 +45,19 @@ type Config struct {
 	Shards int
 	// EnableDebugCommand turns on DEBUG (DEBUG CLOCK). Default: false.
 	EnableDebugCommand bool
+	// DebugLocalOnly, with EnableDebugCommand, lets only clients on a
+	// loopback address or a unix socket run DEBUG (enable-debug-command
+	// local); others get Redis's refusal. Default: false.
+	DebugLocalOnly bool
 	// Threads is how many OS threads run Go code at once (GOMAXPROCS);
 	// 0 means one per core. The binary applies it at start. Default: 0.
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+	// RenameCommands renames commands, in order, as redis.conf's
+	// rename-command lines: each pair is a command's name and its new
+	// name, "" to disable it. Default: none.
+	RenameCommands [][2]string
 }
 
 // DefaultConfig returns the configuration cellserver runs with when given
@@ -54,6 +66,7 @@ func DefaultConfig() Config {
 	return Config{
 		Bind:             []string{"127.0.0.1"},
 		Port:             6379,
+		ProtectedMode:    true,
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  512 << 20,
 		QueryBufferLimit: 1 << 30,
@@ -83,6 +96,10 @@ type setting struct {
 	set     func(c *Config, v string) error
 	check   func(c *Config) error
 	mutable bool
+	list    bool // takes several words in a config file (bind)
+	// words, when set, reads a directive of several words (rename-command)
+	// in place of set; CONFIG GET and CONFIG SET do not know it.
+	words func(c *Config, words []string) error
 }
 
 // Errors from Set.
@@ -91,6 +108,9 @@ var (
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting
 	ErrImmutableSetting = errors.New("can't set immutable config")
+	// ErrArgCount is redis-server's text for a config file line with
+	// other than one value for a setting that takes one.
+	ErrArgCount = errors.New("wrong number of arguments")
 )
 
 // Set parses value into the setting called name (redis.conf's names).
@@ -112,11 +132,28 @@ func (c *Config) Set(name, value string) error {
 	return nil
 }
 
+// SetWords sets the setting called name from the words after it on a
+// config file line (or after --name on the command line): exactly one,
+// or one or more for a setting that takes a list (bind), as redis-server.
+func (c *Config) SetWords(name string, words []string) error {
+	s := lookupSetting(name)
+	if s != nil && s.words != nil {
+		return s.words(c, words)
+	}
+	if s == nil || s.set == nil {
+		return ErrUnknownSetting
+	}
+	if len(words) == 0 || len(words) > 1 && !s.list {
+		return ErrArgCount
+	}
+	return c.Set(name, strings.Join(words, " "))
+}
+
 // Get returns the settings whose names match the glob pattern, sorted.
 func (c *Config) Get(match func(name string) bool) [][2]string {
 	var out [][2]string
 	for _, s := range settings {
-		if match(s.name) {
+		if s.get != nil && match(s.name) {
 			out = append(out, [2]string{s.name, s.get(c)})
 		}
 	}
@@ -135,7 +172,7 @@ func lookupSetting(name string) *setting {
 }
 
 var settings = []setting{
-	{name: "bind",
+	{name: "bind", list: true,
 		get: func(c *Config) string { return strings.Join(c.Bind, " ") },
 		set: func(c *Config, v string) error { c.Bind = strings.Fields(v); return nil },
 		check: func(c *Config) error {
@@ -153,6 +190,19 @@ var settings = []setting{
 	{name: "requirepass", mutable: true,
 		get: func(c *Config) string { return c.RequirePass },
 		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "protected-mode", mutable: true,
+		get: func(c *Config) string { return yesNo(c.ProtectedMode) },
+		set: func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "yes":
+				c.ProtectedMode = true
+			case "no":
+				c.ProtectedMode = false
+			default:
+				return errors.New("argument must be 'yes' or 'no'")
+			}
+			return nil
+		}},
 	{name: "maxclients", mutable: true,
 		get: func(c *Config) string { return strconv.Itoa(c.MaxClients) },
 		set: intSetting(func(c *Config, n int64) { c.MaxClients = int(n) }),
@@ -205,13 +255,20 @@ var settings = []setting{
 			return nil
 		}},
 	{name: "enable-debug-command",
-		get: func(c *Config) string { return yesNo(c.EnableDebugCommand) },
+		get: func(c *Config) string {
+			if c.EnableDebugCommand && c.DebugLocalOnly {
+				return "local"
+			}
+			return yesNo(c.EnableDebugCommand)
+		},
 		set: func(c *Config, v string) error {
 			switch strings.ToLower(v) {
-			case "yes", "local":
-				c.EnableDebugCommand = true
+			case "yes":
+				c.EnableDebugCommand, c.DebugLocalOnly = true, false
+			case "local":
+				c.EnableDebugCommand, c.DebugLocalOnly = true, true
 			case "no":
-				c.EnableDebugCommand = false
+				c.EnableDebugCommand, c.DebugLocalOnly = false, false
 			default:
 				return errors.New("argument must be 'yes', 'local' or 'no'")
 			}
@@ -222,6 +279,14 @@ var settings = []setting{
 		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
+		}},
+	{name: "rename-command",
+		words: func(c *Config, words []string) error {
+			if len(words) != 2 {
+				return ErrArgCount
+			}
+			c.RenameCommands = append(c.RenameCommands, [2]string{words[0], words[1]})
+			return nil
 		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).

@@ -64,7 +64,65 @@ func TestConfigSet(t *testing.T) {
 func TestConfigGet(t *testing.T) {
 	c := DefaultConfig()
 	got := c.Get(func(n string) bool { return strings.HasPrefix(n, "p") })
-	if len(got) != 2 || got[0] != [2]string{"port", "6379"} || got[1] != [2]string{"proto-max-bulk-len", "536870912"} {
+	if len(got) != 3 || got[0] != [2]string{"port", "6379"} || got[1] != [2]string{"protected-mode", "yes"} || got[2] != [2]string{"proto-max-bulk-len", "536870912"} {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestServerConfigSetAllOrNone: a CONFIG SET of several pairs changes
+// every setting or none, as Redis 7 does (issue 11 item 7).
+func TestServerConfigSetAllOrNone(t *testing.T) {
+	s := newTestServer(t)
+	get := func(name string) string {
+		t.Helper()
+		kv := s.ConfigGet(name)
+		if len(kv) != 1 {
+			t.Fatalf("ConfigGet(%s) = %q", name, kv)
+		}
+		return kv[0][1]
+	}
+	cases := []struct {
+		pairs [][2]string
+		bad   int
+		err   string
+	}{
+		{[][2]string{{"requirepass", "newpass"}, {"timeout", "notanumber"}}, 1, "argument couldn't be parsed into an integer"},
+		{[][2]string{{"requirepass", "newpass"}, {"maxclients", "0"}}, 1, "argument must be between 1 and 1048576 inclusive"},
+		{[][2]string{{"requirepass", "newpass"}, {"nosuch", "1"}}, 1, "unknown setting"},
+		{[][2]string{{"requirepass", "newpass"}, {"port", "1"}}, 1, "can't set immutable config"},
+		{[][2]string{{"timeout", "5"}, {"requirepass", "newpass"}, {"timeout", "6"}}, 2, "duplicate parameter"},
+	}
+	for _, c := range cases {
+		bad, err := s.ConfigSet(c.pairs)
+		if err == nil || err.Error() != c.err || bad != c.bad {
+			t.Errorf("ConfigSet(%q) = %d, %v; want %d, %s", c.pairs, bad, err, c.bad, c.err)
+		}
+		if got := get("requirepass"); got != "" {
+			t.Fatalf("after ConfigSet(%q) failed, requirepass = %q", c.pairs, got)
+		}
+		if got := get("timeout"); got != "0" {
+			t.Fatalf("after ConfigSet(%q) failed, timeout = %q", c.pairs, got)
+		}
+	}
+	if bad, err := s.ConfigSet([][2]string{{"requirepass", "newpass"}, {"timeout", "7"}}); err != nil {
+		t.Fatalf("ConfigSet: %d, %v", bad, err)
+	}
+	if get("requirepass") != "newpass" || get("timeout") != "7" || s.RequirePass() != "newpass" {
+		t.Fatal("a valid CONFIG SET of two pairs did not apply both")
+	}
+}
+
+// TestEnableDebugCommandLocal: enable-debug-command reads and reports
+// yes, local and no.
+func TestEnableDebugCommandLocal(t *testing.T) {
+	c := DefaultConfig()
+	for _, v := range []string{"local", "yes", "no", "LOCAL"} {
+		if err := c.Set("enable-debug-command", v); err != nil {
+			t.Fatal(err)
+		}
+		got := c.Get(func(n string) bool { return n == "enable-debug-command" })[0][1]
+		if got != strings.ToLower(v) || c.EnableDebugCommand != (v != "no") || c.DebugLocalOnly != strings.EqualFold(v, "local") {
+			t.Errorf("after %s: %s, %+v", v, got, c)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ var logLevels = map[string]int{"debug": 0, "verbose": 1, "notice": 2, "warning":
 type logger struct {
 	mu    sync.Mutex
 	level int
+	out   io.Writer // nil: standard error
 }
 
 func newLogger(level string) *logger {
@@ -43,6 +45,10 @@ func (l *logger) Logf(level, format string, args ...any) {
 		return
 	}
 	mark := [...]string{".", "-", "*", "#"}[n]
-	fmt.Fprintf(os.Stderr, "%d:M %s %s %s\n", os.Getpid(),
+	out := l.out
+	if out == nil {
+		out = os.Stderr
+	}
+	fmt.Fprintf(out, "%d:M %s %s %s\n", os.Getpid(),
 		time.Now().Format("02 Jan 2006 15:04:05.000"), mark, fmt.Sprintf(format, args...))
 }

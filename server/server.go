@@ -26,6 +26,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/fdlimit"
 	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
@@ -51,6 +52,10 @@ type Server struct {
 	nextID atomic.Int64
 	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
 
+	// raiseFDs raises the open file limit towards what it is asked
+	// (fdlimit.Raise; tests replace it), for maxclients.
+	raiseFDs func(want uint64) (limit uint64, ok bool, err error)
+
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
 	started       time.Time
@@ -75,7 +80,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
-		log: newLogger(cfg.LogLevel),
+		log: newLogger(cfg.LogLevel), raiseFDs: fdlimit.Raise,
+	}
+	if err := s.fitMaxClients(); err != nil {
+		return nil, err
 	}
 	ecfg := engine.Config{Shards: cfg.Shards}
 	if cfg.EnableDebugCommand {
@@ -87,12 +95,49 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly})
+	for _, r := range cfg.RenameCommands {
+		if err := s.table.Rename(r[0], r[1]); err != nil {
+			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)
+		}
+	}
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
 	go s.cron()
 	return s, nil
+}
+
+// reservedFDs is how many open files fitMaxClients keeps for other uses
+// than clients (listeners, the poller, logs), as Redis's
+// CONFIG_MIN_RESERVED_FDS.
+const reservedFDs = 32
+
+// fitMaxClients makes maxclients fit the limit on open files, as Redis's
+// adjustOpenFilesLimit: it asks raise for maxclients + reservedFDs files;
+// if the limit stays lower, it lowers maxclients to the limit less the
+// reserve and logs it in Redis's words, so that clients past the limit
+// get "max number of clients reached" rather than waiting in the accept
+// queue of a server out of descriptors. It fails when the limit leaves no
+// room for a client.
+func (s *Server) fitMaxClients() error {
+	want := uint64(s.cfg.MaxClients) + reservedFDs
+	limit, ok, err := s.raiseFDs(want)
+	if !ok || limit >= want {
+		return nil
+	}
+	if limit <= reservedFDs {
+		return fmt.Errorf("server: the open file limit (ulimit -n) of %d is not enough for the server to start; raise it to at least %d", limit, want)
+	}
+	old := s.cfg.MaxClients
+	s.cfg.MaxClients = int(limit - reservedFDs)
+	if err == nil {
+		err = syscall.EPERM
+	}
+	s.log.Logf("warning", "You requested maxclients of %d requiring at least %d max file descriptors.", old, want)
+	s.log.Logf("warning", "Server can't set maximum open files to %d because of OS error: %v.", want, err)
+	s.log.Logf("warning", "Current maximum open files is %d. maxclients has been reduced to %d to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.", limit, s.cfg.MaxClients)
+	return nil
 }
 
 func (s *Server) cron() {
@@ -139,6 +184,20 @@ func (s *Server) ListenAndServe() error {
 	errs := make(chan error, len(lns))
 	for _, ln := range lns {
 		go func() { errs <- s.Serve(ln) }()
+	}
+	s.cfgMu.RLock()
+	open := !s.cfg.ProtectedMode && s.cfg.RequirePass == ""
+	guarded := s.cfg.ProtectedMode && s.cfg.RequirePass == ""
+	s.cfgMu.RUnlock()
+	for _, ln := range lns {
+		if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+			switch {
+			case open:
+				s.log.Logf("warning", "WARNING: listening on %s with protected-mode no and no requirepass: any client that can reach it may run any command", ta)
+			case guarded:
+				s.log.Logf("notice", "Protected mode: listening on %s with no requirepass, only loopback clients are served", ta)
+			}
+		}
 	}
 	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
 	var first error
@@ -188,13 +247,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit registers a new connection, or refuses it when the server is
-// closing or at maxclients.
+// admit registers a new connection, or refuses it when protected mode
+// turns it away, the server is closing or at maxclients.
 func (s *Server) admit(nc net.Conn) *conn {
 	s.connsReceived.Add(1)
 	s.cfgMu.RLock()
 	maxClients, pass := s.cfg.MaxClients, s.cfg.RequirePass
+	refused := s.cfg.refuses(nc.RemoteAddr())
 	s.cfgMu.RUnlock()
+	if refused {
+		s.connsRejected.Add(1)
+		go refuse(nc, commands.ErrProtectedMode)
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -203,9 +268,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
-		nc.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n")) // best effort: the connection is closed next
-		nc.Close()
+		go refuse(nc, commands.ErrMaxClients)
 		return nil
 	}
 	nc = rawconn.Wrap(nc)
@@ -217,10 +280,21 @@ func (s *Server) admit(nc net.Conn) *conn {
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
 		Authorized: pass == "",
+		Local:      isLocal(nc.RemoteAddr()),
 	})
 	s.clients[c.cl] = c
 	s.conns.Add(1)
 	return c
+}
+
+// refuse answers a new connection the error msg, waiting at most a second
+// for the write, and closes it. It runs on its own goroutine, so that a
+// client that does not read cannot hold up the accept loop. Errors are
+// ignored: the connection is being dropped either way.
+func refuse(nc net.Conn, msg string) {
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write([]byte("-" + msg + "\r\n"))
+	_ = nc.Close()
 }
 
 // release unregisters a connection that has ended, keeping its counters.
@@ -337,26 +411,50 @@ func (s *Server) ConfigGet(pattern string) [][2]string {
 	return s.cfg.Get(func(name string) bool { return commands.Match(pattern, name) })
 }
 
-// ConfigSet changes a setting that may change at run time.
-func (s *Server) ConfigSet(name, value string) error {
-	st := lookupSetting(name)
-	switch {
-	case st == nil || st.set == nil:
-		return commands.ErrUnknownSetting
-	case !st.mutable:
-		return ErrImmutableSetting
+// ConfigSet changes settings that may change at run time, all of pairs or
+// none, as Redis 7's CONFIG SET: it first checks, pair by pair, that each
+// name is a setting, may change at run time and is not given twice; then
+// it sets every value on a copy of the configuration and keeps the copy
+// only if every value was valid. On failure bad is the index of the pair
+// at fault.
+func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
+	seen := make(map[string]bool, len(pairs))
+	timeout := false
+	for i, p := range pairs {
+		st := lookupSetting(p[0])
+		switch {
+		case st == nil || st.set == nil:
+			return i, commands.ErrUnknownSetting
+		case !st.mutable:
+			return i, ErrImmutableSetting
+		case seen[st.name]:
+			return i, commands.ErrDuplicateSetting
+		}
+		seen[st.name] = true
+		timeout = timeout || st.name == "timeout"
 	}
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
-	if err := s.cfg.Set(name, value); err != nil {
-		return err
+	next := s.cfg
+	for i, p := range pairs {
+		if err := next.Set(p[0], p[1]); err != nil {
+			return i, err
+		}
+		if lookupSetting(p[0]).name == "maxclients" && next.MaxClients > s.cfg.MaxClients {
+			// As Redis: more clients need more open files.
+			want := uint64(next.MaxClients) + reservedFDs
+			if limit, ok, _ := s.raiseFDs(want); ok && limit < want {
+				return i, errors.New(commands.ErrTextMaxClientsFit(max(int(limit)-reservedFDs, 0)))
+			}
+		}
 	}
+	s.cfg = next
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
-	if lookupSetting(name).name == "timeout" {
+	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
-	return nil
+	return 0, nil
 }
 
 // applyTimeout gives connections blocked in a read the new idle timeout at

@@ -5,10 +5,12 @@
 //	cellserver [/path/to/cellserver.conf] [--setting value ...]
 //
 // With no arguments it serves on 127.0.0.1:6379, in memory. Settings use
-// redis.conf's names (port, bind, requirepass, maxclients, timeout,
-// proto-max-bulk-len, loglevel, dir, enable-debug-command) plus shards. A
-// config file holds one "name value" per line; # starts a comment. Flags
-// given after the file override it. SIGINT and SIGTERM shut down cleanly.
+// redis.conf's names (port, bind, protected-mode, requirepass, maxclients,
+// timeout, proto-max-bulk-len, loglevel, dir, enable-debug-command,
+// rename-command) plus shards. A config file holds one "name value" per
+// line, words separated by spaces or tabs and quoted as in redis.conf; #
+// starts a comment. Flags given after the file override it. SIGINT and
+// SIGTERM shut down cleanly.
 package main
 
 import (
@@ -93,9 +95,9 @@ Examples:
   cellserver --port 6380 --requirepass s3cret
   cellserver /etc/cellserver.conf --loglevel verbose
 
-Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
-proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
-threads, enable-debug-command.
+Settings (redis.conf names): bind, port, protected-mode, requirepass,
+maxclients, timeout, proto-max-bulk-len, client-query-buffer-limit, loglevel,
+dir, shards, threads, enable-debug-command, rename-command (name newname).
 `
 
 // parseArgs builds the configuration from a config file (the first
@@ -133,24 +135,26 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 		if len(vals) == 0 {
 			return cfg, false, fmt.Errorf("setting %s needs a value", name)
 		}
-		if err := set(&cfg, name, strings.Join(vals, " ")); err != nil {
+		if err := set(&cfg, name, vals); err != nil {
 			return cfg, false, err
 		}
 	}
 	return cfg, false, cfg.Validate()
 }
 
-func set(cfg *server.Config, name, value string) error {
-	if err := cfg.Set(name, value); err != nil {
+func set(cfg *server.Config, name string, words []string) error {
+	if err := cfg.SetWords(name, words); err != nil {
 		if errors.Is(err, server.ErrUnknownSetting) {
 			return fmt.Errorf("unknown setting %q", name)
 		}
-		return fmt.Errorf("bad value %q for setting %s: %w", value, name, err)
+		return fmt.Errorf("bad value %q for setting %s: %w", strings.Join(words, " "), name, err)
 	}
 	return nil
 }
 
-// loadFile applies a config file of "name value" lines.
+// loadFile applies a config file of "name value" lines, split into words
+// as redis.conf's are (splitConfigLine: blanks, tabs included, separate
+// words; quotes as redis-server reads them).
 func loadFile(cfg *server.Config, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -159,16 +163,18 @@ func loadFile(cfg *server.Config, path string) error {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
+		line := strings.Trim(sc.Text(), " \t\r\n")
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, value, _ := strings.Cut(line, " ")
-		value = strings.TrimSpace(value)
-		if len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'') {
-			value = value[1 : len(value)-1]
+		words, err := splitConfigLine(line)
+		if err != nil {
+			return fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		if err := set(cfg, name, value); err != nil {
+		if len(words) == 0 {
+			continue
+		}
+		if err := set(cfg, strings.ToLower(words[0]), words[1:]); err != nil {
 			return fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 	}

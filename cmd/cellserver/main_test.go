@@ -1,10 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -92,5 +99,180 @@ func TestRunReportsListenErrors(t *testing.T) {
 	err := run([]string{"--bind", "192.0.2.1", "--port", "0"}, &bytes.Buffer{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestSplitConfigLine: config lines split into words as redis-server's
+// sdssplitargs does (cases checked against redis-server 7.0.15).
+func TestSplitConfigLine(t *testing.T) {
+	good := []struct {
+		line string
+		want []string
+	}{
+		{"port 7000", []string{"port", "7000"}},
+		{"port\t7000", []string{"port", "7000"}},
+		{"bind \t 127.0.0.1\t\t::1  ", []string{"bind", "127.0.0.1", "::1"}},
+		{`requirepass "a b"`, []string{"requirepass", "a b"}},
+		{`requirepass "a\tb\x41\n\"\\"`, []string{"requirepass", "a\tbA\n\"\\"}},
+		{`requirepass 'it\'s "x"'`, []string{"requirepass", `it's "x"`}},
+		{`requirepass ""`, []string{"requirepass", ""}},
+		{`requirepass ab"c d"`, []string{"requirepass", "abc d"}},
+		{`rename-command CONFIG ""`, []string{"rename-command", "CONFIG", ""}},
+	}
+	for _, c := range good {
+		got, err := splitConfigLine(c.line)
+		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
+			t.Errorf("splitConfigLine(%q) = %q, %v; want %q", c.line, got, err, c.want)
+		}
+	}
+	for _, line := range []string{`requirepass "abc`, `requirepass "abc"d`, `requirepass 'abc`, `requirepass 'a'b`} {
+		if got, err := splitConfigLine(line); err != errUnbalancedQuotes {
+			t.Errorf("splitConfigLine(%q) = %q, %v; want %v", line, got, err, errUnbalancedQuotes)
+		}
+	}
+}
+
+// TestConfigFileTabsAndQuotes: a config file may separate words with tabs
+// and quote values as redis.conf does; a setting of one value given two
+// is refused as redis-server refuses it.
+func TestConfigFileTabsAndQuotes(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tabs.conf")
+	conf := "port\t7000\r\n\trequirepass\t\"s3 cr\\x45t\"\nbind\t127.0.0.1 \t::1\ntimeout  \t 60\t\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseArgs([]string{file}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7000 || cfg.RequirePass != "s3 crEt" || strings.Join(cfg.Bind, ",") != "127.0.0.1,::1" || cfg.Timeout != time.Minute {
+		t.Fatalf("got %+v", cfg)
+	}
+	for conf, want := range map[string]string{
+		"port 1 2\n":           "line 1: bad value \"1 2\" for setting port: wrong number of arguments",
+		"port 1\nport \"1\n":   "line 2: Unbalanced quotes in configuration line",
+		"requirepass a b\n":    "wrong number of arguments",
+		"requirepass \"a\"b\n": "Unbalanced quotes in configuration line",
+	} {
+		if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
+		}
+	}
+}
+
+// TestMain runs the binary's main instead of the tests when
+// CELLSERVER_TEST_MAIN is 1, so that tests can start cellserver as a
+// subprocess (under a lower ulimit) without building it.
+func TestMain(m *testing.M) {
+	if os.Getenv("CELLSERVER_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestMaxClientsFitsUlimit runs cellserver under `ulimit -n 64` with the
+// default maxclients of 10000: it lowers maxclients to 64 - 32 = 32 at
+// start with Redis's log line, so the 33rd client and those after it get
+// "-ERR max number of clients reached" instead of hanging in the accept
+// queue of a server out of descriptors.
+func TestMaxClientsFitsUlimit(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("no RLIMIT_NOFILE on " + runtime.GOOS)
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash to run ulimit")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command(bash, "-c", `ulimit -n 64 && exec "$0" "$@"`, os.Args[0], "--port", port)
+	cmd.Env = append(os.Environ(), "CELLSERVER_TEST_MAIN=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	ready := make(chan string, 1) // the log up to "Ready to accept connections"
+	go func() {
+		var log strings.Builder
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "Ready to accept connections") {
+				ready <- log.String()
+			}
+		}
+	}()
+	var log string
+	select {
+	case log = <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("cellserver did not start under ulimit -n 64")
+	}
+	const reduced = "Current maximum open files is 64. maxclients has been reduced to 32 to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
+	if !strings.Contains(log, reduced) {
+		t.Fatalf("log:\n%s\nwant a line %q", log, reduced)
+	}
+	for i := 1; i <= 70; i++ {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, 5*time.Second)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write([]byte("PING\r\n")); err != nil && i <= 32 {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		got, err := bufio.NewReader(c).ReadString('\n')
+		want := "+PONG\r\n"
+		if i > 32 {
+			want = "-ERR max number of clients reached\r\n"
+		}
+		if got != want {
+			t.Fatalf("client %d: got %q (%v), want %q", i, got, err, want)
+		}
+	}
+}
+
+// TestRenameCommandInConfigFile: rename-command lines in redis.conf
+// syntax, "" disabling; a line with one name is refused as redis-server
+// refuses it, and an unknown command stops the server at start.
+func TestRenameCommandInConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "rename.conf")
+	conf := "rename-command CONFIG myconfig\nrename-command\tFLUSHALL\t\"\"\nrename-command DEBUG ''\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseArgs([]string{file, "--rename-command", "SHUTDOWN", ""}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][2]string{{"CONFIG", "myconfig"}, {"FLUSHALL", ""}, {"DEBUG", ""}, {"SHUTDOWN", ""}}
+	if fmt.Sprint(cfg.RenameCommands) != fmt.Sprint(want) {
+		t.Fatalf("RenameCommands = %q, want %q", cfg.RenameCommands, want)
+	}
+	os.WriteFile(file, []byte("rename-command CONFIG\n"), 0o600)
+	if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
+		t.Fatalf("one name: %v", err)
+	}
+	err = run([]string{"--port", "0", "--rename-command", "nosuch", "x"}, &bytes.Buffer{}, nil)
+	if err == nil || err.Error() != `rename-command nosuch "x": No such command in rename-command` {
+		t.Fatalf("unknown command: %v", err)
 	}
 }

@@ -136,3 +136,19 @@ func TestAuthWithoutPassword(t *testing.T) {
 	rc.wantDo("+OK\r\n", "AUTH", "later")
 	wantOK(t, rdb, "CONFIG", "SET", "requirepass", "")
 }
+
+// TestAuthEmptyUserName: AUTH "" <password> is WRONGPASS, with or without
+// a password set, as in Redis 7 (there is no user ""); repeated failures
+// on one connection still answer, the connection stays usable, and other
+// clients are served meanwhile (docs/commands.md#auth).
+func TestAuthEmptyUserName(t *testing.T) {
+	t.Parallel()
+	for _, pass := range []string{"s3cret", ""} {
+		ts := startServer(t, withPass(pass))
+		rc := dialRaw(t, ts.Addr)
+		rc.wantDo(respErr(wrongPass), "AUTH", "", "s3cret")
+		rc.wantDo(respErr(wrongPass), "HELLO", "2", "AUTH", "", "s3cret")
+		rc.wantDo("+OK\r\n", "AUTH", "default", "s3cret")
+		rc.wantDo("+PONG\r\n", "PING")
+	}
+}

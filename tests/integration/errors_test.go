@@ -103,6 +103,25 @@ func TestThrottleOverflow(t *testing.T) {
 	wantInts(t, rdb, ints(0, 2, 1, -1, 1), "CL.THROTTLE", "ok", 1, 1, 1)
 }
 
+// TestLimiterLeadingZeros: every limiter argument parses as Rust's
+// i64::from_str does in redis-cell, so any number of leading zeros is
+// taken, and overflow is still refused (docs/commands.md#integer-arguments).
+func TestLimiterLeadingZeros(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rdb := ts.client(t)
+	setClock(t, rdb, t0)
+	// 21 characters, the value fits in i64: redis-cell takes it.
+	wantInts(t, rdb, ints(0, 7, 0, -1, 0), "CL.THROTTLE", "k", "6", "003153599999999999998", "3153600000", "1")
+	wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "readme", "0015", "00030", "060", "+001")
+	wantInts(t, rdb, ints(0, 10, 9, -1, 60), "TB.TAKE", "tb", "0010", "001", "0060", "001")
+	wantInts(t, rdb, ints(0, 5, 4, -1, 20), "SW.HIT", "sw", "005", "0010", "01")
+	wantInts(t, rdb, ints(0, 5, 4, -1, 10), "FW.INCR", "fw", "005", "0010", "01")
+	wantErr(t, rdb, "Cell error: Store error: Couldn't parse as integer: 0009223372036854775808",
+		"CL.THROTTLE", "k", "0009223372036854775808", "1", "1")
+	wantErr(t, rdb, "ERR value is not an integer or out of range", "FW.INCR", "fw", "09223372036854775808", "10")
+}
+
 // TestLimiterErrors checks every error of docs/commands.md#limiter-errors through go-redis.
 func TestLimiterErrors(t *testing.T) {
 	t.Parallel()

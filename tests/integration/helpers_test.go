@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"reflect"
 	"strconv"
 	"strings"
@@ -389,4 +391,58 @@ func containsLine(text, line string) bool {
 		}
 	}
 	return false
+}
+
+// netnsIP is the non-loopback address a test gets in the network
+// namespace inOwnNetns makes for it: a TEST-NET-1 address (RFC 5737) on
+// that namespace's own loopback interface, reachable from nowhere else.
+const netnsIP = "192.0.2.1"
+
+// inOwnNetns runs the calling test again, alone, in a network namespace
+// of its own (unshare --net, as root), whose loopback interface also
+// carries netnsIP, so that a client connecting to netnsIP is a remote
+// client by its address while every packet stays inside the namespace.
+// Called from the test itself: in the child it returns netnsIP and true,
+// and the test goes on; in the parent it runs the child, fails the test if
+// the child failed, and returns false: the test returns. It skips the test
+// where namespaces cannot be made (no unshare or ip, not root).
+func inOwnNetns(t *testing.T) (string, bool) {
+	t.Helper()
+	if os.Getenv("CELLSERVER_TEST_NETNS") == t.Name() {
+		return netnsIP, true
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s to make a network namespace with", tool)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("making a network namespace takes root")
+	}
+	script := `ip link set lo up && ip addr add ` + netnsIP + `/32 dev lo && exec "$0" -test.run "^$1\$" -test.count 1`
+	cmd := exec.Command("unshare", "--net", "--", "sh", "-c", script, os.Args[0], t.Name())
+	cmd.Env = append(os.Environ(), "CELLSERVER_TEST_NETNS="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "Operation not permitted") {
+			t.Skipf("no network namespace here: %s", out)
+		}
+		t.Fatalf("in its own network namespace: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "PASS") {
+		t.Fatalf("in its own network namespace, the test did not pass:\n%s", out)
+	}
+	return "", false
+}
+
+// serveAlso makes ts serve on a second listener on host (port chosen by
+// the system) as well, and returns its address; Shutdown closes it.
+func (ts *testServer) serveAlso(t testing.TB, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	go func() { _ = ts.srv.Serve(ln) }()
+	return ln.Addr().String()
 }

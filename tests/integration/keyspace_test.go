@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -189,6 +190,48 @@ func TestScan(t *testing.T) {
 		}
 		check(t, seen, allKeys)
 	})
+}
+
+// TestScanOneShard: with every key in one shard, SCAN COUNT 10 returns
+// about 10 keys a call over the wire too, and the scan ends with every key
+// once (docs/commands.md#scan).
+func TestScanOneShard(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) { c.Shards = 1 })
+	rdb := ts.client(t)
+	pipe := rdb.Pipeline()
+	for i := range 2000 {
+		pipe.Do(ctx, "FW.INCR", fmt.Sprintf("k:%d", i), 10, 3600)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("pipeline: %v", err)
+	}
+	seen := map[string]int{}
+	cursor := "0"
+	for calls := 0; ; calls++ {
+		if calls > 10000 {
+			t.Fatal("SCAN did not come back to cursor 0")
+		}
+		reply := do(t, rdb, "SCAN", cursor, "COUNT", 10).([]any)
+		keys := sortedStrings(t, reply[1])
+		if len(keys) > 20 {
+			t.Fatalf("SCAN %s COUNT 10 returned %d keys", cursor, len(keys))
+		}
+		for _, k := range keys {
+			seen[k]++
+		}
+		if cursor = reply[0].(string); cursor == "0" {
+			break
+		}
+	}
+	if len(seen) != 2000 {
+		t.Fatalf("the scan returned %d distinct keys, want 2000", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s returned %d times", k, n)
+		}
+	}
 }
 
 // TestExistsDelFlush: EXISTS counts duplicates, DEL/UNLINK count what

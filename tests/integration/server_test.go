@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -425,6 +426,19 @@ func TestConfig(t *testing.T) {
 				"CONFIG", "SET", "nosuch", "1")
 			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer",
 				"CONFIG", "SET", "maxclients", "lots")
+			// Several pairs apply all or none, as Redis 7 (its texts, checked against redis-server 7.0.15).
+			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer",
+				"CONFIG", "SET", "requirepass", "newpass", "timeout", "notanumber")
+			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter",
+				"CONFIG", "SET", "timeout", "5", "TIMEOUT", "6")
+			wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
+				"CONFIG", "SET", "timeout", "5", "nosuch", "1")
+			if m := get("requirepass"); m["requirepass"] != "" {
+				t.Errorf("a failed CONFIG SET changed requirepass: %#v", m)
+			}
+			if m := get("timeout"); m["timeout"] != "0" {
+				t.Errorf("a failed CONFIG SET changed timeout: %#v", m)
+			}
 			wantErr(t, rdb, "ERR wrong number of arguments for 'config|set' command", "CONFIG", "SET", "timeout")
 			wantErr(t, rdb, "ERR wrong number of arguments for 'config|get' command", "CONFIG", "GET")
 			wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try CONFIG HELP.", "CONFIG", "NOPE")
@@ -527,6 +541,81 @@ func TestDebugDisabled(t *testing.T) {
 	}
 }
 
+// TestDebugLocal: with enable-debug-command local, a client connecting
+// over a non-loopback address (in a network namespace of the test's own)
+// gets Redis's refusal for DEBUG and cannot
+// move the clock; a loopback client can (docs/commands.md#debug-clock).
+func TestDebugLocal(t *testing.T) {
+	t.Parallel()
+	ip, ok := inOwnNetns(t)
+	if !ok {
+		return
+	}
+	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly, c.ProtectedMode = true, false })
+	remote := dialRaw(t, ts.serveAlso(t, ip))
+	local := dialRaw(t, ts.Addr)
+	local.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	remote.wantDo(respErr(`ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`),
+		"DEBUG", "CLOCK", "SET", "0")
+	local.wantDo(fmt.Sprintf(":%d\r\n", t0), "DEBUG", "CLOCK", "GET")
+	remote.wantDo("+PONG\r\n", "PING")
+}
+
+// protectedModeReply is Redis 7's DENIED text, as redis-server 7.0.15
+// sends it.
+const protectedModeReply = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n"
+
+// TestProtectedMode: bound to a non-loopback address (in a network
+// namespace of the test's own) with no password, the server answers a client that connects over it Redis's
+// DENIED text and closes; loopback clients are served; CONFIG SET
+// protected-mode no, or a password, lets the remote client in
+// (docs/commands.md#protected-mode).
+func TestProtectedMode(t *testing.T) {
+	t.Parallel()
+	ip, ok := inOwnNetns(t)
+	if !ok {
+		return
+	}
+	ts := startServer(t)
+	remoteAddr := ts.serveAlso(t, ip)
+	remote := dialRaw(t, remoteAddr)
+	if got := remote.line(); got != protectedModeReply {
+		t.Fatalf("remote client got %q", got)
+	}
+	remote.wantClosed()
+	local := dialRaw(t, ts.Addr)
+	local.wantDo("+PONG\r\n", "PING")
+	if info := local.do("INFO", "stats"); !strings.Contains(info, "rejected_connections:1\r\n") {
+		t.Fatalf("INFO stats: %q", info)
+	}
+	local.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'"),
+		"CONFIG", "SET", "protected-mode", "maybe")
+	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "no")
+	dialRaw(t, remoteAddr).wantDo("+PONG\r\n", "PING")
+	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "yes", "requirepass", "pw")
+	dialRaw(t, remoteAddr).wantDo(respErr("NOAUTH Authentication required."), "PING")
+}
+
+// TestRenameCommand: with rename-command, the new name runs the command
+// and COMMAND lists it under that name, the old name is an unknown
+// command, and a command renamed to "" is gone (docs/commands.md#rename-command).
+func TestRenameCommand(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *server.Config) {
+		c.RenameCommands = [][2]string{{"CONFIG", "secret-config"}, {"FLUSHALL", ""}, {"shutdown", ""}}
+	})
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo(respErr("ERR unknown command 'CONFIG', with args beginning with: 'SET' 'requirepass' 'x' "), "CONFIG", "SET", "requirepass", "x")
+	rc.wantDo(respErr("ERR unknown command 'FLUSHALL', with args beginning with: "), "FLUSHALL")
+	rc.wantDo(respErr("ERR unknown command 'SHUTDOWN', with args beginning with: "), "SHUTDOWN")
+	rc.wantDo("*2\r\n$4\r\nsave\r\n$0\r\n\r\n", "SECRET-CONFIG", "GET", "save")
+	rc.wantDo("*3\r\n*-1\r\n*-1\r\n*-1\r\n", "COMMAND", "INFO", "config", "flushall", "shutdown")
+	if got := rc.do("COMMAND", "INFO", "secret-config"); !strings.HasPrefix(got, "*1\r\n*10\r\n$13\r\nsecret-config\r\n") {
+		t.Fatalf("COMMAND INFO secret-config: %q", got)
+	}
+	rc.wantDo("+PONG\r\n", "PING")
+}
+
 // TestShutdownCommand: SHUTDOWN closes the connection without a reply and
 // stops the server; Serve returns ErrServerClosed (checked at cleanup).
 func TestShutdownCommand(t *testing.T) {
@@ -551,6 +640,25 @@ func TestShutdownCommand(t *testing.T) {
 				t.Fatalf("the server still accepts connections after %v", mode)
 			}
 		})
+	}
+}
+
+// TestShutdownInMulti: SHUTDOWN inside MULTI is refused while queuing and
+// aborts the transaction, as in Redis 7 (replies checked against
+// redis-server 7.0.15); the server keeps running.
+func TestShutdownInMulti(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+OK\r\n", "MULTI")
+	rc.wantDo(respErr("ERR Command not allowed inside a transaction"), "SHUTDOWN")
+	rc.wantDo("+QUEUED\r\n", "PING")
+	rc.wantDo(respErr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+	rc.wantDo("+PONG\r\n", "PING")
+	select {
+	case <-ts.srv.Done():
+		t.Fatal("SHUTDOWN inside MULTI stopped the server")
+	default:
 	}
 }
 
