@@ -3,6 +3,7 @@ package commands
 import (
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cellserver/cellserver/internal/ahead"
 )
@@ -65,10 +66,19 @@ type Command struct {
 // Table is the set of commands a server answers. Build it with NewTable;
 // it is read-only afterwards and safe for concurrent use.
 type Table struct {
-	byName [indexSize]*Command // open addressing by nameHash, probed linearly
-	list   []*Command          // in registration order
-	host   Host
+	byName  [indexSize]*Command // open addressing by nameHash, probed linearly
+	list    []*Command          // in registration order
+	host    Host
+	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
 }
+
+// SetLoading sets whether the server is loading its keys from disk: while
+// it is, every command without FlagStale (every limiter and keyspace
+// command) is answered with Redis's LOADING error.
+func (t *Table) SetLoading(on bool) { t.loading.Store(on) }
+
+// Loading reports whether the server is loading its keys (SetLoading).
+func (t *Table) Loading() bool { return t.loading.Load() }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
 // every request (in the server's read-ahead, server/prefetch.go, once per
@@ -108,6 +118,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)
+	registerPersistence(t)
 	registerMulti(t)
 	if opt.EnableDebug {
 		registerDebug(t)
@@ -212,6 +223,14 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		}
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(cmd.arityError())
+		return
+	}
+	if cmd.Flags&FlagStale == 0 && t.loading.Load() {
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errLoading)
 		return
 	}
 	if c.multi && cmd.Flags&FlagNoMulti == 0 {

@@ -234,16 +234,15 @@ func (s *Saver) snapshot(what string) error {
 		s.cfg.Logf("warning", "%s failed: %v", what, err)
 		return err
 	}
-	s.cfg.Logf("verbose", "%s: generation %d, %d keys written, %d deleted, in %v", what, st.Generation, st.Written, st.Deleted, st.Duration)
+	s.cfg.Logf("verbose", "%s: snapshot generation %d, %d keys written, %d deleted, in %v", what, st.Generation, st.Written, st.Deleted, st.Duration)
 	return nil
 }
 
 // Save takes a snapshot now and returns once it is on disk (SAVE).
 func (s *Saver) Save() error {
-	if err := s.snapshot("DB saved on disk"); err != nil {
+	if err := s.snapshot("Saving"); err != nil {
 		return fmt.Errorf("persist: save: %w", err)
 	}
-	s.cfg.Logf("notice", "DB saved on disk")
 	return nil
 }
 

@@ -60,6 +60,9 @@ type Server struct {
 	closing   bool
 	conns     sync.WaitGroup
 
+	persist        Persistence // nil: persistence off
+	saveOnShutdown atomic.Bool // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
+
 	shutdownOnce sync.Once
 	done         chan struct{} // closed when Shutdown has finished
 	stopCron     chan struct{}
@@ -75,9 +78,12 @@ func New(cfg Config) (*Server, error) {
 		done: make(chan struct{}), stopCron: make(chan struct{}),
 		log: newLogger(cfg.LogLevel),
 	}
-	ecfg := engine.Config{Shards: cfg.Shards}
+	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Dir != ""}
 	if cfg.EnableDebugCommand {
 		s.clock = &engine.ManualClock{}
+		if cfg.DebugClockStart != 0 {
+			s.clock.Set(cfg.DebugClockStart)
+		}
 		ecfg.Clock = s.clock
 	}
 	eng, err := engine.New(ecfg)
@@ -87,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 	s.eng, s.loc = eng, eng.Ahead()
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
 	s.storeLimits(&cfg)
+	s.saveOnShutdown.Store(true)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
 	go s.cron()
@@ -259,6 +266,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				l.Close()
 			}
 			s.conns.Wait()
+			s.closePersistence()
 			close(s.stopCron)
 			s.eng.Close()
 			s.log.Logf("warning", "cellserver is now ready to exit, bye bye...")
@@ -270,6 +278,47 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Persistence is what a server needs of its snapshots (package persist,
+// wired in by cmd/cellserver): what commands use, plus applying CONFIG SET
+// save and closing at shutdown.
+type Persistence interface {
+	commands.Persistence
+	// SetSaveRules applies a save setting (Config.SaveRules' form).
+	SetSaveRules(rules string) error
+	// Close stops the snapshots and closes the store.
+	Close() error
+}
+
+// SetPersistence turns persistence on with p; call it before serving. The
+// server then takes a last snapshot at shutdown (unless SHUTDOWN NOSAVE)
+// and closes p. The engine must track changes: Config.Dir must be set.
+func (s *Server) SetPersistence(p Persistence) { s.persist = p }
+
+// SetLoading sets whether the server is loading its keys from disk: while
+// it is, INFO says loading:1 and the limiter and keyspace commands are
+// answered with Redis's LOADING error.
+func (s *Server) SetLoading(on bool) { s.table.SetLoading(on) }
+
+// closePersistence takes the last snapshot, unless SHUTDOWN NOSAVE asked
+// otherwise, and closes the store.
+func (s *Server) closePersistence() {
+	p := s.persist
+	if p == nil {
+		return
+	}
+	if s.saveOnShutdown.Load() && !s.table.Loading() {
+		s.log.Logf("notice", "Saving the final snapshot before exiting.")
+		if err := p.Save(); err != nil {
+			s.log.Logf("warning", "Error saving the final snapshot: %v", err)
+		} else {
+			s.log.Logf("notice", "DB saved on disk")
+		}
+	}
+	if err := p.Close(); err != nil {
+		s.log.Logf("warning", "Closing the snapshot store: %v", err)
 	}
 }
 
@@ -351,8 +400,13 @@ func (s *Server) ConfigSet(name, value string) error {
 	}
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
-	if lookupSetting(name).name == "timeout" {
+	switch st.name {
+	case "timeout":
 		s.applyTimeout(s.cfg.Timeout)
+	case "save":
+		if s.persist != nil {
+			return s.persist.SetSaveRules(s.cfg.SaveRules())
+		}
 	}
 	return nil
 }
@@ -417,9 +471,19 @@ func (s *Server) ResetStats() {
 	s.mu.Unlock()
 }
 
-// RequestShutdown starts a shutdown and returns at once (SHUTDOWN).
-func (s *Server) RequestShutdown() {
+// RequestShutdown starts a shutdown and returns at once (SHUTDOWN). save
+// false skips the last snapshot.
+func (s *Server) RequestShutdown(save bool) {
+	s.saveOnShutdown.Store(save)
 	go func() { _ = s.Shutdown(context.Background()) }()
+}
+
+// Persistence returns the server's snapshots, nil when persistence is off.
+func (s *Server) Persistence() commands.Persistence {
+	if s.persist == nil {
+		return nil
+	}
+	return s.persist
 }
 
 // Logf logs at a level.
