@@ -294,6 +294,14 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		s.db = nil
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
 	}
+	if b.Len() > largeBatch {
+		// Pebble keeps a large batch in memory, as a memtable of its own,
+		// until it is flushed: flush now so that its memory goes back
+		// within moments rather than at the next memtable rotation.
+		if _, err := s.db.AsyncFlush(); err != nil {
+			s.opts.Logf("persist: flush after snapshot: %v", err)
+		}
+	}
 	s.pending.reset()
 	s.gen, s.saved = st.Generation, now
 	st.Duration = time.Since(start)
@@ -434,6 +442,10 @@ func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 	st.Duration = time.Since(start)
 	return st, nil
 }
+
+// largeBatch is the size of a snapshot's batch from which Snapshot flushes
+// it to a table at once.
+const largeBatch = 1 << 20
 
 // errFatal reports a commit that Pebble gave up as fatal (logger.Fatalf).
 var errFatal = errors.New("pebble gave up the write")
