@@ -6,6 +6,8 @@
 //
 // Package commands knows nothing of sockets: it writes replies to a
 // *Writer and reaches server-wide state (clients, settings, stats,
-// shutdown) through the Host interface. It must not import server, persist
+// shutdown, snapshots through Host.Persistence) through the Host interface.
+// While the server loads its keys (Table.SetLoading) Dispatch answers every
+// command without FlagStale with Redis's LOADING error. It must not import server, persist
 // or cluster.
 package commands
