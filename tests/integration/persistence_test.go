@@ -193,7 +193,27 @@ func TestPersistenceSurvivesKill(t *testing.T) {
 		p := startPersisted(t, bin, dir, "--save", "")
 		rc := dialRaw(t, p.addr)
 		runPSteps(rc, persistScript)
+		if info := rc.do("INFO", "persistence"); !strings.Contains(info, "rdb_changes_since_last_save:11\r\n") {
+			t.Errorf("INFO before SAVE:\n%s", info)
+		}
+		before := time.Now().Unix()
 		rc.wantDo("+OK\r\n", "SAVE")
+		info := rc.do("INFO", "persistence")
+		for _, f := range []string{"loading:0\r\n", "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
+			"rdb_last_bgsave_status:ok\r\n", "rdb_saves_enabled:1\r\n", "aof_enabled:0\r\n"} {
+			if !strings.Contains(info, f) {
+				t.Errorf("INFO persistence after SAVE lacks %q:\n%s", f, info)
+			}
+		}
+		last, err := strconv.ParseInt(strings.Trim(rc.do("LASTSAVE"), ":\r\n"), 10, 64)
+		if err != nil || last < before || last > time.Now().Unix() {
+			t.Errorf("LASTSAVE = %d, %v; want the time of the SAVE", last, err)
+		}
+		rc.wantDo("+OK\r\n", "CONFIG", "SET", "save", "3600 1 60 100")
+		rc.wantDo("*2\r\n"+respBulk("save")+respBulk("3600 1 60 100"), "CONFIG", "GET", "save")
+		rc.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'save') - save takes pairs of <seconds> <changes>, or \"\" for none"),
+			"CONFIG", "SET", "save", "3600")
+		rc.wantDo("+Background saving started\r\n", "BGSAVE")
 		p.kill(t)
 		check(t, dir)
 	})
