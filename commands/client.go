@@ -100,6 +100,7 @@ type Client struct {
 	queue         []queued
 	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
+	inExec        bool     // running EXEC's queue: every shard lock is held
 	cur           *Command // the command running now
 
 	lastCmd    atomic.Pointer[Command]

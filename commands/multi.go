@@ -51,8 +51,8 @@ func exec(c *Client, _ [][]byte) {
 	c.W.WriteArray(len(queue))
 	c.host.Engine().Atomic(func(tx *engine.View) {
 		own := c.view
-		c.view = tx
-		defer func() { c.view = own }()
+		c.view, c.inExec = tx, true
+		defer func() { c.view, c.inExec = own, false }()
 		for _, q := range queue {
 			c.table.call(c, q.cmd, q.args)
 		}

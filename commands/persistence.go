@@ -19,9 +19,11 @@ type Persistence interface {
 	// returns ErrSaveInProgress, or, with schedule, schedules another for
 	// when it ends and returns scheduled true.
 	BGSave(schedule bool) (scheduled bool, err error)
-	// LastSave returns when the last snapshot was committed.
+	// LastSave returns when the last snapshot was committed. It must take
+	// no shard lock.
 	LastSave() time.Time
-	// Info returns the figures of INFO persistence.
+	// Info returns the figures of INFO persistence. It must take no shard
+	// lock: INFO may run inside MULTI/EXEC, which holds them all.
 	Info() PersistenceInfo
 }
 
@@ -31,12 +33,15 @@ var ErrSaveInProgress = errors.New("a background save is already in progress")
 
 // PersistenceInfo are the figures INFO persistence reports.
 type PersistenceInfo struct {
-	ChangesSinceLastSave int64
-	BGSaveInProgress     bool
-	LastSave             time.Time
-	LastStatusOK         bool
-	LastBGSaveSeconds    int64 // -1: none yet
-	DiskBytes            uint64
+	// PendingChanges are changes taken out of the engine by snapshots that
+	// failed; INFO adds the engine's count of changes since the last
+	// snapshot (engine.View.Changes) for rdb_changes_since_last_save.
+	PendingChanges    int64
+	BGSaveInProgress  bool
+	LastSave          time.Time
+	LastStatusOK      bool
+	LastBGSaveSeconds int64 // -1: none yet
+	DiskBytes         uint64
 }
 
 func registerPersistence(t *Table) {
@@ -112,7 +117,7 @@ func infoPersistence(c *Client, b *strings.Builder, st HostStats, _ engine.Stats
 	if p != nil {
 		in = p.Info()
 	}
-	field(b, "rdb_changes_since_last_save", in.ChangesSinceLastSave)
+	field(b, "rdb_changes_since_last_save", in.PendingChanges+c.view.Changes())
 	field(b, "rdb_bgsave_in_progress", boolInt(in.BGSaveInProgress))
 	field(b, "rdb_last_save_time", in.LastSave.Unix())
 	status := "ok"

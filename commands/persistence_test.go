@@ -62,7 +62,8 @@ func TestPersistenceOff(t *testing.T) {
 
 func TestPersistenceCommands(t *testing.T) {
 	h := newHarness(t, "")
-	p := &fakePersistence{info: PersistenceInfo{ChangesSinceLastSave: 42, BGSaveInProgress: true,
+	h.do("CL.THROTTLE", "k", "1", "1", "1") // one change in the engine
+	p := &fakePersistence{info: PersistenceInfo{PendingChanges: 41, BGSaveInProgress: true,
 		LastSave: time.Unix(1_800_000_000, 0), LastBGSaveSeconds: 3, DiskBytes: 2048}}
 	h.host.persist = p
 	cases := []struct {
@@ -133,5 +134,26 @@ func TestLoadingRefusesLimiterCommands(t *testing.T) {
 	h.table.SetLoading(false)
 	if got := h.do("GET", "k"); got != "$-1\r\n" {
 		t.Errorf("GET after loading = %q", got)
+	}
+}
+
+// TestPersistenceInsideExec checks that INFO, LASTSAVE and SHUTDOWN queued
+// in MULTI run in EXEC, which holds every shard lock, without waiting for
+// one (a deadlock would hang the test).
+func TestPersistenceInsideExec(t *testing.T) {
+	h := newHarness(t, "")
+	p := &fakePersistence{}
+	h.host.persist = p
+	h.do("CL.THROTTLE", "k", "1", "1", "1")
+	h.do("MULTI")
+	h.do("INFO", "persistence")
+	h.do("LASTSAVE")
+	h.do("SHUTDOWN")
+	got := h.do("EXEC")
+	if !strings.Contains(got, "rdb_changes_since_last_save:1\r\n") || !strings.Contains(got, ":1800000000\r\n") {
+		t.Fatalf("EXEC = %q", got)
+	}
+	if p.saves != 0 || h.host.shutdown != 1 || !h.host.shutdownSave {
+		t.Fatalf("SHUTDOWN in EXEC: %d saves (want 0: the server saves after EXEC), %d shutdowns, save %v", p.saves, h.host.shutdown, h.host.shutdownSave)
 	}
 }

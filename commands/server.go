@@ -62,10 +62,11 @@ func shutdown(c *Client, args [][]byte) {
 		return
 	}
 	p := c.host.Persistence()
-	if save && p != nil {
+	if save && p != nil && !c.inExec {
 		// Save first, to answer an error and stay up if it fails; the
 		// server saves again once every client is gone, for what changed
-		// in between.
+		// in between. (Inside EXEC, which holds every shard lock, only
+		// that last save runs.)
 		if err := p.Save(); err != nil {
 			c.host.Logf("warning", "Error trying to save the DB, can't exit: %v", err)
 			c.fail(errShutdownSave)

@@ -87,14 +87,14 @@ func (e *Engine) TakeDirty(shard int, fn func(r Record, deleted bool)) (flushed 
 
 // Changes returns the number of keys written or removed since the last
 // TakeDirty of their shard (INFO's rdb_changes_since_last_save). It takes
-// each shard's lock in turn: O(shards).
-func (e *Engine) Changes() int64 {
+// each shard's lock in turn, O(shards), unless v holds them all (Atomic).
+func (v *View) Changes() int64 {
 	var n int64
-	for i := range e.shards {
-		sh := &e.shards[i]
-		sh.mu.Lock()
+	for i := range v.e.shards {
+		sh := &v.e.shards[i]
+		v.lock(sh)
 		n += sh.changes
-		sh.mu.Unlock()
+		v.unlock(sh)
 	}
 	return n
 }

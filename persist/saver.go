@@ -272,7 +272,10 @@ func (s *Saver) Changes() int64 { return s.eng.Changes() + int64(s.store.Pending
 
 // Info is what INFO persistence reports of a Saver.
 type Info struct {
-	ChangesSinceLastSave int64
+	// PendingChanges are the changes taken from the engine by snapshots
+	// that failed; INFO's rdb_changes_since_last_save adds the engine's
+	// own count (engine.View.Changes) to them.
+	PendingChanges int64
 	BGSaveInProgress     bool
 	LastSave             time.Time // the last snapshot committed, or the Saver's start
 	LastStatusOK         bool      // the last snapshot's outcome (true before any)
@@ -280,9 +283,10 @@ type Info struct {
 	DiskBytes            uint64
 }
 
-// Info returns the figures INFO persistence reports.
+// Info returns the figures INFO persistence reports. It takes no shard
+// lock, so that it may run inside MULTI/EXEC.
 func (s *Saver) Info() Info {
-	in := Info{ChangesSinceLastSave: s.Changes(), LastSave: s.LastSave(), DiskBytes: s.store.DiskUsage()}
+	in := Info{PendingChanges: int64(s.store.Pending()), LastSave: s.LastSave(), DiskBytes: s.store.DiskUsage()}
 	s.mu.Lock()
 	in.BGSaveInProgress = s.inBG
 	in.LastStatusOK = s.lastOK

@@ -53,7 +53,7 @@ func TestSaverRules(t *testing.T) {
 		t.Fatalf("no snapshot at 10 s with 5 changes: generation %d", gen)
 	}
 	in := sv.Info()
-	if in.ChangesSinceLastSave != 0 || !in.LastStatusOK || in.BGSaveInProgress || in.LastBGSaveSeconds != 0 || in.DiskBytes == 0 {
+	if in.PendingChanges != 0 || !in.LastStatusOK || in.BGSaveInProgress || in.LastBGSaveSeconds != 0 || in.DiskBytes == 0 {
 		t.Fatalf("Info = %+v", in)
 	}
 	// One change: only the 60 s rule applies, counted from the last snapshot.

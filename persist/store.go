@@ -103,9 +103,16 @@ type Store struct {
 	mu      sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
 	db      *pebble.DB // nil once closed, or after a failed commit until reopened
 	pending ops        // changes taken from the engine and not committed yet
-	gen     uint64     // generation of the last committed snapshot
-	saved   time.Time  // when it was committed; zero: never
 	slots   [][]int    // the slots of each shard, for a flushed shard
+
+	// What Pending, LastSave and DiskUsage report, kept apart from mu: a
+	// snapshot holds mu while it waits for shard locks, and a MULTI/EXEC
+	// holding every shard lock may ask for these (INFO, LASTSAVE).
+	infoMu   sync.Mutex
+	gen      uint64    // generation of the last committed snapshot
+	saved    time.Time // when it was committed; zero: never
+	pendingN atomic.Int64
+	disk     atomic.Uint64
 }
 
 // Open opens the store in dir, creating dir and the store (with the
@@ -158,11 +165,14 @@ func (s *Store) open() error {
 			db.Close()
 			return fmt.Errorf("%w: %s: bad generation marker", ErrCorrupt, s.dir)
 		}
+		s.infoMu.Lock()
 		s.gen = binary.BigEndian.Uint64(v)
 		s.saved = time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:])))
+		s.infoMu.Unlock()
 		closer.Close()
 	}
 	s.db = db
+	s.disk.Store(db.Metrics().DiskSpaceUsage())
 	return nil
 }
 
@@ -254,7 +264,8 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 			return SnapshotStats{}, err
 		}
 	}
-	st := SnapshotStats{Generation: s.gen + 1}
+	gen, _ := s.LastSave()
+	st := SnapshotStats{Generation: gen + 1}
 	b := s.db.NewBatch()
 	defer b.Close()
 	var err error
@@ -303,7 +314,11 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		}
 	}
 	s.pending.reset()
+	s.pendingN.Store(0)
+	s.infoMu.Lock()
 	s.gen, s.saved = st.Generation, now
+	s.infoMu.Unlock()
+	s.disk.Store(s.db.Metrics().DiskSpaceUsage())
 	st.Duration = time.Since(start)
 	return st, nil
 }
@@ -336,34 +351,24 @@ func (s *Store) take(src Source) {
 		}
 		s.pending.append(&part)
 	}
+	s.pendingN.Store(int64(s.pending.n))
 }
 
 // Pending returns the number of changes taken from the engine by failed
 // snapshots, which the next snapshot writes.
-func (s *Store) Pending() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.pending.n
-}
+func (s *Store) Pending() int { return int(s.pendingN.Load()) }
 
 // LastSave returns the generation and time of the last committed snapshot
 // (0 and the zero time: none yet).
 func (s *Store) LastSave() (uint64, time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
 	return s.gen, s.saved
 }
 
-// DiskUsage returns the bytes the store takes on disk, 0 when it is
-// closed.
-func (s *Store) DiskUsage() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.db == nil {
-		return 0
-	}
-	return s.db.Metrics().DiskSpaceUsage()
-}
+// DiskUsage returns the bytes the store took on disk when it was opened
+// or after its last snapshot.
+func (s *Store) DiskUsage() uint64 { return s.disk.Load() }
 
 // Checkpoint writes a consistent copy of the store, as of its last
 // committed snapshot, into dir, which must not exist: a backup taken while

@@ -195,7 +195,7 @@ func (p *persistence) BGSave(schedule bool) (bool, error) {
 
 func (p *persistence) Info() commands.PersistenceInfo {
 	in := p.Saver.Info()
-	return commands.PersistenceInfo{ChangesSinceLastSave: in.ChangesSinceLastSave, BGSaveInProgress: in.BGSaveInProgress,
+	return commands.PersistenceInfo{PendingChanges: in.PendingChanges, BGSaveInProgress: in.BGSaveInProgress,
 		LastSave: in.LastSave, LastStatusOK: in.LastStatusOK, LastBGSaveSeconds: in.LastBGSaveSeconds, DiskBytes: in.DiskBytes}
 }
 
