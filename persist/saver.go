@@ -275,12 +275,12 @@ type Info struct {
 	// PendingChanges are the changes taken from the engine by snapshots
 	// that failed; INFO's rdb_changes_since_last_save adds the engine's
 	// own count (engine.View.Changes) to them.
-	PendingChanges int64
-	BGSaveInProgress     bool
-	LastSave             time.Time // the last snapshot committed, or the Saver's start
-	LastStatusOK         bool      // the last snapshot's outcome (true before any)
-	LastBGSaveSeconds    int64     // -1: no background snapshot yet
-	DiskBytes            uint64
+	PendingChanges    int64
+	BGSaveInProgress  bool
+	LastSave          time.Time // the last snapshot committed, or the Saver's start
+	LastStatusOK      bool      // the last snapshot's outcome (true before any)
+	LastBGSaveSeconds int64     // -1: no background snapshot yet
+	DiskBytes         uint64
 }
 
 // Info returns the figures INFO persistence reports. It takes no shard
