@@ -36,8 +36,12 @@ type Host interface {
 	Stats() HostStats
 	// ResetStats zeroes the counters CONFIG RESETSTAT resets.
 	ResetStats()
-	// RequestShutdown asks the server to stop (SHUTDOWN); it returns at once.
-	RequestShutdown()
+	// RequestShutdown asks the server to stop (SHUTDOWN); it returns at
+	// once. save says whether the server takes a last snapshot once its
+	// clients are gone (with persistence on).
+	RequestShutdown(save bool)
+	// Persistence is the server's snapshots, nil when persistence is off.
+	Persistence() Persistence
 	// Logf logs at level ("debug", "verbose", "notice", "warning").
 	Logf(level, format string, args ...any)
 }

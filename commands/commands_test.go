@@ -25,6 +25,9 @@ type fakeHost struct {
 	settings map[string]string
 	shutdown int
 	logs     []string
+
+	shutdownSave bool
+	persist      *fakePersistence // nil: persistence off
 }
 
 func (h *fakeHost) Engine() *engine.Engine          { return h.eng }
@@ -57,7 +60,16 @@ func (h *fakeHost) ConfigSet(pairs [][2]string) (int, error) {
 }
 func (h *fakeHost) Stats() HostStats { return HostStats{Started: time.Now(), MaxClients: 10} }
 func (h *fakeHost) ResetStats()      {}
-func (h *fakeHost) RequestShutdown() { h.shutdown++ }
+func (h *fakeHost) RequestShutdown(save bool) {
+	h.shutdown++
+	h.shutdownSave = save
+}
+func (h *fakeHost) Persistence() Persistence {
+	if h.persist == nil {
+		return nil // not a typed nil
+	}
+	return h.persist
+}
 func (h *fakeHost) Logf(level, format string, args ...any) {
 	h.logs = append(h.logs, level+": "+fmt.Sprintf(format, args...))
 }

@@ -57,6 +57,12 @@ const (
 	errInvalidClientID = "ERR Invalid client ID"
 	errClientIDZero    = "ERR client-id should be greater than 0"
 
+	errLoading          = "LOADING Redis is loading the dataset in memory"
+	errNoPersistence    = "ERR persistence is off: start cellserver with --dir <path> (and save <seconds> <changes> rules) to take snapshots"
+	errSaveFailed       = "ERR snapshot failed: see the server's log (INFO persistence shows rdb_last_bgsave_status)"
+	errBGSaveInProgress = "ERR Background save already in progress"
+	errShutdownSave     = "ERR Errors trying to SHUTDOWN. Check logs."
+
 	errMultiNested = "ERR MULTI calls can not be nested"
 	errExecNoMulti = "ERR EXEC without MULTI"
 	errDiscardNo   = "ERR DISCARD without MULTI"

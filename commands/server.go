@@ -64,14 +64,25 @@ func timeCmd(c *Client, _ [][]byte) {
 }
 
 func shutdown(c *Client, args [][]byte) {
-	for _, a := range args[1:] {
-		if !equalFold(a, "nosave") && !equalFold(a, "save") && !equalFold(a, "now") && !equalFold(a, "force") {
-			c.fail(errSyntax)
+	save, _, ok := shutdownSave(args)
+	if !ok {
+		c.fail(errSyntax)
+		return
+	}
+	p := c.host.Persistence()
+	if save && p != nil && !c.inExec {
+		// Save first, to answer an error and stay up if it fails; the
+		// server saves again once every client is gone, for what changed
+		// in between. (Inside EXEC, which holds every shard lock, only
+		// that last save runs.)
+		if err := p.Save(); err != nil {
+			c.host.Logf("warning", "Error trying to save the DB, can't exit: %v", err)
+			c.fail(errShutdownSave)
 			return
 		}
 	}
 	c.host.Logf("warning", "User requested shutdown...")
-	c.host.RequestShutdown()
+	c.host.RequestShutdown(save && p != nil)
 	c.closeAfter = true // Redis replies nothing: the connection just closes
 }
 
@@ -238,14 +249,6 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "used_memory_rss_human", humanBytes(st.UsedMemoryRSS))
 	field(b, "maxmemory", 0)
 	field(b, "mem_allocator", "go")
-}
-
-func infoPersistence(_ *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
-	field(b, "loading", 0)
-	field(b, "rdb_changes_since_last_save", 0)
-	field(b, "rdb_bgsave_in_progress", 0)
-	field(b, "rdb_last_bgsave_status", "ok")
-	field(b, "aof_enabled", 0)
 }
 
 func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {

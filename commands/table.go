@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
@@ -91,7 +92,16 @@ type Table struct {
 	now     func() time.Time                            // Options.Now
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
 	authLog authLog
+	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
 }
+
+// SetLoading sets whether the server is loading its keys from disk: while
+// it is, every command without FlagStale (every limiter and keyspace
+// command) is answered with Redis's LOADING error.
+func (t *Table) SetLoading(on bool) { t.loading.Store(on) }
+
+// Loading reports whether the server is loading its keys (SetLoading).
+func (t *Table) Loading() bool { return t.loading.Load() }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
 // every request (in the server's read-ahead, server/prefetch.go, once per
@@ -148,6 +158,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)
+	registerPersistence(t)
 	registerMulti(t)
 	if opt.EnableDebug {
 		registerDebug(t, opt.DebugLocalOnly)
@@ -318,6 +329,14 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		}
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(cmd.arityError())
+		return
+	}
+	if cmd.Flags&FlagStale == 0 && t.loading.Load() {
+		if c.multi {
+			c.multiDirty = true
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(errLoading)
 		return
 	}
 	if c.multi && cmd.Flags&FlagNoMulti != 0 {

@@ -9,6 +9,10 @@
 // keys under their shards' locks, all or nothing. The kinds of key are
 // listed once, in kind.go.
 //
+// With Config.TrackChanges the engine remembers which keys changed or were
+// removed since the last TakeDirty (dirty.go), for incremental snapshots;
+// package persist reads them through TakeDirty and restores with Load.
+//
 // Time is injected through Clock; engine never reads the wall clock for a
 // key's state. Errors are package-prefixed sentinels ("engine: …"); turning
 // them into RESP error text is the job of package commands. Package engine

@@ -23,6 +23,10 @@ type Config struct {
 	// SweepBudget is the most entries one sweep tick examines across all
 	// shards. Default: 65536.
 	SweepBudget int
+	// TrackChanges makes the engine remember which keys changed or were
+	// removed since the last TakeDirty, for incremental snapshots
+	// (dirty.go). Default: false, and TakeDirty reports no changes.
+	TrackChanges bool
 }
 
 // DefaultShards is Config.Shards' default.
@@ -90,7 +94,11 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(manual.Allocator), seed: maphash.MakeSeed()}
 	for i := range e.shards {
-		e.shards[i].t.mem = e.mem
+		sh := &e.shards[i]
+		sh.t.mem = e.mem
+		if cfg.TrackChanges {
+			sh.track, sh.t.dirtyBit = true, headDirty
+		}
 	}
 	e.View = View{e: e}
 	runtime.AddCleanup(e, releaseShards, e.shards)

@@ -154,7 +154,12 @@ func (v *View) DeleteSlot(slot int) int {
 
 // Import stores r, replacing whatever key r.Key held. A record that has
 // already expired is dropped. It reports whether the key was stored.
-func (v *View) Import(r Record) (bool, error) {
+// With Config.TrackChanges the key counts as changed (TakeDirty reports it).
+func (v *View) Import(r Record) (bool, error) { return v.importRecord(r, true) }
+
+// importRecord is Import; dirty false stores the record as unchanged since
+// the last snapshot (Engine.Load).
+func (v *View) importRecord(r Record, dirty bool) (bool, error) {
 	if !r.Kind.Valid() || kinds[r.Kind].log != (len(r.Hits) > 0) {
 		return false, ErrBadRecord
 	}
@@ -169,8 +174,16 @@ func (v *View) Import(r Record) (bool, error) {
 	}
 	// The table copies the hits into its arena: e may use r's.
 	e := entry{kind: r.Kind, expireMs: r.ExpireMs, a: r.A, b: r.B, c: r.C, log: r.Hits}
+	if !dirty {
+		bit := sh.t.dirtyBit
+		sh.t.dirtyBit = 0
+		defer func() { sh.t.dirtyBit = bit }()
+	}
 	if err := sh.putLocked(r.Key, h, i, e); err != nil {
 		return false, err
+	}
+	if !dirty {
+		sh.changes--
 	}
 	return true, nil
 }

@@ -38,6 +38,14 @@ type shard struct {
 	limited [NumKinds]int64
 	kinds   [NumKinds]int64 // live keys by kind
 
+	changes int64 // keys written or removed since the last TakeDirty
+	// With Config.TrackChanges: the keys removed since the last TakeDirty,
+	// each as its length (uvarint) then its bytes, and whether the shard
+	// was emptied whole (clearLocked) since then (dirty.go).
+	track   bool
+	deleted []byte
+	flushed bool
+
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
 
@@ -68,6 +76,7 @@ func (s *shard) putLocked(key []byte, h uint64, i int, e entry) error {
 	if !s.t.put(i, key, h, e) {
 		return ErrShardFull
 	}
+	s.changes++
 	if was != e.kind {
 		if was != KindNone {
 			s.kinds[was]--
@@ -82,6 +91,10 @@ func (s *shard) putLocked(key []byte, h uint64, i int, e entry) error {
 // start again.
 func (s *shard) removeLocked(i int) (reshaped bool) {
 	s.kinds[s.t.kindAt(i)]--
+	s.changes++
+	if s.track {
+		s.noteDeletedLocked(s.t.keyOf(uint32(s.t.slots[i])))
+	}
 	n := len(s.t.slots)
 	s.t.removeAt(i)
 	return len(s.t.slots) != n
@@ -89,9 +102,13 @@ func (s *shard) removeLocked(i int) (reshaped bool) {
 
 // clearLocked drops every key and frees the table's arrays.
 func (s *shard) clearLocked() {
+	s.changes += int64(s.t.count)
 	s.t.reset()
 	s.sweepPos = 0
 	s.kinds = [NumKinds]int64{}
+	if s.track {
+		s.flushed, s.deleted = true, s.deleted[:0]
+	}
 }
 
 // reapLocked removes every expired key of the shard.

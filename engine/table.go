@@ -20,7 +20,8 @@ import (
 //     slots back (no tombstones).
 //   - arena holds the records back to back:
 //     head (1 byte) | key length (uvarint) | key | [expiry ms (8)] | state (8 per word)
-//     The head is the kind in its low bits. A CL.THROTTLE record needs no
+//     The head is the kind in its low bits, and headDirty when the record
+//     changed since the last snapshot took it (dirty.go). A CL.THROTTLE record needs no
 //     expiry field: redis-cell's expiry, floor(now_ms) + trunc(ttl_ms), is
 //     always floor(TAT_ms) or one less, so a head bit says which (headImplicit,
 //     headMinusOne). A 17-byte CL.THROTTLE key takes 27 bytes. A sliding
@@ -49,6 +50,11 @@ type table struct {
 	scratch []limiter.Hit // the decoded log logAt returns, reused from call to call
 
 	limit int // the most arena bytes; 0: maxArenaBytes (tests lower it)
+
+	// dirtyBit is ORed into the head of every record written or updated:
+	// headDirty when the engine tracks changes (Config.TrackChanges), 0
+	// otherwise, so that tracking costs no branch on the write path.
+	dirtyBit byte
 }
 
 func (t *table) maxArena() int {
@@ -67,6 +73,7 @@ const (
 	maxArenaBytes = int(min(refMask, uint64(^uint(0)>>1)))
 
 	headKind     = 0x07 // the kind
+	headDirty    = 0x08 // changed since the last TakeDirty (only with Config.TrackChanges)
 	headImplicit = 0x80 // no expiry field: it is floor(a/1e6) − (headMinusOne ? 1 : 0)
 	headMinusOne = 0x40
 )
@@ -175,10 +182,11 @@ func (t *table) update(i int, e entry) bool {
 		if !ok {
 			return false
 		}
-		t.arena[ref] = head
+		t.arena[ref] = head | t.dirtyBit
 		t.putWord(p, e.a)
 		return true
 	}
+	t.arena[ref] |= t.dirtyBit
 	if e.kind == KindSlidingLog && !t.updateLog(p+8, e.log) {
 		return false
 	}
@@ -312,7 +320,7 @@ func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 // free.
 func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e entry, room int) {
 	rec := t.arena[ref:]
-	rec[0] = head
+	rec[0] = head | t.dirtyBit
 	p := 1 + binary.PutUvarint(rec[1:], uint64(len(key)))
 	p += copy(rec[p:], key)
 	if !implicit {
@@ -428,7 +436,7 @@ func (t *table) reclaim() {
 func (t *table) reset() {
 	manual.Free(t.mem, t.slots)
 	manual.Free(t.mem, t.arena)
-	*t = table{mem: t.mem, limit: t.limit}
+	*t = table{mem: t.mem, limit: t.limit, dirtyBit: t.dirtyBit}
 }
 
 // rehash moves every slot into a new array of n slots and frees the old one.

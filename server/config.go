@@ -39,8 +39,16 @@ type Config struct {
 	QueryBufferLimit int64
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
-	// Dir is the working directory for files (snapshots). Default: ".".
+	// Dir is the directory of the snapshot store; "" keeps the keys in
+	// memory only. cmd/cellserver checks that it exists and is writable
+	// and wires package persist in. Default: "" (persistence off).
 	Dir string
+	// Save is Redis's save rules, pairs of "<seconds> <changes>"; "" means
+	// none. SaveSet tells an explicit "" (no rule) from no setting at all,
+	// which with Dir set means the default rule, "1 1" (a crash loses at
+	// most about a second of changes). Default: "", unset.
+	Save    string
+	SaveSet bool
 	// Shards is the engine's shard count. Default: engine.DefaultShards.
 	Shards int
 	// EnableDebugCommand turns on DEBUG (DEBUG CLOCK). Default: false.
@@ -49,6 +57,12 @@ type Config struct {
 	// loopback address or a unix socket run DEBUG (enable-debug-command
 	// local); others get Redis's refusal. Default: false.
 	DebugLocalOnly bool
+	// DebugClockStart, when not 0, freezes DEBUG CLOCK's clock at this
+	// Unix ns from the start, before the keys are restored from disk (for
+	// tests that restart a server); without EnableDebugCommand it is
+	// ignored. Default: 0
+	// (the clock follows the wall clock until DEBUG CLOCK SET).
+	DebugClockStart int64
 	// Threads is how many OS threads run Go code at once (GOMAXPROCS);
 	// 0 means one per core. The binary applies it at start. Default: 0.
 	Threads int
@@ -71,7 +85,6 @@ func DefaultConfig() Config {
 		ProtoMaxBulkLen:  512 << 20,
 		QueryBufferLimit: 1 << 30,
 		LogLevel:         "notice",
-		Dir:              ".",
 		Shards:           engine.DefaultShards,
 	}
 }
@@ -102,8 +115,39 @@ type setting struct {
 	words func(c *Config, words []string) error
 }
 
+// DefaultSave is the save rule used when Dir is set and Save is not: a
+// snapshot each second with a change.
+const DefaultSave = "1 1"
+
+// SaveRules returns the save rules in force: Save, or DefaultSave when Dir
+// is set and Save was never set.
+func (c *Config) SaveRules() string {
+	if !c.SaveSet && c.Dir != "" {
+		return DefaultSave
+	}
+	return c.Save
+}
+
+// checkSave checks a save setting: "" or pairs of a positive number of
+// seconds and a number of changes.
+func checkSave(v string) error {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return errors.New("save takes pairs of <seconds> <changes>, or \"\" for none")
+	}
+	for i, w := range f {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil || n < 0 || i%2 == 0 && n < 1 {
+			return errors.New("save takes pairs of <seconds> <changes>, positive integers")
+		}
+	}
+	return nil
+}
+
 // Errors from Set.
 var (
+	// ErrAppendOnly is what setting appendonly to anything but "no" returns.
+	ErrAppendOnly       = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (default with dir: save 1 1)")
 	// ErrUnknownSetting is commands.ErrUnknownSetting: the name is no
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting
@@ -238,12 +282,23 @@ var settings = []setting{
 		}},
 	{name: "dir",
 		get: func(c *Config) string { return c.Dir },
-		set: func(c *Config, v string) error { c.Dir = v; return nil },
-		check: func(c *Config) error {
-			if c.Dir == "" {
-				return errors.New("must not be empty")
+		set: func(c *Config, v string) error { c.Dir = v; return nil }},
+	{name: "save", mutable: true, list: true,
+		get: func(c *Config) string { return c.SaveRules() },
+		set: func(c *Config, v string) error {
+			if err := checkSave(v); err != nil {
+				return err
 			}
+			c.Save, c.SaveSet = strings.Join(strings.Fields(v), " "), true
 			return nil
+		}},
+	{name: "appendonly",
+		get: func(*Config) string { return "no" },
+		set: func(c *Config, v string) error {
+			if strings.EqualFold(v, "no") {
+				return nil
+			}
+			return ErrAppendOnly
 		}},
 	{name: "shards",
 		get: func(c *Config) string { return strconv.Itoa(c.Shards) },
@@ -274,6 +329,9 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{name: "debug-clock-start",
+		get: func(c *Config) string { return strconv.FormatInt(c.DebugClockStart, 10) },
+		set: intSetting(func(c *Config, n int64) { c.DebugClockStart = n })},
 	{name: "threads",
 		get: func(c *Config) string { return strconv.Itoa(c.Threads) },
 		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
@@ -288,10 +346,7 @@ var settings = []setting{
 			c.RenameCommands = append(c.RenameCommands, [2]string{words[0], words[1]})
 			return nil
 		}},
-	// Read-only facts clients ask about (redis-benchmark reads save and
-	// appendonly before it starts).
-	{name: "save", get: func(*Config) string { return "" }},
-	{name: "appendonly", get: func(*Config) string { return "no" }},
+	// Read-only facts clients ask about.
 	{name: "databases", get: func(*Config) string { return "1" }},
 }
 

@@ -56,8 +56,36 @@ func TestConfigSet(t *testing.T) {
 	if err := c.Set("nosuch", "1"); !errors.Is(err, ErrUnknownSetting) {
 		t.Errorf("unknown setting: %v", err)
 	}
-	if err := c.Set("save", "900 1"); !errors.Is(err, ErrUnknownSetting) {
+	if err := c.Set("databases", "2"); !errors.Is(err, ErrUnknownSetting) {
 		t.Errorf("read-only setting: %v", err)
+	}
+}
+
+func TestConfigSave(t *testing.T) {
+	c := DefaultConfig()
+	if got := c.SaveRules(); got != "" {
+		t.Fatalf("save without dir = %q, want \"\"", got)
+	}
+	c.Dir = "/tmp"
+	if got := c.SaveRules(); got != DefaultSave {
+		t.Fatalf("save with dir only = %q, want %q", got, DefaultSave)
+	}
+	if err := c.Set("save", " 3600 1  300  100 "); err != nil || c.SaveRules() != "3600 1 300 100" {
+		t.Fatalf("Set(save) = %v; rules %q", err, c.SaveRules())
+	}
+	if err := c.Set("save", ""); err != nil || c.SaveRules() != "" {
+		t.Fatalf("Set(save, \"\") = %v; rules %q, want none", err, c.SaveRules())
+	}
+	for _, bad := range []string{"3600", "0 1", "10 -1", "x y"} {
+		if err := c.Set("save", bad); err == nil || !strings.Contains(err.Error(), "save takes pairs") {
+			t.Errorf("Set(save, %q) = %v", bad, err)
+		}
+	}
+	if err := c.Set("appendonly", "yes"); !errors.Is(err, ErrAppendOnly) || !strings.Contains(err.Error(), "use dir <path> with save <seconds> <changes>") {
+		t.Errorf("Set(appendonly, yes) = %v", err)
+	}
+	if err := c.Set("appendonly", "no"); err != nil {
+		t.Errorf("Set(appendonly, no) = %v", err)
 	}
 }
 

@@ -67,6 +67,9 @@ type Server struct {
 	closing   bool
 	conns     sync.WaitGroup
 
+	persist        Persistence // nil: persistence off
+	saveOnShutdown atomic.Bool // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
+
 	shutdownOnce sync.Once
 	done         chan struct{} // closed when Shutdown has finished
 	stopCron     chan struct{}
@@ -85,9 +88,12 @@ func New(cfg Config) (*Server, error) {
 	if err := s.fitMaxClients(); err != nil {
 		return nil, err
 	}
-	ecfg := engine.Config{Shards: cfg.Shards}
+	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Dir != ""}
 	if cfg.EnableDebugCommand {
 		s.clock = &engine.ManualClock{}
+		if cfg.DebugClockStart != 0 {
+			s.clock.Set(cfg.DebugClockStart)
+		}
 		ecfg.Clock = s.clock
 	}
 	eng, err := engine.New(ecfg)
@@ -102,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.storeLimits(&cfg)
+	s.saveOnShutdown.Store(true)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
 	go s.cron()
@@ -335,6 +342,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				l.Close()
 			}
 			s.conns.Wait()
+			s.closePersistence()
 			close(s.stopCron)
 			s.eng.Close()
 			s.log.Logf("warning", "cellserver is now ready to exit, bye bye...")
@@ -346,6 +354,47 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Persistence is what a server needs of its snapshots (package persist,
+// wired in by cmd/cellserver): what commands use, plus applying CONFIG SET
+// save and closing at shutdown.
+type Persistence interface {
+	commands.Persistence
+	// SetSaveRules applies a save setting (Config.SaveRules' form).
+	SetSaveRules(rules string) error
+	// Close stops the snapshots and closes the store.
+	Close() error
+}
+
+// SetPersistence turns persistence on with p; call it before serving. The
+// server then takes a last snapshot at shutdown (unless SHUTDOWN NOSAVE)
+// and closes p. The engine must track changes: Config.Dir must be set.
+func (s *Server) SetPersistence(p Persistence) { s.persist = p }
+
+// SetLoading sets whether the server is loading its keys from disk: while
+// it is, INFO says loading:1 and the limiter and keyspace commands are
+// answered with Redis's LOADING error.
+func (s *Server) SetLoading(on bool) { s.table.SetLoading(on) }
+
+// closePersistence takes the last snapshot, unless SHUTDOWN NOSAVE asked
+// otherwise, and closes the store.
+func (s *Server) closePersistence() {
+	p := s.persist
+	if p == nil {
+		return
+	}
+	if s.saveOnShutdown.Load() && !s.table.Loading() {
+		s.log.Logf("notice", "Saving the final snapshot before exiting.")
+		if err := p.Save(); err != nil {
+			s.log.Logf("warning", "Error saving the final snapshot: %v", err)
+		} else {
+			s.log.Logf("notice", "DB saved on disk")
+		}
+	}
+	if err := p.Close(); err != nil {
+		s.log.Logf("warning", "Closing the snapshot store: %v", err)
 	}
 }
 
@@ -419,7 +468,7 @@ func (s *Server) ConfigGet(pattern string) [][2]string {
 // at fault.
 func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	seen := make(map[string]bool, len(pairs))
-	timeout := false
+	timeout, save := false, false
 	for i, p := range pairs {
 		st := lookupSetting(p[0])
 		switch {
@@ -432,6 +481,7 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 		}
 		seen[st.name] = true
 		timeout = timeout || st.name == "timeout"
+		save = save || st.name == "save"
 	}
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
@@ -453,6 +503,11 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	s.log.setLevel(s.cfg.LogLevel)
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
+	}
+	if save && s.persist != nil {
+		if err := s.persist.SetSaveRules(s.cfg.SaveRules()); err != nil {
+			return 0, err
+		}
 	}
 	return 0, nil
 }
@@ -517,9 +572,19 @@ func (s *Server) ResetStats() {
 	s.mu.Unlock()
 }
 
-// RequestShutdown starts a shutdown and returns at once (SHUTDOWN).
-func (s *Server) RequestShutdown() {
+// RequestShutdown starts a shutdown and returns at once (SHUTDOWN). save
+// false skips the last snapshot.
+func (s *Server) RequestShutdown(save bool) {
+	s.saveOnShutdown.Store(save)
 	go func() { _ = s.Shutdown(context.Background()) }()
+}
+
+// Persistence returns the server's snapshots, nil when persistence is off.
+func (s *Server) Persistence() commands.Persistence {
+	if s.persist == nil {
+		return nil
+	}
+	return s.persist
 }
 
 // Logf logs at a level.

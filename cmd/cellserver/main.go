@@ -6,11 +6,18 @@
 //
 // With no arguments it serves on 127.0.0.1:6379, in memory. Settings use
 // redis.conf's names (port, bind, protected-mode, requirepass, maxclients,
-// timeout, proto-max-bulk-len, loglevel, dir, enable-debug-command,
+// timeout, proto-max-bulk-len, loglevel, dir, save, enable-debug-command,
 // rename-command) plus shards. A config file holds one "name value" per
 // line, words separated by spaces or tabs and quoted as in redis.conf; #
-// starts a comment. Flags given after the file override it. SIGINT and
-// SIGTERM shut down cleanly.
+// starts a comment; several save lines add up. Flags given after the file
+// override it. SIGINT and SIGTERM shut down cleanly, taking a last snapshot
+// when persistence is on.
+//
+// With dir set, cmd/cellserver wires package persist in: it opens the
+// snapshot store in <dir>/cellserver.pebble (refusing to start when dir is
+// missing or not writable, or the store is unreadable), restores the keys
+// in the background while the server answers -LOADING, then runs the save
+// rules (default "1 1").
 package main
 
 import (
@@ -21,13 +28,16 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -62,9 +72,24 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		// after expiry at GOGC=100, +8% at 25).
 		debug.SetGCPercent(gcPercent)
 	}
+	var store *persist.Store
+	if cfg.Dir != "" {
+		if store, err = openStore(cfg.Dir); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
+		if store != nil {
+			store.Close()
+		}
 		return err
+	}
+	loadErr := make(chan error, 1)
+	if store != nil {
+		startPersistence(srv, store, cfg, loadErr)
+	} else {
+		loadErr <- nil
 	}
 	go func() {
 		var sig os.Signal
@@ -81,10 +106,112 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	err = srv.ListenAndServe()
 	if errors.Is(err, server.ErrServerClosed) {
 		<-srv.Done()
-		return nil
+		select {
+		case err := <-loadErr:
+			return err
+		default:
+			return nil
+		}
 	}
 	_ = srv.Close()
 	return err
+}
+
+// storeDir is the store's directory inside the dir setting.
+const storeDir = "cellserver.pebble"
+
+// openStore checks that dir exists and is writable, then opens the store
+// in it.
+func openStore(dir string) (*persist.Store, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dir %s: %w (create it, or leave dir unset to keep keys in memory only)", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("dir %s: not a directory", dir)
+	}
+	probe, err := os.CreateTemp(dir, ".cellserver-write-test-*")
+	if err != nil {
+		return nil, fmt.Errorf("dir %s is not writable: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	path := filepath.Join(dir, storeDir)
+	st, err := persist.Open(path, persist.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it away)", path, err)
+	}
+	return st, nil
+}
+
+// startPersistence wires store into srv and restores the keys in the
+// background: until that is done INFO says loading:1 and limiter commands
+// are answered -LOADING. A failed restore stops the server, and its error
+// arrives on loadErr.
+func startPersistence(srv *server.Server, store *persist.Store, cfg server.Config, loadErr chan<- error) {
+	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
+	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf})
+	p := &persistence{Saver: saver, store: store}
+	srv.SetPersistence(p)
+	srv.SetLoading(true)
+	go func() {
+		st, err := store.Restore(srv.Engine())
+		if err != nil {
+			p.failed.Store(true)
+			loadErr <- fmt.Errorf("restoring the keys from %s: %w (to start empty on purpose, move it away)", filepath.Join(cfg.Dir, storeDir), err)
+			srv.Logf("warning", "Restoring the keys failed: %v", err)
+			_ = srv.Close()
+			return
+		}
+		srv.Logf("notice", "DB loaded from disk: %d keys in %.3f seconds (%d expired keys dropped)", st.Loaded, st.Duration.Seconds(), st.Expired)
+		srv.SetLoading(false)
+		saver.Start()
+		loadErr <- nil
+	}()
+}
+
+// persistence adapts a persist.Saver and its store to server.Persistence.
+type persistence struct {
+	*persist.Saver
+	store  *persist.Store
+	failed atomic.Bool // the restore failed: take no snapshot
+}
+
+var _ server.Persistence = (*persistence)(nil)
+
+func (p *persistence) Save() error {
+	if p.failed.Load() {
+		return errors.New("the keys were not restored")
+	}
+	return p.Saver.Save()
+}
+
+func (p *persistence) BGSave(schedule bool) (bool, error) {
+	scheduled, err := p.Saver.BGSave(schedule)
+	if errors.Is(err, persist.ErrSaveInProgress) {
+		err = commands.ErrSaveInProgress
+	}
+	return scheduled, err
+}
+
+func (p *persistence) Info() commands.PersistenceInfo {
+	in := p.Saver.Info()
+	return commands.PersistenceInfo{PendingChanges: in.PendingChanges, BGSaveInProgress: in.BGSaveInProgress,
+		LastSave: in.LastSave, LastStatusOK: in.LastStatusOK, LastBGSaveSeconds: in.LastBGSaveSeconds, DiskBytes: in.DiskBytes}
+}
+
+func (p *persistence) SetSaveRules(rules string) error {
+	r, err := persist.ParseSaveRules(rules)
+	if err != nil {
+		return err
+	}
+	p.Saver.SetRules(r)
+	return nil
+}
+
+func (p *persistence) Close() error {
+	p.Saver.Close()
+	return p.store.Close()
 }
 
 const usage = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
@@ -97,7 +224,12 @@ Examples:
 
 Settings (redis.conf names): bind, port, protected-mode, requirepass,
 maxclients, timeout, proto-max-bulk-len, client-query-buffer-limit, loglevel,
-dir, shards, threads, enable-debug-command, rename-command (name newname).
+dir, save, shards, threads, enable-debug-command, debug-clock-start,
+rename-command (name newname).
+
+Persistence: --dir <path> keeps incremental snapshots in <path>/cellserver.pebble
+(default rule: save 1 1, a snapshot each second with a change);
+--save "<seconds> <changes> ..." sets the rules, --save "" only SAVE/BGSAVE/shutdown.
 `
 
 // parseArgs builds the configuration from a config file (the first
@@ -162,6 +294,7 @@ func loadFile(cfg *server.Config, path string) error {
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
+	savedLines := 0
 	for n := 1; sc.Scan(); n++ {
 		line := strings.Trim(sc.Text(), " \t\r\n")
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -174,7 +307,14 @@ func loadFile(cfg *server.Config, path string) error {
 		if len(words) == 0 {
 			continue
 		}
-		if err := set(cfg, strings.ToLower(words[0]), words[1:]); err != nil {
+		name, args := strings.ToLower(words[0]), words[1:]
+		if name == "save" {
+			if savedLines > 0 && !(len(args) == 1 && args[0] == "") {
+				args = append(strings.Fields(cfg.Save), args...) // several save lines add up, as in redis.conf
+			}
+			savedLines++
+		}
+		if err := set(cfg, name, args); err != nil {
 			return fmt.Errorf("%s line %d: %w", path, n, err)
 		}
 	}

@@ -1,0 +1,25 @@
+// Package persist owns cellserver's snapshots: the on-disk format of the
+// Pebble store that holds them (versioned, keys by hash slot), taking an
+// incremental snapshot of an engine, restoring one at start, and the save
+// rules' scheduling (Saver).
+//
+// A snapshot writes only the keys the engine reports changed or removed
+// since the previous one (engine.Engine.TakeDirty), so its cost follows
+// the churn, not the size of the keyspace. It copies each shard's changes
+// under that shard's lock and does all I/O after releasing it, then
+// commits them in one Pebble batch, with the snapshot's generation, synced
+// to disk: a crash at any instant leaves either the previous snapshot or
+// this one, whole.
+//
+// On disk, a key's record lives under its hash slot (2 bytes, big-endian)
+// then its bytes, so that a slot's keys are one contiguous range (to
+// stream or drop a slot in cluster mode); the value is the engine's record
+// encoding (engine.Record.AppendBinary). Keys starting with 0xFF hold the
+// store's own facts: its format version, written when the store is created
+// and checked when it is opened, and the generation of the last snapshot.
+//
+// Package persist imports engine (through the narrow Source and Sink
+// interfaces, and its record codec) and Pebble; it must not import
+// commands or server, which reach it only through what cmd/cellserver
+// wires together.
+package persist

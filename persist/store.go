@@ -1,0 +1,498 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// FormatVersion is the version of the on-disk format this package writes
+// and reads. Open refuses a store of any other version.
+const FormatVersion = 1
+
+// Errors Open, Snapshot and Restore return, wrapped with details; test
+// them with errors.Is.
+var (
+	// ErrUnknownFormat reports a store of a format version this build does
+	// not know (written by a newer cellserver, or not cellserver's).
+	ErrUnknownFormat = errors.New("persist: unknown store format version")
+	// ErrCorrupt reports a store whose content cannot be read back.
+	ErrCorrupt = errors.New("persist: unreadable store")
+	// ErrClosed reports a call on a closed Store.
+	ErrClosed = errors.New("persist: closed")
+)
+
+// Options configure a Store. The zero value is a valid configuration.
+type Options struct {
+	// FS is the filesystem the store lives on. Default: the operating
+	// system's (vfs.Default). Tests use vfs.NewMem().
+	FS vfs.FS
+	// CacheBytes is the size of Pebble's block cache. Default: 8 MiB
+	// (restores read the store once, sequentially: a cache helps little).
+	CacheBytes int64
+	// Logf receives the store's log lines. Default: none.
+	Logf func(format string, args ...any)
+}
+
+// EnsureDefaults fills the zero fields of o with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 8 << 20
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Validate reports the first option of o that is out of range.
+func (o *Options) Validate() error {
+	if o.CacheBytes < 0 {
+		return errors.New("persist: CacheBytes must not be negative")
+	}
+	return nil
+}
+
+// Source is what Snapshot reads from: an engine that tracks changes
+// (engine.Config.TrackChanges). *engine.Engine implements it.
+type Source interface {
+	Shards() int
+	ShardOf(slot int) int
+	TakeDirty(shard int, fn func(r engine.Record, deleted bool)) (flushed bool)
+}
+
+// Sink is what Restore loads into. *engine.Engine implements it.
+type Sink interface {
+	// Load stores r unless it has expired, and reports whether it did.
+	Load(r engine.Record) (bool, error)
+}
+
+var (
+	_ Source = (*engine.Engine)(nil)
+	_ Sink   = (*engine.Engine)(nil)
+)
+
+// Keys of the store's own facts; data keys start with a slot < 0x4000.
+var (
+	formatKey = []byte("\xffformat")
+	genKey    = []byte("\xffgeneration")
+)
+
+// dataEnd is the first key past every data key.
+var dataEnd = []byte{engine.SlotCount >> 8, 0}
+
+// Store is an open Pebble store of snapshots. Its methods are safe for
+// concurrent use; snapshots and restores run one at a time.
+type Store struct {
+	dir  string
+	opts Options
+
+	lock  *pebble.Lock           // the directory's lock, held from Open to Close across reopenings
+	fatal atomic.Pointer[string] // the last error Pebble gave up on (logger.Fatalf)
+
+	mu      sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
+	db      *pebble.DB // nil once closed, or after a failed commit until reopened
+	pending ops        // changes taken from the engine and not committed yet
+	slots   [][]int    // the slots of each shard, for a flushed shard
+
+	// What Pending, LastSave and DiskUsage report, kept apart from mu: a
+	// snapshot holds mu while it waits for shard locks, and a MULTI/EXEC
+	// holding every shard lock may ask for these (INFO, LASTSAVE).
+	infoMu   sync.Mutex
+	gen      uint64    // generation of the last committed snapshot
+	saved    time.Time // when it was committed; zero: never
+	pendingN atomic.Int64
+	disk     atomic.Uint64
+}
+
+// Open opens the store in dir, creating dir and the store (with the
+// current format version) when dir holds none. The store locks dir: one
+// process at a time may open it. It returns an error wrapping
+// ErrUnknownFormat for a store of another version and ErrCorrupt for one
+// it cannot read.
+func Open(dir string, opts Options) (*Store, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("persist: create %s: %w", dir, err)
+	}
+	lock, err := pebble.LockDirectory(dir, opts.FS)
+	if err != nil {
+		return nil, fmt.Errorf("persist: lock %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, opts: opts, lock: lock}
+	if err := s.open(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open opens the Pebble database and checks its format; s.mu is held or s
+// is not shared yet.
+func (s *Store) open() error {
+	cache := pebble.NewCache(s.opts.CacheBytes)
+	defer cache.Unref()
+	db, err := pebble.Open(s.dir, &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}})
+	if err != nil {
+		return fmt.Errorf("persist: open %s: %w", s.dir, err)
+	}
+	if err := s.checkFormat(db); err != nil {
+		db.Close()
+		return err
+	}
+	v, closer, err := db.Get(genKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		db.Close()
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+	default:
+		if len(v) != 16 {
+			closer.Close()
+			db.Close()
+			return fmt.Errorf("%w: %s: bad generation marker", ErrCorrupt, s.dir)
+		}
+		s.infoMu.Lock()
+		s.gen = binary.BigEndian.Uint64(v)
+		s.saved = time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:])))
+		s.infoMu.Unlock()
+		closer.Close()
+	}
+	s.db = db
+	s.disk.Store(db.Metrics().DiskSpaceUsage())
+	return nil
+}
+
+// checkFormat checks db's format version, writing it into an empty store.
+func (s *Store) checkFormat(db *pebble.DB) error {
+	v, closer, err := db.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+		}
+		empty := !it.First()
+		it.Close()
+		if !empty {
+			return fmt.Errorf("%w: %s holds data but no format version", ErrUnknownFormat, s.dir)
+		}
+		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("persist: create store in %s: %w", s.dir, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+	}
+	defer closer.Close()
+	if len(v) != 4 {
+		return fmt.Errorf("%w: %s: bad format version marker", ErrUnknownFormat, s.dir)
+	}
+	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
+		return fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
+	}
+	return nil
+}
+
+// Close closes the store. Changes taken from the engine by a snapshot that
+// failed are lost.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir == "" {
+		return nil
+	}
+	var err error
+	if s.db != nil {
+		err = s.db.Close()
+		s.db = nil
+	}
+	s.dir = ""
+	return errors.Join(err, s.lock.Close())
+}
+
+// dataKey returns the store's key for key: its slot, then its bytes.
+func dataKey(buf, key []byte) []byte {
+	buf = binary.BigEndian.AppendUint16(buf, uint16(engine.Slot(key)))
+	return append(buf, key...)
+}
+
+// SlotRange returns the bounds [start, end) of the store's keys in hash
+// slot slot, for streaming or dropping one slot's keys.
+func SlotRange(slot int) (start, end []byte) {
+	return binary.BigEndian.AppendUint16(nil, uint16(slot)), binary.BigEndian.AppendUint16(nil, uint16(slot+1))
+}
+
+// SnapshotStats describe one snapshot.
+type SnapshotStats struct {
+	Generation uint64 // the snapshot's generation (the first is 1)
+	Written    int    // records written
+	Deleted    int    // keys deleted
+	Flushed    int    // shards dropped whole (FLUSHALL)
+	Duration   time.Duration
+}
+
+// Snapshot writes what changed in src since the previous snapshot and
+// commits it atomically, synced to disk, with the next generation and now
+// as its time. Each shard's lock is held only while its changes are
+// copied. When the commit fails the changes are kept, and the next
+// Snapshot writes them with its own: nothing taken from src is lost while
+// the store is open.
+func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir == "" {
+		return SnapshotStats{}, ErrClosed
+	}
+	s.take(src)
+	if s.db == nil { // a commit failed: Pebble may have given up on its log
+		if err := s.open(); err != nil {
+			return SnapshotStats{}, err
+		}
+	}
+	gen, _ := s.LastSave()
+	st := SnapshotStats{Generation: gen + 1}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var err error
+	s.pending.each(func(op byte, shard int, k, v []byte) {
+		if err != nil {
+			return
+		}
+		switch op {
+		case opPut:
+			st.Written++
+			err = b.Set(k, v, nil)
+		case opDelete:
+			st.Deleted++
+			err = b.Delete(k, nil)
+		case opFlush:
+			st.Flushed++
+			for _, slot := range s.slots[shard] {
+				lo, hi := SlotRange(slot)
+				if err = b.DeleteRange(lo, hi, nil); err != nil {
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
+	}
+	marker := binary.BigEndian.AppendUint64(nil, st.Generation)
+	marker = binary.BigEndian.AppendUint64(marker, uint64(now.UnixMilli()))
+	if err := b.Set(genKey, marker, nil); err != nil {
+		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
+	}
+	if err := s.commit(b); err != nil {
+		// Pebble accepts no more writes after a failed log write: close
+		// this instance and open the store again for the next snapshot.
+		s.db.Close()
+		s.db = nil
+		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
+	}
+	if b.Len() > largeBatch {
+		// Pebble keeps a large batch in memory, as a memtable of its own,
+		// until it is flushed: flush now so that its memory goes back
+		// within moments rather than at the next memtable rotation.
+		if _, err := s.db.AsyncFlush(); err != nil {
+			s.opts.Logf("persist: flush after snapshot: %v", err)
+		}
+	}
+	s.pending.reset()
+	s.pendingN.Store(0)
+	s.infoMu.Lock()
+	s.gen, s.saved = st.Generation, now
+	s.infoMu.Unlock()
+	s.disk.Store(s.db.Metrics().DiskSpaceUsage())
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// take copies every shard's changes from src into s.pending, one shard's
+// lock at a time; s.mu is held.
+func (s *Store) take(src Source) {
+	n := src.Shards()
+	if len(s.slots) != n {
+		s.slots = make([][]int, n)
+		for slot := range engine.SlotCount {
+			i := src.ShardOf(slot)
+			s.slots[i] = append(s.slots[i], slot)
+		}
+	}
+	var key []byte
+	var part ops
+	for i := range n {
+		part.reset()
+		flushed := src.TakeDirty(i, func(r engine.Record, deleted bool) {
+			key = dataKey(key[:0], r.Key)
+			if deleted {
+				part.add(opDelete, 0, key, nil)
+			} else {
+				part.addRecord(key, r)
+			}
+		})
+		if flushed {
+			s.pending.add(opFlush, i, nil, nil)
+		}
+		s.pending.append(&part)
+	}
+	s.pendingN.Store(int64(s.pending.n))
+}
+
+// Pending returns the number of changes taken from the engine by failed
+// snapshots, which the next snapshot writes.
+func (s *Store) Pending() int { return int(s.pendingN.Load()) }
+
+// LastSave returns the generation and time of the last committed snapshot
+// (0 and the zero time: none yet).
+func (s *Store) LastSave() (uint64, time.Time) {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	return s.gen, s.saved
+}
+
+// DiskUsage returns the bytes the store took on disk when it was opened
+// or after its last snapshot.
+func (s *Store) DiskUsage() uint64 { return s.disk.Load() }
+
+// Checkpoint writes a consistent copy of the store, as of its last
+// committed snapshot, into dir, which must not exist: a backup taken while
+// the server runs.
+func (s *Store) Checkpoint(dir string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return ErrClosed
+	}
+	return s.db.Checkpoint(dir, pebble.WithFlushedWAL())
+}
+
+// RestoreStats describe one restore.
+type RestoreStats struct {
+	Loaded   int // records loaded into the engine
+	Expired  int // records dropped, and deleted from the store, as expired
+	Duration time.Duration
+}
+
+// Restore loads every record of the store into dst, and deletes from the
+// store the records dst drops as expired. It returns an error wrapping
+// ErrCorrupt for a record it cannot decode.
+func (s *Store) Restore(dst Sink) (RestoreStats, error) {
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return RestoreStats{}, ErrClosed
+	}
+	var st RestoreStats
+	it, err := s.db.NewIter(&pebble.IterOptions{UpperBound: dataEnd})
+	if err != nil {
+		return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+		r, n, err := engine.DecodeRecord(v)
+		if err != nil || n != len(v) || len(k) < 2 || string(k[2:]) != string(r.Key) || int(binary.BigEndian.Uint16(k)) != engine.Slot(r.Key) {
+			it.Close()
+			return st, fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
+		}
+		loaded := false
+		if r.Kind != engine.KindSlidingLog || len(r.Hits) > 0 { // a log with no hits is no key
+			if loaded, err = dst.Load(r); err != nil {
+				it.Close()
+				return st, fmt.Errorf("%w: record under key %q: %v", ErrCorrupt, k, err)
+			}
+		}
+		if loaded {
+			st.Loaded++
+			continue
+		}
+		st.Expired++
+		if err := b.Delete(k, nil); err != nil {
+			it.Close()
+			return st, err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if st.Expired > 0 {
+		// Losing these deletions in a crash costs only their redoing.
+		if err := b.Commit(pebble.NoSync); err != nil {
+			s.opts.Logf("persist: deleting %d expired records: %v", st.Expired, err)
+		}
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// largeBatch is the size of a snapshot's batch from which Snapshot flushes
+// it to a table at once.
+const largeBatch = 1 << 20
+
+// errFatal reports a commit that Pebble gave up as fatal (logger.Fatalf).
+var errFatal = errors.New("pebble gave up the write")
+
+// commit commits b synced to disk. Pebble treats a failed write of its
+// log as fatal and calls its logger's Fatalf, which would end the process:
+// commit runs it on a goroutine of its own, which logger.Fatalf ends
+// instead (runtime.Goexit, deferred unlocks run), and reports errFatal
+// with Pebble's message.
+func (s *Store) commit(b *pebble.Batch) error {
+	done := make(chan error, 1)
+	go func() {
+		finished := false
+		defer func() {
+			if !finished {
+				msg := "unknown"
+				if p := s.fatal.Load(); p != nil {
+					msg = *p
+				}
+				done <- fmt.Errorf("%w: %s", errFatal, msg)
+			}
+		}()
+		err := b.Commit(pebble.Sync)
+		finished = true
+		done <- err
+	}()
+	return <-done
+}
+
+// logger sends Pebble's log lines to Logf. Fatalf ends the goroutine that
+// calls it rather than the process (see commit): a disk error must not
+// stop a server whose snapshots are a convenience of restarts.
+type logger struct {
+	logf  func(string, ...any)
+	fatal *atomic.Pointer[string]
+}
+
+func (l logger) Infof(format string, args ...any)  { l.logf("pebble: "+format, args...) }
+func (l logger) Errorf(format string, args ...any) { l.logf("pebble: "+format, args...) }
+func (l logger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.fatal.Store(&msg)
+	l.logf("pebble: fatal: %s", msg)
+	runtime.Goexit()
+}

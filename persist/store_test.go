@@ -1,0 +1,371 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// now0 is the engines' frozen time in these tests, a whole second.
+const now0 = int64(1_700_000_040_000_000_000)
+
+var saveTime = time.Unix(1_800_000_000, 0)
+
+func newEngine(t testing.TB, now int64) (*engine.Engine, *engine.ManualClock) {
+	t.Helper()
+	clock := engine.NewManualClock(now)
+	e, err := engine.New(engine.Config{Shards: 4, Clock: clock, TrackChanges: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, clock
+}
+
+func openStore(t testing.TB, fs vfs.FS) *Store {
+	t.Helper()
+	s, err := Open("db", Options{FS: fs})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// fill puts one key of every kind into e, plus n CL.THROTTLE keys.
+func fill(t testing.TB, e *engine.Engine, n int) {
+	t.Helper()
+	p, err := limiter.GCRARequest{MaxBurst: 4, Count: 1, Period: 60, Quantity: 1}.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(_ limiter.Result, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(e.TokenBucket([]byte("tb"), limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 60, Cost: 3}))
+	must(e.SlidingWindow([]byte("sw"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2}))
+	must(e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2, Exact: true}))
+	must(e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true}))
+	must(e.FixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 4}))
+}
+
+// dump returns every live key of e with its state, sorted.
+func dump(e *engine.Engine) []string {
+	var out []string
+	for slot := range engine.SlotCount {
+		for _, r := range e.ExportSlot(slot) {
+			out = append(out, fmt.Sprintf("%s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func restored(t testing.TB, fs vfs.FS, now int64) (*engine.Engine, RestoreStats) {
+	t.Helper()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now)
+	st, err := s.Restore(e)
+	if err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return e, st
+}
+
+func TestSnapshotRestoreEveryKind(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 100)
+	st, err := s.Snapshot(e, saveTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (SnapshotStats{Generation: 1, Written: 104}); st.Generation != want.Generation || st.Written != want.Written || st.Deleted != 0 {
+		t.Fatalf("stats = %+v, want %+v", st, want)
+	}
+	if gen, at := s.LastSave(); gen != 1 || !at.Equal(saveTime) {
+		t.Fatalf("LastSave = %d, %v", gen, at)
+	}
+	s.Close()
+	e2, rst := restored(t, fs, now0)
+	if rst.Loaded != 104 || rst.Expired != 0 {
+		t.Fatalf("restore stats = %+v, want 104 loaded", rst)
+	}
+	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+	if e2.Changes() != 0 {
+		t.Fatalf("Changes after restore = %d, want 0", e2.Changes())
+	}
+}
+
+func TestSnapshotIsIncremental(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 10)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	e.Del([]byte("user:000000000003"))
+	fill(t, e, 1) // user:000000000000 and the other kinds change again
+	st, err := s.Snapshot(e, saveTime.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Generation != 2 || st.Written != 5 || st.Deleted != 1 {
+		t.Fatalf("stats = %+v, want generation 2, 5 written, 1 deleted", st)
+	}
+	st, err = s.Snapshot(e, saveTime.Add(2*time.Second))
+	if err != nil || st.Written != 0 || st.Deleted != 0 {
+		t.Fatalf("third snapshot = %+v, %v; want nothing written", st, err)
+	}
+	s.Close()
+	e2, _ := restored(t, fs, now0)
+	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestSnapshotAfterFlush(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 50)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	e.Flush()
+	if _, err := e.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Snapshot(e, saveTime)
+	if err != nil || st.Flushed != 4 || st.Written != 1 {
+		t.Fatalf("snapshot = %+v, %v; want 4 shards flushed, 1 written", st, err)
+	}
+	s.Close()
+	e2, rst := restored(t, fs, now0)
+	if rst.Loaded != 1 {
+		t.Fatalf("restore = %+v, want 1 key", rst)
+	}
+	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestRestoreDropsAndDeletesExpired(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 3)
+	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	later := now0 + 1000*1e9 // every key but "long" has expired
+	e2, rst := restored(t, fs, later)
+	if rst.Loaded != 1 || rst.Expired != 7 {
+		t.Fatalf("restore = %+v, want 1 loaded, 7 expired", rst)
+	}
+	if got := dump(e2); len(got) != 1 {
+		t.Fatalf("keys = %q, want only long", got)
+	}
+	// The expired records are gone from the store.
+	_, rst = restored(t, fs, later)
+	if rst.Loaded != 1 || rst.Expired != 0 {
+		t.Fatalf("second restore = %+v, want 1 loaded, 0 expired", rst)
+	}
+}
+
+func TestStoreKeysBySlot(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 0)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	slot := engine.Slot([]byte("fw"))
+	lo, hi := SlotRange(slot)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for ok := it.First(); ok; ok = it.Next() {
+		keys = append(keys, string(it.Key()))
+	}
+	it.Close()
+	want := string(binary.BigEndian.AppendUint16(nil, uint16(slot))) + "fw"
+	if !reflect.DeepEqual(keys, []string{want}) {
+		t.Fatalf("keys of slot %d = %q, want %q", slot, keys, want)
+	}
+}
+
+func TestOpenChecksFormat(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := pebble.Open("db", &pebble.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set(formatKey, binary.BigEndian.AppendUint32(nil, 99), pebble.Sync)
+	db.Close()
+	_, err = Open("db", Options{FS: fs})
+	if !errors.Is(err, ErrUnknownFormat) || err.Error() != "persist: unknown store format version: db has version 99, this build reads version 1" {
+		t.Fatalf("Open = %v, want ErrUnknownFormat naming version 99", err)
+	}
+
+	fs = vfs.NewMem()
+	db, _ = pebble.Open("db", &pebble.Options{FS: fs})
+	db.Set([]byte("\x00\x01x"), []byte("y"), pebble.Sync)
+	db.Close()
+	if _, err := Open("db", Options{FS: fs}); !errors.Is(err, ErrUnknownFormat) {
+		t.Fatalf("Open of data without a version = %v, want ErrUnknownFormat", err)
+	}
+}
+
+func TestRestoreRefusesCorruptRecord(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	if err := s.db.Set([]byte("\x00\x01x"), []byte("not a record"), pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newEngine(t, now0)
+	if _, err := s.Restore(e); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Restore = %v, want ErrCorrupt", err)
+	}
+}
+
+// TestSnapshotWriteErrorKeepsChanges injects write errors into one
+// snapshot: it fails, the store keeps its previous snapshot, and the next
+// snapshot writes the failed one's changes too.
+func TestSnapshotWriteErrorKeepsChanges(t *testing.T) {
+	mem := vfs.NewMem()
+	var failing errorfs.Toggle
+	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	s := openStore(t, errorfs.Wrap(mem, &failing))
+	e, _ := newEngine(t, now0)
+	fill(t, e, 10)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	e.Del([]byte("user:000000000001"))
+	fill(t, e, 20)
+	failing.On()
+	if _, err := s.Snapshot(e, saveTime.Add(time.Second)); !errors.Is(err, errFatal) || !strings.Contains(err.Error(), "injected error") {
+		t.Fatalf("Snapshot with failing writes = %v, want the injected error", err)
+	}
+	if got, want := s.Pending(), 25; got != want {
+		t.Fatalf("Pending = %d, want %d", got, want)
+	}
+	if gen, _ := s.LastSave(); gen != 1 {
+		t.Fatalf("generation after a failed snapshot = %d, want 1", gen)
+	}
+	if _, err := s.Snapshot(e, saveTime.Add(2*time.Second)); err == nil {
+		t.Fatal("Snapshot still failing = nil error")
+	}
+	failing.Off()
+	st, err := s.Snapshot(e, saveTime.Add(3*time.Second))
+	if err != nil {
+		t.Fatalf("Snapshot after the disk recovered: %v", err)
+	}
+	if st.Generation != 2 || st.Written != 24 || st.Deleted != 1 {
+		t.Fatalf("stats = %+v, want generation 2, 24 written, 1 deleted", st)
+	}
+	s.Close()
+	e2, _ := restored(t, mem, now0)
+	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestCrashAtEveryWrite takes, at every write Pebble makes during a
+// snapshot, the filesystem as a crash at that instant would leave it (what
+// was synced, and, for a second copy, half of what was not), and checks
+// that each opens on the previous snapshot or the new one, whole.
+func TestCrashAtEveryWrite(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	var clones []*vfs.MemFS
+	var armed bool
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			clones = append(clones,
+				mem.CrashClone(vfs.CrashCloneCfg{}),
+				mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: newRand(len(clones))}))
+		}
+		return nil
+	})
+	s := openStore(t, errorfs.Wrap(mem, inj))
+	e, _ := newEngine(t, now0)
+	fill(t, e, 200)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(e)
+	for i := range 200 {
+		if i%2 == 0 {
+			e.Del([]byte(fmt.Sprintf("user:%012d", i)))
+		}
+	}
+	fill(t, e, 300)
+	after := dump(e)
+	armed = true
+	if _, err := s.Snapshot(e, saveTime.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	armed = false
+	clones = append(clones, mem.CrashClone(vfs.CrashCloneCfg{}))
+	if len(clones) < 3 {
+		t.Fatalf("only %d crash points", len(clones))
+	}
+	var sawBefore, sawAfter int
+	for i, fs := range clones {
+		e2, _ := restored(t, fs, now0)
+		switch got := dump(e2); {
+		case reflect.DeepEqual(got, before):
+			sawBefore++
+		case reflect.DeepEqual(got, after):
+			sawAfter++
+		default:
+			t.Fatalf("crash point %d: the store holds %d keys, neither snapshot (%d or %d)", i, len(got), len(before), len(after))
+		}
+	}
+	if sawBefore == 0 || sawAfter == 0 {
+		t.Fatalf("crash points: %d on the previous snapshot, %d on the new one; want both", sawBefore, sawAfter)
+	}
+	t.Logf("%d crash points: %d previous, %d new", len(clones), sawBefore, sawAfter)
+}
+
+func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 1)) }

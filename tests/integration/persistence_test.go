@@ -1,0 +1,345 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// persisted is one cellserver process with persistence on.
+type persisted struct {
+	cmd    *exec.Cmd
+	addr   string
+	exited chan error
+	stderr *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and a test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startPersisted starts bin on dir with DEBUG CLOCK frozen at t0 from the
+// start (before the restore), and waits until it has loaded its keys.
+func startPersisted(t *testing.T, bin, dir string, args ...string) *persisted {
+	return startPersistedAt(t, t0, bin, dir, args...)
+}
+
+// startPersistedAt is startPersisted with the clock frozen at clock.
+func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *persisted {
+	t.Helper()
+	port := freePort(t)
+	all := append([]string{"--port", strconv.Itoa(port), "--dir", dir, "--enable-debug-command", "yes",
+		"--debug-clock-start", strconv.FormatInt(clock, 10), "--loglevel", "verbose"}, args...)
+	p := &persisted{cmd: exec.Command(bin, all...), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		exited: make(chan error, 1), stderr: &syncBuffer{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.kill(t) })
+	waitFor(t, "the binary to load its keys", func() bool {
+		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+		defer rdb.Close()
+		info, err := rdb.Info(context.Background(), "persistence").Result()
+		return err == nil && strings.Contains(info, "loading:0\r\n")
+	})
+	return p
+}
+
+// kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *persisted) kill(t *testing.T) {
+	t.Helper()
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process did not end after SIGKILL")
+	}
+}
+
+// pstep is one command of a script, run after moving the clock by advance.
+type pstep struct {
+	advance int64
+	args    []string
+}
+
+// runPSteps runs steps on rc and returns the replies.
+func runPSteps(rc *rawConn, steps []pstep) []string {
+	var out []string
+	for _, s := range steps {
+		if s.advance > 0 {
+			rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(s.advance, 10))
+		}
+		out = append(out, rc.do(s.args...))
+	}
+	return out
+}
+
+// persistScript drives one key of every kind into a known state; probes
+// then read and change them again.
+var (
+	persistScript = []pstep{
+		{0, []string{"CL.THROTTLE", "gcra", "5", "10", "60"}},
+		{0, []string{"CL.THROTTLE", "gcra", "5", "10", "60", "3"}},
+		{2 * sec, []string{"TB.TAKE", "tb", "10", "1", "60", "4"}},
+		{0, []string{"SW.HIT", "sw", "10", "60", "3"}},
+		{sec, []string{"SW.HIT", "sw", "10", "60", "2"}},
+		{0, []string{"SW.HIT", "log", "5", "60", "2", "EXACT"}},
+		{500 * ms, []string{"SW.HIT", "log", "5", "60", "1", "EXACT"}},
+		{0, []string{"FW.INCR", "fw", "10", "60", "7"}},
+		{0, []string{"CL.THROTTLE", "gone", "5", "10", "60"}},
+		{0, []string{"DEL", "gone"}},
+		{0, []string{"CL.THROTTLE", "short", "1", "1", "1"}}, // expires within 2 s
+	}
+	persistProbes = []pstep{
+		{0, []string{"DBSIZE"}},
+		{0, []string{"EXISTS", "gone"}},
+		{0, []string{"PTTL", "gcra"}},
+		{0, []string{"GET", "gcra"}},
+		{0, []string{"CL.THROTTLE", "gcra", "5", "10", "60"}},
+		{0, []string{"TB.TAKE", "tb", "10", "1", "60", "1"}},
+		{0, []string{"SW.HIT", "sw", "10", "60", "1"}},
+		{0, []string{"SW.HIT", "log", "5", "60", "1", "EXACT"}},
+		{0, []string{"FW.INCR", "fw", "10", "60", "1"}},
+		{0, []string{"PTTL", "tb"}},
+		{0, []string{"PTTL", "sw"}},
+		{0, []string{"PTTL", "log"}},
+		{0, []string{"PTTL", "fw"}},
+		{3 * sec, []string{"EXISTS", "short"}},
+		{0, []string{"SW.HIT", "log", "5", "60", "2", "EXACT"}},
+		{58 * sec, []string{"SW.HIT", "log", "5", "60", "2", "EXACT"}},
+		{0, []string{"FW.INCR", "fw", "10", "60", "1"}},
+		{0, []string{"CL.THROTTLE", "gcra", "5", "10", "60", "5"}},
+		{0, []string{"TB.TAKE", "tb", "10", "1", "60", "9"}},
+	}
+)
+
+// reference returns what a server that never restarts answers to the
+// probes after the script.
+func reference(t *testing.T) []string {
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	runPSteps(rc, persistScript)
+	return runPSteps(rc, persistProbes)
+}
+
+// TestPersistenceSurvivesKill drives keys of every kind into known states
+// under a frozen clock, has them saved, kills the process with SIGKILL,
+// restarts it on the same directory with the same frozen clock, and checks
+// that every key answers exactly what a server that never restarted
+// answers. The rules' timing follows the wall clock; the keys' state
+// follows DEBUG CLOCK.
+func TestPersistenceSurvivesKill(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	want := reference(t)
+
+	// The restarted server's clock is where the script left it.
+	end := t0
+	for _, s := range persistScript {
+		end += s.advance
+	}
+	check := func(t *testing.T, dir string) {
+		p := startPersistedAt(t, end, bin, dir)
+		rc := dialRaw(t, p.addr)
+		got := runPSteps(rc, persistProbes)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("after the restart, %v = %q, want %q", persistProbes[i].args, got[i], want[i])
+			}
+		}
+		if !strings.Contains(p.stderr.String(), "DB loaded from disk: 6 keys") {
+			t.Errorf("log lacks the restore line:\n%s", p.stderr.String())
+		}
+	}
+
+	t.Run("SAVE", func(t *testing.T) {
+		dir := t.TempDir()
+		p := startPersisted(t, bin, dir, "--save", "")
+		rc := dialRaw(t, p.addr)
+		runPSteps(rc, persistScript)
+		if info := rc.do("INFO", "persistence"); !strings.Contains(info, "rdb_changes_since_last_save:11\r\n") {
+			t.Errorf("INFO before SAVE:\n%s", info)
+		}
+		before := time.Now().Unix()
+		rc.wantDo("+OK\r\n", "SAVE")
+		info := rc.do("INFO", "persistence")
+		for _, f := range []string{"loading:0\r\n", "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
+			"rdb_last_bgsave_status:ok\r\n", "rdb_saves_enabled:1\r\n", "aof_enabled:0\r\n"} {
+			if !strings.Contains(info, f) {
+				t.Errorf("INFO persistence after SAVE lacks %q:\n%s", f, info)
+			}
+		}
+		last, err := strconv.ParseInt(strings.Trim(rc.do("LASTSAVE"), ":\r\n"), 10, 64)
+		if err != nil || last < before || last > time.Now().Unix() {
+			t.Errorf("LASTSAVE = %d, %v; want the time of the SAVE", last, err)
+		}
+		rc.wantDo("+OK\r\n", "CONFIG", "SET", "save", "3600 1 60 100")
+		rc.wantDo("*2\r\n"+respBulk("save")+respBulk("3600 1 60 100"), "CONFIG", "GET", "save")
+		rc.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'save') - save takes pairs of <seconds> <changes>, or \"\" for none"),
+			"CONFIG", "SET", "save", "3600")
+		rc.wantDo("+Background saving started\r\n", "BGSAVE")
+		p.kill(t)
+		check(t, dir)
+	})
+
+	t.Run("periodic rule", func(t *testing.T) {
+		dir := t.TempDir()
+		p := startPersisted(t, bin, dir) // the default rule, save 1 1
+		rc := dialRaw(t, p.addr)
+		rc.wantDo("*2\r\n"+respBulk("save")+respBulk("1 1"), "CONFIG", "GET", "save")
+		runPSteps(rc, persistScript)
+		// The rule runs on the wall clock: wait for the snapshot it takes.
+		waitFor(t, "a snapshot by the save rule", func() bool {
+			info := rc.do("INFO", "persistence")
+			return strings.Contains(info, "rdb_changes_since_last_save:0\r\n") && strings.Contains(info, "rdb_last_bgsave_time_sec:0\r\n")
+		})
+		p.kill(t)
+		check(t, dir)
+	})
+
+	t.Run("SHUTDOWN NOSAVE loses, SIGTERM saves", func(t *testing.T) {
+		dir := t.TempDir()
+		p := startPersisted(t, bin, dir, "--save", "")
+		rc := dialRaw(t, p.addr)
+		runPSteps(rc, persistScript[:1])
+		rc.send(encode("SHUTDOWN", "NOSAVE"))
+		rc.wantClosed()
+		<-p.exited
+		p = startPersisted(t, bin, dir, "--save", "")
+		rc = dialRaw(t, p.addr)
+		rc.wantDo(":0\r\n", "DBSIZE")
+		runPSteps(rc, persistScript)
+		if err := p.cmd.Process.Signal(sigterm); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-p.exited; err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+		}
+		check(t, dir)
+	})
+}
+
+// TestPersistenceRefusesBadDir checks that a missing dir stops the server
+// at start with a clear message.
+func TestPersistenceRefusesBadDir(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "--dir", "/nonexistent/cellserver", "--port", strconv.Itoa(freePort(t)))
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("started with a missing dir")
+	}
+	if want := "cellserver: dir /nonexistent/cellserver: stat /nonexistent/cellserver: no such file or directory"; !strings.HasPrefix(stderr.String(), want) {
+		t.Fatalf("stderr = %q, want it to start with %q", stderr.String(), want)
+	}
+}
+
+// TestPersistenceKillDuringLargeSnapshot kills the process while a large
+// background snapshot is being written: the restarted server must load
+// either the previous snapshot or the new one, whole.
+func TestPersistenceKillDuringLargeSnapshot(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	p := startPersisted(t, bin, dir, "--save", "")
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+	defer rdb.Close()
+	ctx := context.Background()
+	const n = 200_000
+	fillKeys := func(quantity int) {
+		for start := 0; start < n; start += 10_000 {
+			pipe := rdb.Pipeline()
+			for i := start; i < start+10_000; i++ {
+				pipe.Do(ctx, "CL.THROTTLE", fmt.Sprintf("user:%012d", i), 100, 1, 3600, quantity)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fillKeys(1)
+	if err := rdb.Do(ctx, "SAVE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	oldTAT, err := rdb.Get(ctx, "user:000000000007").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillKeys(2) // every key changes
+	newTAT, err := rdb.Get(ctx, "user:000000000007").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := rdb.Do(ctx, "BGSAVE").Text(); err != nil || s != "Background saving started" {
+		t.Fatalf("BGSAVE = %q, %v", s, err)
+	}
+	p.kill(t)
+
+	p = startPersisted(t, bin, dir, "--save", "")
+	rdb2 := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+	defer rdb2.Close()
+	if got, err := rdb2.DBSize(ctx).Result(); err != nil || got != n {
+		t.Fatalf("DBSIZE after the restart = %d, %v; want %d", got, err, n)
+	}
+	// All keys are of one snapshot: compare a sample with key 7's.
+	first, err := rdb2.Get(ctx, "user:000000000007").Result()
+	if err != nil || first != oldTAT && first != newTAT {
+		t.Fatalf("GET after the restart = %q, %v; want %q (previous) or %q (new)", first, err, oldTAT, newTAT)
+	}
+	which := map[bool]string{true: "new", false: "previous"}[first == newTAT]
+	for i := 0; i < n; i += 997 {
+		k := fmt.Sprintf("user:%012d", i)
+		pttl, err := rdb2.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := rdb2.Get(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+		// Every key took the same quantities at the same frozen instant.
+		if got != first {
+			t.Fatalf("GET %s = %q, want %q like the other keys (%s snapshot); PTTL %v", k, got, first, which, pttl)
+		}
+	}
+	t.Logf("the restarted server holds the %s snapshot", which)
+}
+
+var sigterm = syscall.SIGTERM
