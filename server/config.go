@@ -147,7 +147,7 @@ func checkSave(v string) error {
 // Errors from Set.
 var (
 	// ErrAppendOnly is what setting appendonly to anything but "no" returns.
-	ErrAppendOnly       = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (default with dir: save 1 1)")
+	ErrAppendOnly = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (default with dir: save 1 1)")
 	// ErrUnknownSetting is commands.ErrUnknownSetting: the name is no
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting
