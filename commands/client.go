@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Host is what a command needs from the server around it. Implementations
@@ -54,10 +55,40 @@ type HostStats struct {
 	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
 }
 
-// CommandCounts are one command's counters for INFO commandstats.
+// CommandCounts are one command's counters, for INFO commandstats and the
+// metrics. Calls counts the calls that ran (a handler was called); of
+// those, Failed replied an error and Limited (limiter commands) replied
+// "limited". Rejected counts the calls refused before running (arity,
+// authentication). Nanos is the time spent in the calls that ran, and
+// Buckets their latency histogram: Buckets[i] counts calls that took at
+// most LatencyBuckets[i] (and more than the bucket before), the last one
+// those slower than every bound.
 type CommandCounts struct {
-	Calls, Rejected, Failed int64
+	Calls, Rejected, Failed, Limited int64
+	Nanos                            int64
+	Buckets                          [NumLatencyBuckets + 1]int64
 }
+
+// Add adds o's counters to cc.
+func (cc *CommandCounts) Add(o *CommandCounts) {
+	cc.Calls += o.Calls
+	cc.Rejected += o.Rejected
+	cc.Failed += o.Failed
+	cc.Limited += o.Limited
+	cc.Nanos += o.Nanos
+	for i := range cc.Buckets {
+		cc.Buckets[i] += o.Buckets[i]
+	}
+}
+
+// LatencyBuckets are the upper bounds, in nanoseconds, of the latency
+// histogram kept per command (CommandCounts.Buckets).
+var LatencyBuckets = [NumLatencyBuckets]int64{
+	1e3, 2.5e3, 5e3, 10e3, 25e3, 50e3, 100e3, 250e3, 1e6, 10e6, 100e6, 1e9,
+}
+
+// NumLatencyBuckets is the number of bounded latency buckets.
+const NumLatencyBuckets = 12
 
 // clientStats are per-client counters, one slot per command. They are
 // atomics so that INFO, running on another client's goroutine, can read
@@ -65,6 +96,42 @@ type CommandCounts struct {
 type clientStats struct {
 	calls, rejected, failed []atomic.Int64
 	unknown                 atomic.Int64
+	// timing is allocated for a command the first time the client runs
+	// it: a client uses few of the commands.
+	timing []atomic.Pointer[cmdTiming]
+}
+
+// cmdTiming is one client's timings and outcomes of one command.
+type cmdTiming struct {
+	nanos   atomic.Int64
+	limited atomic.Int64
+	buckets [NumLatencyBuckets + 1]atomic.Int64
+}
+
+// record counts one call of cmd that took d ns.
+func (st *clientStats) record(cmd *Command, d int64) {
+	t := st.timing[cmd.id].Load()
+	if t == nil {
+		t = new(cmdTiming)
+		st.timing[cmd.id].Store(t)
+	}
+	t.nanos.Add(d)
+	i := 0
+	for i < NumLatencyBuckets && d > LatencyBuckets[i] {
+		i++
+	}
+	t.buckets[i].Add(1)
+}
+
+// countLimited counts a "limited" reply of cmd.
+func (st *clientStats) countLimited(cmd *Command) {
+	if t := st.timing[cmd.id].Load(); t != nil {
+		t.limited.Add(1)
+	} else {
+		t = new(cmdTiming)
+		t.limited.Store(1)
+		st.timing[cmd.id].Store(t)
+	}
 }
 
 type queued struct {
@@ -97,6 +164,7 @@ type Client struct {
 	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
+	mark          int64    // mono.Now() when the running command began: see Mark
 
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
@@ -134,6 +202,8 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c.stats.calls = make([]atomic.Int64, n)
 	c.stats.rejected = make([]atomic.Int64, n)
 	c.stats.failed = make([]atomic.Int64, n)
+	c.stats.timing = make([]atomic.Pointer[cmdTiming], n)
+	c.mark = mono.Now()
 	c.lastActive.Store(c.created.Unix())
 	return c
 }
@@ -169,10 +239,23 @@ func (c *Client) Kill() {
 func (c *Client) Counts() []CommandCounts {
 	out := make([]CommandCounts, len(c.stats.calls))
 	for i := range out {
-		out[i] = CommandCounts{c.stats.calls[i].Load(), c.stats.rejected[i].Load(), c.stats.failed[i].Load()}
+		cc := &out[i]
+		cc.Calls, cc.Rejected, cc.Failed = c.stats.calls[i].Load(), c.stats.rejected[i].Load(), c.stats.failed[i].Load()
+		if t := c.stats.timing[i].Load(); t != nil {
+			cc.Nanos, cc.Limited = t.nanos.Load(), t.limited.Load()
+			for j := range cc.Buckets {
+				cc.Buckets[j] = t.buckets[j].Load()
+			}
+		}
 	}
 	return out
 }
+
+// Mark notes that the requests read just now start at this instant: a
+// command's time runs from the end of the one before it in the same batch,
+// or from Mark for the first, so that timing a command takes one reading
+// of the clock. The server calls it after each read that brought data.
+func (c *Client) Mark() { c.mark = mono.Now() }
 
 // ResetCounts zeroes the client's per-command counters (CONFIG RESETSTAT).
 func (c *Client) ResetCounts() {
@@ -180,6 +263,7 @@ func (c *Client) ResetCounts() {
 		c.stats.calls[i].Store(0)
 		c.stats.rejected[i].Store(0)
 		c.stats.failed[i].Store(0)
+		c.stats.timing[i].Store(nil)
 	}
 }
 

@@ -284,9 +284,7 @@ func (t *Table) countsAll(h Host, st HostStats) []CommandCounts {
 	copy(out, st.CommandsRetired)
 	for _, cl := range h.Clients() {
 		for i, cc := range cl.Counts() {
-			out[i].Calls += cc.Calls
-			out[i].Rejected += cc.Rejected
-			out[i].Failed += cc.Failed
+			out[i].Add(&cc)
 		}
 	}
 	return out
@@ -303,3 +301,18 @@ func humanBytes(n uint64) string {
 	}
 	return strconv.FormatUint(n, 10) + "B"
 }
+
+// Names returns the commands' names in the order of the slices Counts
+// returns.
+func (t *Table) Names() []string {
+	out := make([]string, len(t.list))
+	for i, c := range t.list {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Counts returns every command's counters, summed over the connected
+// clients and those that have gone (st.CommandsRetired), indexed like
+// Names.
+func (t *Table) Counts(st HostStats) []CommandCounts { return t.countsAll(t.host, st) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Flag describes a command for COMMAND and for Dispatch.
@@ -236,6 +237,9 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	c.stats.calls[cmd.id].Add(1)
 	c.cur = cmd
 	cmd.Handler(c, args)
+	end := mono.Now()
+	c.stats.record(cmd, end-c.mark)
+	c.mark = end
 }
 
 // enqueue queues a command inside MULTI, within the client's buffer limit.

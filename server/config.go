@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,11 @@ type Config struct {
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
+	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
+	// an HTTP listener nobody asked for is one more port to secure, and
+	// two instances on one machine would fight over a fixed one.
+	MetricsAddr string
 }
 
 // DefaultConfig returns the configuration cellserver runs with when given
@@ -222,6 +228,16 @@ var settings = []setting{
 		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
+		}},
+	{name: "metrics-addr",
+		get: func(c *Config) string { return c.MetricsAddr },
+		set: func(c *Config, v string) error { c.MetricsAddr = v; return nil },
+		check: func(c *Config) error {
+			if c.MetricsAddr == "" {
+				return nil
+			}
+			_, _, err := net.SplitHostPort(c.MetricsAddr)
+			return err
 		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).

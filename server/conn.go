@@ -84,6 +84,9 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	}
 	r, n := 0, c.n
 	ran := 0 // requests run
+	if m > 0 {
+		c.cl.Mark()
+	}
 	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 	c.la.reset(r)
 	for r < n {

@@ -231,10 +231,8 @@ func (s *Server) release(c *conn) {
 	if len(s.retired) < len(counts) {
 		s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)
 	}
-	for i, cc := range counts {
-		s.retired[i].Calls += cc.Calls
-		s.retired[i].Rejected += cc.Rejected
-		s.retired[i].Failed += cc.Failed
+	for i := range counts {
+		s.retired[i].Add(&counts[i])
 	}
 	s.mu.Unlock()
 	s.conns.Done()
@@ -404,6 +402,12 @@ func (s *Server) Stats() commands.HostStats {
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
 	s.mu.Unlock()
 	return st
+}
+
+// Commands returns the commands' names and their counters, summed over
+// every client there has been since the start or CONFIG RESETSTAT.
+func (s *Server) Commands() ([]string, []commands.CommandCounts) {
+	return s.table.Names(), s.table.Counts(s.Stats())
 }
 
 // ResetStats zeroes the counters CONFIG RESETSTAT resets.

@@ -17,6 +17,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -64,6 +67,14 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	if err != nil {
 		return err
 	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(srv, cfg.MetricsAddr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stop()
+	}
 	go func() {
 		var sig os.Signal
 		select {
@@ -83,6 +94,21 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	_ = srv.Close()
 	return err
+}
+
+// serveMetrics serves srv's Prometheus metrics over HTTP at addr's
+// /metrics until stop is called.
+func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(srv))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) //nolint:errcheck // http.ErrServerClosed at stop
+	srv.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())
+	return func() { _ = hs.Close() }, nil
 }
 
 const usage = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]

@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +96,38 @@ func TestRunReportsListenErrors(t *testing.T) {
 	err := run([]string{"--bind", "192.0.2.1", "--port", "0"}, &bytes.Buffer{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// --metrics-addr serves /metrics while the server runs.
+func TestRunServesMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	sigs := make(chan os.Signal, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run([]string{"--port", "0", "--loglevel", "warning", "--metrics-addr", addr}, &bytes.Buffer{}, sigs)
+	}()
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			runtime.Gosched() // not listening yet
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		break
+	}
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "cellserver_connected_clients 0") {
+		t.Fatalf("/metrics: %.300s", body)
 	}
 }
