@@ -270,6 +270,7 @@ func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 			field(b, name+"_limited", es.Limited[k])
 		}
 	}
+	infoTop(c, b)
 }
 
 func infoKeyspace(_ *Client, b *strings.Builder, _ HostStats, es engine.Stats) {

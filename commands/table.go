@@ -106,6 +106,7 @@ type Options struct {
 func NewTable(host Host, opt Options) *Table {
 	t := &Table{host: host}
 	registerLimiter(t)
+	registerTop(t)
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)

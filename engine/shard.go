@@ -37,6 +37,7 @@ type shard struct {
 	allowed [NumKinds]int64
 	limited [NumKinds]int64
 	kinds   [NumKinds]int64 // live keys by kind
+	top     *topK           // the most-limited keys; nil until a request is limited
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }

@@ -128,6 +128,10 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	}
 	if out.Result.Limited {
 		sh.limited[kind]++
+		if sh.top == nil {
+			sh.top = new(topK) // once per shard
+		}
+		sh.top.addLocked(key, h, kind, now)
 	} else {
 		sh.allowed[kind]++
 	}
