@@ -51,8 +51,15 @@ type HostStats struct {
 	ConnsReceived   int64
 	ConnsRejected   int64
 	CommandsRetired []CommandCounts // counts of clients that have gone
-	UsedMemory      uint64          // Go heap in use plus the tables' arrays kept outside it
-	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
+	// NetInput and NetOutput are the bytes read from and written to
+	// clients, those that have gone included.
+	NetInput, NetOutput int64
+	// OpsPerSec, InputKbps and OutputKbps are recent rates: commands run,
+	// and KiB read and written, per second.
+	OpsPerSec             int64
+	InputKbps, OutputKbps float64
+	UsedMemory            uint64 // Go heap in use plus the tables' arrays kept outside it
+	UsedMemoryRSS         uint64 // resident set size, 0 if unknown
 }
 
 // CommandCounts are one command's counters, for INFO commandstats and the
@@ -96,6 +103,7 @@ const NumLatencyBuckets = 12
 type clientStats struct {
 	calls, rejected, failed []atomic.Int64
 	unknown                 atomic.Int64
+	netIn                   atomic.Int64 // bytes read
 	// timing is allocated for a command the first time the client runs
 	// it: a client uses few of the commands.
 	timing []atomic.Pointer[cmdTiming]
@@ -257,13 +265,40 @@ func (c *Client) Counts() []CommandCounts {
 // of the clock. The server calls it after each read that brought data.
 func (c *Client) Mark() { c.mark = mono.Now() }
 
-// ResetCounts zeroes the client's per-command counters (CONFIG RESETSTAT).
+// CountInput counts n bytes read from the client.
+func (c *Client) CountInput(n int) { c.stats.netIn.Add(int64(n)) }
+
+// NetIO returns the bytes read from and written to the client. Safe from
+// any goroutine.
+func (c *Client) NetIO() (in, out int64) {
+	if c.W != nil {
+		out = c.W.Written()
+	}
+	return c.stats.netIn.Load(), out
+}
+
+// TotalCalls returns how many commands the client has run, without
+// allocating. Safe from any goroutine.
+func (c *Client) TotalCalls() int64 {
+	var n int64
+	for i := range c.stats.calls {
+		n += c.stats.calls[i].Load()
+	}
+	return n
+}
+
+// ResetCounts zeroes the client's per-command counters and its byte
+// counts (CONFIG RESETSTAT).
 func (c *Client) ResetCounts() {
 	for i := range c.stats.calls {
 		c.stats.calls[i].Store(0)
 		c.stats.rejected[i].Store(0)
 		c.stats.failed[i].Store(0)
 		c.stats.timing[i].Store(nil)
+	}
+	c.stats.netIn.Store(0)
+	if c.W != nil {
+		c.W.written.Store(0)
 	}
 }
 

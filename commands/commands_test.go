@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -439,8 +441,15 @@ func TestInfoSections(t *testing.T) {
 		t.Error("commandstats is not a default section")
 	}
 	cs := h.do("INFO", "commandstats")
-	if !strings.Contains(cs, "cmdstat_cl.throttle:calls=2,rejected_calls=0,failed_calls=0\r\n") {
-		t.Errorf("commandstats: %q", cs)
+	// The timings are the machine's: usec_per_call is usec over calls.
+	m := regexp.MustCompile(`cmdstat_cl\.throttle:calls=2,usec=(\d+),usec_per_call=(\d+\.\d\d),rejected_calls=0,failed_calls=0\r\n`).FindStringSubmatch(cs)
+	if m == nil {
+		t.Fatalf("commandstats: %q", cs)
+	}
+	usec, _ := strconv.ParseFloat(m[1], 64)
+	perCall, _ := strconv.ParseFloat(m[2], 64)
+	if perCall < usec/2-0.01 || perCall >= (usec+1)/2+0.01 {
+		t.Errorf("usec=%s but usec_per_call=%s for 2 calls", m[1], m[2])
 	}
 	if strings.Contains(cs, "# Server") {
 		t.Error("INFO commandstats must be that section only")

@@ -244,9 +244,16 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	}
 	field(b, "total_connections_received", st.ConnsReceived)
 	field(b, "total_commands_processed", calls)
+	field(b, "instantaneous_ops_per_sec", st.OpsPerSec)
+	field(b, "total_net_input_bytes", st.NetInput)
+	field(b, "total_net_output_bytes", st.NetOutput)
+	field(b, "instantaneous_input_kbps", strconv.FormatFloat(st.InputKbps, 'f', 2, 64))
+	field(b, "instantaneous_output_kbps", strconv.FormatFloat(st.OutputKbps, 'f', 2, 64))
 	field(b, "rejected_connections", st.ConnsRejected)
 	field(b, "expired_keys", es.ExpiredKeys)
 	field(b, "evicted_keys", 0)
+	field(b, "keyspace_hits", es.KeyspaceHits)
+	field(b, "keyspace_misses", es.KeyspaceMisses)
 	field(b, "total_error_replies", rejected)
 }
 
@@ -257,7 +264,13 @@ func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stat
 		if cc.Calls+cc.Rejected+cc.Failed == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "cmdstat_%s:calls=%d,rejected_calls=%d,failed_calls=%d\r\n", cmd.Name, cc.Calls, cc.Rejected, cc.Failed)
+		usec := cc.Nanos / 1e3
+		perCall := 0.0
+		if cc.Calls > 0 {
+			perCall = float64(cc.Nanos) / 1e3 / float64(cc.Calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			cmd.Name, cc.Calls, usec, perCall, cc.Rejected, cc.Failed)
 	}
 }
 
@@ -275,7 +288,7 @@ func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 
 func infoKeyspace(_ *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 	if es.Keys > 0 {
-		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", es.Keys, es.Keys)
+		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", es.Keys, es.Keys, es.AvgTTL)
 	}
 }
 

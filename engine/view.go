@@ -104,6 +104,7 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
 	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	sh.countLookup(ok)
 	if ok && e.kind != kind {
 		return limiter.Result{}, ErrWrongType
 	}
@@ -145,6 +146,7 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	defer v.unlock(sh)
 	nowMs := unixMs(v.e.clock.Now())
 	_, e, ok := sh.getLocked(key, h, nowMs)
+	sh.countLookup(ok)
 	return e, ok, nowMs
 }
 

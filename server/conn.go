@@ -86,6 +86,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	ran := 0 // requests run
 	if m > 0 {
 		c.cl.Mark()
+		c.cl.CountInput(m)
 	}
 	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 	c.la.reset(r)

@@ -26,6 +26,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Version is cellserver's own version.
@@ -54,12 +55,19 @@ type Server struct {
 	connsRejected atomic.Int64
 	started       time.Time
 
-	mu        sync.Mutex
-	clients   map[*commands.Client]*conn
-	retired   []commands.CommandCounts
-	listeners []net.Listener
-	closing   bool
-	conns     sync.WaitGroup
+	ratesMu sync.Mutex // guards the meters
+	ops     rateMeter  // commands run
+	netIn   rateMeter  // bytes read
+	netOut  rateMeter  // bytes written
+
+	mu         sync.Mutex
+	clients    map[*commands.Client]*conn
+	retired    []commands.CommandCounts
+	retiredIn  int64 // bytes read from clients that have gone
+	retiredOut int64 // and written to them
+	listeners  []net.Listener
+	closing    bool
+	conns      sync.WaitGroup
 
 	shutdownOnce sync.Once
 	done         chan struct{} // closed when Shutdown has finished
@@ -105,6 +113,7 @@ func (s *Server) cron() {
 			return
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
+			s.sampleRates(mono.Now())
 			if tick%4 != 0 {
 				continue
 			}
@@ -115,6 +124,28 @@ func (s *Server) cron() {
 			}
 		}
 	}
+}
+
+// sampleRates reads the totals the instantaneous rates of INFO come from.
+func (s *Server) sampleRates(nowNs int64) {
+	var calls, in, out int64
+	s.mu.Lock()
+	for _, cc := range s.retired {
+		calls += cc.Calls
+	}
+	in, out = s.retiredIn, s.retiredOut
+	for cl := range s.clients {
+		calls += cl.TotalCalls()
+		i, o := cl.NetIO()
+		in += i
+		out += o
+	}
+	s.mu.Unlock()
+	s.ratesMu.Lock()
+	s.ops.add(nowNs, calls)
+	s.netIn.add(nowNs, in)
+	s.netOut.add(nowNs, out)
+	s.ratesMu.Unlock()
 }
 
 // ListenAndServe listens on every address of Config.Bind at Config.Port
@@ -234,6 +265,9 @@ func (s *Server) release(c *conn) {
 	for i := range counts {
 		s.retired[i].Add(&counts[i])
 	}
+	in, out := c.cl.NetIO()
+	s.retiredIn += in
+	s.retiredOut += out
 	s.mu.Unlock()
 	s.conns.Done()
 }
@@ -400,7 +434,17 @@ func (s *Server) Stats() commands.HostStats {
 	st.ConnsRejected = s.connsRejected.Load()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
+	st.NetInput, st.NetOutput = s.retiredIn, s.retiredOut
+	for cl := range s.clients {
+		in, out := cl.NetIO()
+		st.NetInput += in
+		st.NetOutput += out
+	}
 	s.mu.Unlock()
+	s.ratesMu.Lock()
+	st.OpsPerSec = int64(s.ops.rate() + 0.5)
+	st.InputKbps, st.OutputKbps = s.netIn.rate()/1024, s.netOut.rate()/1024
+	s.ratesMu.Unlock()
 	return st
 }
 
@@ -414,8 +458,10 @@ func (s *Server) Commands() ([]string, []commands.CommandCounts) {
 func (s *Server) ResetStats() {
 	s.connsReceived.Store(0)
 	s.connsRejected.Store(0)
+	s.eng.ResetStats()
 	s.mu.Lock()
 	s.retired = nil
+	s.retiredIn, s.retiredOut = 0, 0
 	for c := range s.clients {
 		c.ResetCounts()
 	}
