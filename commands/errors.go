@@ -28,6 +28,7 @@ const (
 	errInvalidCursor = "ERR invalid cursor"
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
+	errSlowlogCount  = "ERR count should be greater than or equal to -1"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 

@@ -69,6 +69,7 @@ type Table struct {
 	byName [indexSize]*Command // open addressing by nameHash, probed linearly
 	list   []*Command          // in registration order
 	host   Host
+	slow   slowlog
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
@@ -105,11 +106,13 @@ type Options struct {
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
 	t := &Table{host: host}
+	t.SetSlowlog(DefaultSlowlogSlowerThan, DefaultSlowlogMaxLen)
 	registerLimiter(t)
 	registerTop(t)
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)
+	registerSlowlog(t)
 	registerMulti(t)
 	if opt.EnableDebug {
 		registerDebug(t)
@@ -240,6 +243,9 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	cmd.Handler(c, args)
 	end := mono.Now()
 	c.stats.record(cmd, end-c.mark)
+	if thr := t.slow.thresholdNs.Load(); thr >= 0 && end-c.mark >= thr {
+		t.slow.log(c, args, end-c.mark)
+	}
 	c.mark = end
 }
 

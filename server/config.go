@@ -47,6 +47,11 @@ type Config struct {
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+	// SlowlogLogSlowerThan is the time in µs from which a command goes
+	// into SLOWLOG; negative logs none, 0 every command. Default: 10000.
+	SlowlogLogSlowerThan int64
+	// SlowlogMaxLen is the most entries SLOWLOG keeps. Default: 128.
+	SlowlogMaxLen int64
 	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
@@ -66,6 +71,9 @@ func DefaultConfig() Config {
 		LogLevel:         "notice",
 		Dir:              ".",
 		Shards:           engine.DefaultShards,
+
+		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
+		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
 	}
 }
 
@@ -228,6 +236,18 @@ var settings = []setting{
 		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
+		}},
+	{name: "slowlog-log-slower-than", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
+		set: intSetting(func(c *Config, n int64) { c.SlowlogLogSlowerThan = n }),
+		check: func(c *Config) error {
+			return between(c.SlowlogLogSlowerThan, -1<<40, 1<<40)
+		}},
+	{name: "slowlog-max-len", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen, 10) },
+		set: intSetting(func(c *Config, n int64) { c.SlowlogMaxLen = n }),
+		check: func(c *Config) error {
+			return between(c.SlowlogMaxLen, 0, 1<<31-1)
 		}},
 	{name: "metrics-addr",
 		get: func(c *Config) string { return c.MetricsAddr },

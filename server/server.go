@@ -95,6 +95,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.eng, s.loc = eng, eng.Ahead()
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
+	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
@@ -384,6 +385,7 @@ func (s *Server) ConfigSet(name, value string) error {
 	}
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
+	s.table.SetSlowlog(s.cfg.SlowlogLogSlowerThan, s.cfg.SlowlogMaxLen)
 	if lookupSetting(name).name == "timeout" {
 		s.applyTimeout(s.cfg.Timeout)
 	}

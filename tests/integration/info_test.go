@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestInfoStatsExact: INFO stats and keyspace report exactly what one
@@ -140,4 +143,36 @@ func containsMetric(body, line string) bool {
 		}
 	}
 	return false
+}
+
+// TestSlowlogSettings: the slow log's settings through CONFIG, and its
+// entries through go-redis's own SLOWLOG GET parser, in both protocols.
+func TestSlowlogSettings(t *testing.T) {
+	t.Parallel()
+	eachProtocol(t, func(t *testing.T, ts *testServer, rdb *redis.Client) {
+		ctx := context.Background()
+		got, err := rdb.ConfigGet(ctx, "slowlog*").Result()
+		if err != nil || len(got) != 2 || got["slowlog-log-slower-than"] != "10000" || got["slowlog-max-len"] != "128" {
+			t.Fatalf("CONFIG GET slowlog*: %v %v", got, err)
+		}
+		wantOK(t, rdb, "CONFIG", "SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "2")
+		wantOK(t, rdb, "SLOWLOG", "RESET")
+		setClock(t, rdb, t0)
+		wantInts(t, rdb, ints(0, 1, 0, -1, 60), "CL.THROTTLE", "k", "0", "1", "60")
+		logs, err := rdb.SlowLogGet(ctx, -1).Result()
+		if err != nil || len(logs) != 2 {
+			t.Fatalf("SLOWLOG GET -1: %v %v", logs, err)
+		}
+		if want := []string{"CL.THROTTLE", "k", "0", "1", "60"}; !slices.Equal(logs[0].Args, want) ||
+			logs[0].Time.Unix() != t0/sec || logs[1].Args[0] != "DEBUG" || logs[0].ID != logs[1].ID+1 ||
+			logs[0].ClientAddr == "" {
+			t.Errorf("SLOWLOG GET -1: %+v", logs)
+		}
+		wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'slowlog-max-len') - argument must be between 0 and 2147483647 inclusive",
+			"CONFIG", "SET", "slowlog-max-len", "-1")
+		wantOK(t, rdb, "CONFIG", "SET", "slowlog-log-slower-than", "-1")
+		wantOK(t, rdb, "SLOWLOG", "RESET")
+		do(t, rdb, "PING")
+		wantVal(t, rdb, int64(0), "SLOWLOG", "LEN")
+	})
 }

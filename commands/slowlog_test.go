@@ -1,0 +1,88 @@
+package commands
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// usecs hides the durations of SLOWLOG GET's entries, which are the
+// machine's: the third field of each becomes :U.
+var usecs = regexp.MustCompile(`(\*6\r\n:\d+\r\n:\d+\r\n):\d+\r\n`)
+
+func bulks(words ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + itoa(len(words)) + "\r\n")
+	for _, w := range words {
+		b.WriteString("$" + itoa(len(w)) + "\r\n" + w + "\r\n")
+	}
+	return b.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// slowEntryReply is one SLOWLOG GET entry with its duration hidden.
+func slowEntryReply(id string, args ...string) string {
+	return "*6\r\n:" + id + "\r\n:1700000000\r\n:U\r\n" + bulks(args...) + "$14\r\n127.0.0.1:5000\r\n$0\r\n\r\n"
+}
+
+// SLOWLOG keeps the newest slowlog-max-len commands at or above the
+// threshold, newest first, in Redis's six-field shape.
+func TestSlowlog(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("PING")
+	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
+		t.Fatalf("default threshold logged PING: %q", got)
+	}
+	h.table.SetSlowlog(0, 3) // every command, three kept
+	long := strings.Repeat("x", 130)
+	h.do("PING")
+	h.do("ECHO", long)
+	h.do("TIME")
+	if got := h.do("SLOWLOG", "LEN"); got != ":3\r\n" {
+		t.Fatalf("SLOWLOG LEN: %q", got)
+	}
+	// Now: ECHO (1), TIME (2), SLOWLOG LEN (3).
+	want := "*2\r\n" + slowEntryReply("3", "SLOWLOG", "LEN") + slowEntryReply("2", "TIME")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "2"), "$1:U\r\n"); got != want {
+		t.Fatalf("SLOWLOG GET 2:\n got %q\nwant %q", got, want)
+	}
+	// Now: TIME (2), SLOWLOG LEN (3), SLOWLOG GET 2 (4).
+	want = "*3\r\n" + slowEntryReply("4", "SLOWLOG", "GET", "2") + slowEntryReply("3", "SLOWLOG", "LEN") + slowEntryReply("2", "TIME")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "-1"), "$1:U\r\n"); got != want {
+		t.Fatalf("SLOWLOG GET -1:\n got %q\nwant %q", got, want)
+	}
+	h.do("SLOWLOG", "RESET")
+	h.table.SetSlowlog(0, 10)
+	h.do("ECHO", long)
+	// Ids go on after RESET, which is itself logged (6) once it has run.
+	want = "*1\r\n" + slowEntryReply("7", "ECHO", long[:128]+"... (2 more bytes)")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "1"), "$1:U\r\n"); got != want {
+		t.Fatalf("long argument:\n got %q\nwant %q", got, want)
+	}
+	h.table.SetSlowlog(-1, 10)
+	h.do("SLOWLOG", "RESET")
+	h.do("PING")
+	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
+		t.Fatalf("negative threshold logged: %q", got)
+	}
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"SLOWLOG", "GET", "-2"}, errReply(errSlowlogCount)},
+		{[]string{"SLOWLOG", "GET", "x"}, errReply(errSlowlogCount)},
+		{[]string{"SLOWLOG", "LEN", "1"}, errReply("ERR wrong number of arguments for 'slowlog|len' command")},
+		{[]string{"SLOWLOG", "NOPE"}, errReply("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP.")},
+	} {
+		if got := h.do(c.words...); got != c.want {
+			t.Errorf("%q: %q, want %q", c.words, got, c.want)
+		}
+	}
+	help := h.do("SLOWLOG", "HELP")
+	if !strings.HasPrefix(help, "*12\r\n+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+GET [<count>]\r\n") ||
+		!strings.HasSuffix(help, "+HELP\r\n+    Print this help.\r\n") {
+		t.Errorf("SLOWLOG HELP: %q", help)
+	}
+}
