@@ -57,12 +57,21 @@ func command(c *Client, args [][]byte) {
 			c.writeCommandDocs(cmd)
 		}
 	case equalFold(sub, "help"):
-		lines := []string{"COMMAND <subcommand> [<arg> ...]. Subcommands are:",
-			"(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "LIST", "HELP"}
-		c.W.WriteArray(len(lines))
-		for _, l := range lines {
-			c.W.WriteString(l)
-		}
+		c.writeHelp("COMMAND",
+			"(no subcommand)",
+			"    Return details about all commands.",
+			"COUNT",
+			"    Return the total number of commands in this server.",
+			"LIST",
+			"    Return a list of all commands in this server.",
+			"INFO [<command-name> ...]",
+			"    Return details about multiple commands.",
+			"    If no command names are given, documentation details for all",
+			"    commands are returned.",
+			"DOCS [<command-name> ...]",
+			"    Return documentation details about multiple commands.",
+			"    If no command names are given, documentation details for all",
+			"    commands are returned.")
 	default:
 		if equalFold(sub, "count") {
 			c.fail(errArity("command|count"))

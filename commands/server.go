@@ -24,7 +24,7 @@ func registerServer(t *Table) {
 			Summary: "Describes the commands: COMMAND, COMMAND COUNT|INFO|DOCS|LIST.",
 			Args:    []Arg{{Name: "subcommand", Type: "string", Optional: true}, {Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagStale, Handler: config, Complexity: "O(N)",
-			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT.",
+			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT|HELP.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
 			Summary: "The server's clock: seconds and microseconds."},
@@ -69,6 +69,18 @@ func shutdown(c *Client, args [][]byte) {
 
 func debug(c *Client, args [][]byte) {
 	clock := c.host.DebugClock()
+	if equalFold(args[1], "help") && len(args) == 2 {
+		c.writeHelp("DEBUG",
+			"CLOCK SET <unix_ns>",
+			"    Freeze the server's clock at <unix_ns> nanoseconds since the Unix epoch.",
+			"CLOCK ADVANCE <ns>",
+			"    Move the frozen clock on by <ns> nanoseconds (back when negative).",
+			"CLOCK REAL",
+			"    Follow the system clock again.",
+			"CLOCK GET",
+			"    Return the clock in nanoseconds since the Unix epoch.")
+		return
+	}
 	if !equalFold(args[1], "clock") || clock == nil {
 		c.fail(errUnknownSubcommand(args[1], "DEBUG"))
 		return
@@ -143,7 +155,15 @@ func config(c *Client, args [][]byte) {
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
 		c.writeOK()
-	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat"):
+	case equalFold(sub, "help") && len(args) == 2:
+		c.writeHelp("CONFIG",
+			"GET <pattern>",
+			"    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value>",
+			"    Set the configuration <directive> to <value>.",
+			"RESETSTAT",
+			"    Reset statistics reported by the INFO command.")
+	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat") || equalFold(sub, "help"):
 		c.fail(errArity("config|" + strings.ToLower(string(sub))))
 	default:
 		c.fail(errUnknownSubcommand(sub, "CONFIG"))

@@ -86,3 +86,30 @@ func TestSlowlog(t *testing.T) {
 		t.Errorf("SLOWLOG HELP: %q", help)
 	}
 }
+
+// Every command with subcommands answers HELP in Redis's shape: an array of
+// status lines, a header, the subcommands, HELP last.
+func TestHelpSubcommands(t *testing.T) {
+	h := newHarness(t, "")
+	for _, c := range []struct {
+		cmd   string
+		lines int
+		first string
+	}{
+		{"CONFIG", 9, "GET <pattern>"},
+		{"DEBUG", 11, "CLOCK SET <unix_ns>"},
+		{"CLIENT", 37, "ID"},
+		{"COMMAND", 17, "(no subcommand)"},
+		{"SLOWLOG", 12, "GET [<count>]"},
+	} {
+		got := h.do(c.cmd, "help")
+		want := "*" + strconv.Itoa(c.lines) + "\r\n+" + c.cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+" + c.first + "\r\n"
+		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "+HELP\r\n+    Print this help.\r\n") ||
+			strings.Count(got, "\r\n+") != c.lines {
+			t.Errorf("%s HELP: %q", c.cmd, got)
+		}
+	}
+	if got := h.do("CONFIG", "HELP", "x"); got != errReply("ERR wrong number of arguments for 'config|help' command") {
+		t.Errorf("CONFIG HELP x: %q", got)
+	}
+}
