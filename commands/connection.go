@@ -91,6 +91,7 @@ func auth(c *Client, args [][]byte) {
 		}
 	}
 	if !c.checkPassword(user, pass) {
+		c.host.Logf("notice", "Client id=%d addr=%s rejected: failed AUTH", c.id, c.addr)
 		c.fail(errWrongPass)
 		return
 	}
@@ -120,6 +121,7 @@ func hello(c *Client, args [][]byte) {
 		switch {
 		case equalFold(args[i], "auth") && i+2 < len(args):
 			if !c.checkPassword(args[i+1], args[i+2]) {
+				c.host.Logf("notice", "Client id=%d addr=%s rejected: failed AUTH", c.id, c.addr)
 				c.fail(errWrongPass)
 				return
 			}

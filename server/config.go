@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
@@ -52,6 +53,15 @@ type Config struct {
 	SlowlogLogSlowerThan int64
 	// SlowlogMaxLen is the most entries SLOWLOG keeps. Default: 128.
 	SlowlogMaxLen int64
+	// LogFile is the file cmd/cellserver appends the log to; "" is
+	// standard error. Default: "".
+	LogFile string
+	// LogOutput, when not nil, is where the log goes (cmd/cellserver opens
+	// LogFile into it); nil is standard error. It is no setting. Default: nil.
+	LogOutput io.Writer
+	// PidFile is the file cmd/cellserver writes its process id to at start
+	// and removes at exit; "" writes none. Default: "".
+	PidFile string
 	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
@@ -135,6 +145,26 @@ func (c *Config) Get(match func(name string) bool) [][2]string {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// SettingInfo describes one setting for a program's help: its name, its
+// value in DefaultConfig, and whether CONFIG SET may change it.
+type SettingInfo struct {
+	Name, Default string
+	Mutable       bool
+}
+
+// Settings lists every setting a config file or flag may give, in the
+// settings table's order, with its default.
+func Settings() []SettingInfo {
+	def := DefaultConfig()
+	var out []SettingInfo
+	for _, s := range settings {
+		if s.set != nil {
+			out = append(out, SettingInfo{Name: s.name, Default: s.get(&def), Mutable: s.mutable})
+		}
+	}
 	return out
 }
 
@@ -249,6 +279,12 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(c.SlowlogMaxLen, 0, 1<<31-1)
 		}},
+	{name: "logfile",
+		get: func(c *Config) string { return c.LogFile },
+		set: func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{name: "pidfile",
+		get: func(c *Config) string { return c.PidFile },
+		set: func(c *Config, v string) error { c.PidFile = v; return nil }},
 	{name: "metrics-addr",
 		get: func(c *Config) string { return c.MetricsAddr },
 		set: func(c *Config, v string) error { c.MetricsAddr = v; return nil },

@@ -82,7 +82,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
-		log: newLogger(cfg.LogLevel),
+		log: newLogger(cfg.LogLevel, cfg.LogOutput),
 	}
 	ecfg := engine.Config{Shards: cfg.Shards}
 	if cfg.EnableDebugCommand {
@@ -98,6 +98,12 @@ func New(cfg Config) (*Server, error) {
 	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
+	s.log.Info("cellserver starting", "version", Version, "pid", os.Getpid(), "go", runtime.Version())
+	var inForce []any
+	for _, kv := range cfg.Get(func(string) bool { return true }) {
+		inForce = append(inForce, kv[0], redact(kv[0], kv[1]))
+	}
+	s.log.Info("Configuration in force", inForce...)
 	eng.Start()
 	go s.cron()
 	return s, nil
@@ -234,6 +240,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
+		s.log.Info("Client rejected: max number of clients reached", "addr", nc.RemoteAddr().String(), "maxclients", maxClients)
 		nc.SetWriteDeadline(time.Now().Add(time.Second))           //nolint:errcheck
 		nc.Write([]byte("-ERR max number of clients reached\r\n")) //nolint:errcheck
 		nc.Close()
@@ -383,6 +390,7 @@ func (s *Server) ConfigSet(name, value string) error {
 	if err := s.cfg.Set(name, value); err != nil {
 		return err
 	}
+	s.log.Info("CONFIG SET", "name", st.name, "value", redact(st.name, value))
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
 	s.table.SetSlowlog(s.cfg.SlowlogLogSlowerThan, s.cfg.SlowlogMaxLen)
@@ -477,6 +485,17 @@ func (s *Server) RequestShutdown() {
 
 // Logf logs at a level.
 func (s *Server) Logf(level, format string, args ...any) { s.log.Logf(level, format, args...) }
+
+// redact hides a secret setting's value from logs: "(set)" or "(none)".
+func redact(name, value string) string {
+	if name != "requirepass" {
+		return value
+	}
+	if value == "" {
+		return "(none)"
+	}
+	return "(set)"
+}
 
 // executable returns the running binary's path, "" if unknown.
 func executable() string {

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -63,9 +64,24 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		// after expiry at GOGC=100, +8% at 25).
 		debug.SetGCPercent(gcPercent)
 	}
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("logfile: %w", err)
+		}
+		defer f.Close()
+		cfg.LogOutput = f
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.PidFile != "" {
+		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("pidfile: %w", err)
+		}
+		defer os.Remove(cfg.PidFile)
 	}
 	if cfg.MetricsAddr != "" {
 		stop, err := serveMetrics(srv, cfg.MetricsAddr)
@@ -111,24 +127,58 @@ func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
 	return func() { _ = hs.Close() }, nil
 }
 
-const usage = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
-       cellserver --version | --help
+const usageHead = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
+       cellserver -v | --version | -h | --help
 
 Examples:
   cellserver                       serve on 127.0.0.1:6379, in memory
   cellserver --port 6380 --requirepass s3cret
   cellserver /etc/cellserver.conf --loglevel verbose
+  cellserver --metrics-addr 127.0.0.1:9187
 
-Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
-proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
-threads, enable-debug-command.
+Settings (redis.conf names), with their defaults; * marks those CONFIG SET
+can change while running:
 `
+
+// usage returns the help text, the settings and their defaults read from
+// the settings table.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	for _, s := range server.Settings() {
+		def := s.Default
+		if def == "" {
+			def = `""`
+		}
+		mark := " "
+		if s.Mutable {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "  %s %-26s %s\n", mark, s.Name, def)
+	}
+	return b.String()
+}
 
 // parseArgs builds the configuration from a config file (the first
 // argument, if it does not start with "--") and --name value flags.
 // done is true when nothing should run (--help, --version).
 func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, err error) {
 	cfg = server.DefaultConfig()
+	// -h and -v only where a config file name could be, --help and
+	// --version wherever a flag could: a setting's value may be "-v".
+	for i, a := range args {
+		if i > 0 && !strings.HasPrefix(a, "--") {
+			continue
+		}
+		switch a {
+		case "--help", "-h":
+			fmt.Fprint(stdout, usage())
+			return cfg, true, nil
+		case "--version", "-v":
+			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, commands.RedisVersion)
+			return cfg, true, nil
+		}
+	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := loadFile(&cfg, args[0]); err != nil {
 			return cfg, false, err
@@ -138,14 +188,6 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch a {
-		case "--help", "-h":
-			fmt.Fprint(stdout, usage)
-			return cfg, true, nil
-		case "--version", "-v":
-			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, commands.RedisVersion)
-			return cfg, true, nil
-		}
 		if !strings.HasPrefix(a, "--") || len(a) == 2 {
 			return cfg, false, fmt.Errorf("unexpected argument %q (settings are --name value)", a)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,11 +67,57 @@ func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, a := range []string{"--help", "--version"} {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}, {"-v"}, {"--port", "1", "--help"}} {
 		var out bytes.Buffer
-		_, done, err := parseArgs([]string{a}, &out)
+		_, done, err := parseArgs(args, &out)
 		if err != nil || !done || !strings.Contains(out.String(), "cellserver") {
-			t.Errorf("%s: done %v err %v out %q", a, done, err, out.String())
+			t.Errorf("%q: done %v err %v out %q", args, done, err, out.String())
+		}
+	}
+	// A setting's value may look like -v.
+	cfg, done, err := parseArgs([]string{"--requirepass", "-v"}, &bytes.Buffer{})
+	if err != nil || done || cfg.RequirePass != "-v" {
+		t.Errorf("--requirepass -v: %v %v %q", done, err, cfg.RequirePass)
+	}
+	// --help lists every setting with its default, from the settings table.
+	var out bytes.Buffer
+	parseArgs([]string{"-h"}, &out)
+	for _, line := range []string{"    port                       6379\n", "  * maxclients                 10000\n",
+		"  * slowlog-max-len            128\n", "    metrics-addr               \"\"\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("--help lacks %q:\n%s", line, out.String())
+		}
+	}
+}
+
+// logfile takes the log, pidfile holds the process id while running.
+func TestLogfileAndPidfile(t *testing.T) {
+	dir := t.TempDir()
+	logf, pidf := filepath.Join(dir, "cellserver.log"), filepath.Join(dir, "cellserver.pid")
+	sigs := make(chan os.Signal, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run([]string{"--port", "0", "--logfile", logf, "--pidfile", pidf}, &bytes.Buffer{}, sigs)
+	}()
+	var pid []byte
+	for deadline := time.Now().Add(10 * time.Second); len(pid) == 0 && time.Now().Before(deadline); {
+		pid, _ = os.ReadFile(pidf)
+		runtime.Gosched()
+	}
+	if string(pid) != strconv.Itoa(os.Getpid())+"\n" {
+		t.Errorf("pidfile holds %q", pid)
+	}
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidf); !os.IsNotExist(err) {
+		t.Errorf("pidfile left behind: %v", err)
+	}
+	log, _ := os.ReadFile(logf)
+	for _, want := range []string{" * cellserver starting version=", " * Configuration in force ", " # Received interrupt, scheduling shutdown...", " # cellserver is now ready to exit, bye bye..."} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
 }
