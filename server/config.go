@@ -1,10 +1,13 @@
 package server
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +65,23 @@ type Config struct {
 	// PidFile is the file cmd/cellserver writes its process id to at start
 	// and removes at exit; "" writes none. Default: "".
 	PidFile string
+	// TLSPort is the port that serves TLS on every Bind address, beside
+	// Port; 0 serves none. Default: 0.
+	TLSPort int
+	// TLSCertFile and TLSKeyFile are the server's certificate and its key
+	// (PEM), needed with TLSPort. Default: "".
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile holds the certificates (PEM) that client certificates
+	// must chain to; needed unless TLSAuthClients is "no". Default: "".
+	TLSCACertFile string
+	// TLSAuthClients says whether a TLS client must present a certificate:
+	// "yes", "optional" (verified when presented) or "no". Default: "yes",
+	// as Redis.
+	TLSAuthClients string
+	// TLSConfig is the TLS configuration the TLS port serves with;
+	// cmd/cellserver builds it from the files above (TLSConfigFromFiles).
+	// It is no setting. Default: nil.
+	TLSConfig *tls.Config
 	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
@@ -82,6 +102,7 @@ func DefaultConfig() Config {
 		Dir:              ".",
 		Shards:           engine.DefaultShards,
 
+		TLSAuthClients:       "yes",
 		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
 		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
 	}
@@ -95,6 +116,21 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 		}
+	}
+	return c.validateTLS()
+}
+
+// validateTLS checks the tls-* settings together, once all are read: a
+// config file may give them in any order.
+func (c *Config) validateTLS() error {
+	if c.TLSPort == 0 || c.TLSConfig != nil {
+		return nil
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return errors.New("tls-port: needs tls-cert-file and tls-key-file")
+	}
+	if c.TLSAuthClients != "no" && c.TLSCACertFile == "" {
+		return errors.New("tls-port: needs tls-ca-cert-file unless tls-auth-clients is no")
 	}
 	return nil
 }
@@ -285,6 +321,31 @@ var settings = []setting{
 	{name: "pidfile",
 		get: func(c *Config) string { return c.PidFile },
 		set: func(c *Config, v string) error { c.PidFile = v; return nil }},
+	{name: "tls-port",
+		get: func(c *Config) string { return strconv.Itoa(c.TLSPort) },
+		set: intSetting(func(c *Config, n int64) { c.TLSPort = int(n) }),
+		check: func(c *Config) error {
+			return between(int64(c.TLSPort), 0, 65535)
+		}},
+	{name: "tls-cert-file",
+		get: func(c *Config) string { return c.TLSCertFile },
+		set: func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
+	{name: "tls-key-file",
+		get: func(c *Config) string { return c.TLSKeyFile },
+		set: func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
+	{name: "tls-ca-cert-file",
+		get: func(c *Config) string { return c.TLSCACertFile },
+		set: func(c *Config, v string) error { c.TLSCACertFile = v; return nil }},
+	{name: "tls-auth-clients",
+		get: func(c *Config) string { return c.TLSAuthClients },
+		set: func(c *Config, v string) error { c.TLSAuthClients = strings.ToLower(v); return nil },
+		check: func(c *Config) error {
+			switch c.TLSAuthClients {
+			case "yes", "no", "optional":
+				return nil
+			}
+			return errors.New("argument must be 'yes', 'no' or 'optional'")
+		}},
 	{name: "metrics-addr",
 		get: func(c *Config) string { return c.MetricsAddr },
 		set: func(c *Config, v string) error { c.MetricsAddr = v; return nil },
@@ -348,4 +409,34 @@ func memSetting(store func(*Config, int64)) func(*Config, string) error {
 		store(c, n*mul)
 		return nil
 	}
+}
+
+// TLSConfigFromFiles builds the TLS configuration c's tls-* settings
+// describe: the server's certificate and key, and the CA certificates that
+// client certificates are checked against as tls-auth-clients says. It
+// reads the files; only cmd/cellserver calls it.
+func TLSConfigFromFiles(c *Config) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(c.TLSCertFile, c.TLSKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if c.TLSCACertFile != "" {
+		pem, err := os.ReadFile(c.TLSCACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca-cert-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca-cert-file: no certificate in %s", c.TLSCACertFile)
+		}
+		tc.ClientCAs = pool
+	}
+	switch c.TLSAuthClients {
+	case "yes":
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	case "optional":
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
 }

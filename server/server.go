@@ -10,6 +10,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -160,10 +161,13 @@ func (s *Server) sampleRates(nowNs int64) {
 // or the first listening error.
 func (s *Server) ListenAndServe() error {
 	s.cfgMu.RLock()
-	binds, port := s.cfg.Bind, s.cfg.Port
+	binds, port, tlsPort, tlsCfg := s.cfg.Bind, s.cfg.Port, s.cfg.TLSPort, s.cfg.TLSConfig
 	s.cfgMu.RUnlock()
+	if tlsPort != 0 && tlsCfg == nil {
+		return errors.New("server: tls-port without a TLS configuration")
+	}
 	var lns []net.Listener
-	for _, b := range binds {
+	listen := func(b string, port int) error {
 		ln, err := net.Listen("tcp", net.JoinHostPort(b, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range lns {
@@ -172,12 +176,34 @@ func (s *Server) ListenAndServe() error {
 			return fmt.Errorf("server: listen on %s port %d: %w", b, port, err)
 		}
 		lns = append(lns, ln)
+		return nil
+	}
+	for _, b := range binds {
+		if err := listen(b, port); err != nil {
+			return err
+		}
+	}
+	plain := len(lns)
+	if tlsPort != 0 {
+		for _, b := range binds {
+			if err := listen(b, tlsPort); err != nil {
+				return err
+			}
+		}
+		for i := plain; i < len(lns); i++ {
+			// A TLS connection is read through tls.Conn, never rawConn:
+			// newRawConn passes a *tls.Conn through as it is.
+			lns[i] = tls.NewListener(lns[i], tlsCfg)
+		}
 	}
 	errs := make(chan error, len(lns))
 	for _, ln := range lns {
 		go func() { errs <- s.Serve(ln) }()
 	}
 	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
+	if tlsPort != 0 {
+		s.log.Logf("notice", "Ready to accept connections tls on %s port %d", binds, tlsPort)
+	}
 	var first error
 	for range lns {
 		if err := <-errs; first == nil || errors.Is(first, ErrServerClosed) {

@@ -72,6 +72,11 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer f.Close()
 		cfg.LogOutput = f
 	}
+	if cfg.TLSPort != 0 {
+		if cfg.TLSConfig, err = server.TLSConfigFromFiles(&cfg); err != nil {
+			return err
+		}
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
