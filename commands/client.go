@@ -29,6 +29,9 @@ type Host interface {
 	ConfigGet(pattern string) [][2]string
 	// ConfigSet changes one setting at run time.
 	ConfigSet(name, value string) error
+	// ConfigRewrite writes the settings in force into the config file the
+	// server started from (CONFIG REWRITE).
+	ConfigRewrite() error
 	// Stats returns server-wide counters for INFO.
 	Stats() HostStats
 	// ResetStats zeroes the counters CONFIG RESETSTAT resets.

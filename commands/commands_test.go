@@ -55,6 +55,9 @@ func (h *fakeHost) ConfigSet(name, value string) error {
 }
 func (h *fakeHost) Stats() HostStats { return HostStats{Started: time.Now(), MaxClients: 10} }
 func (h *fakeHost) ResetStats()      {}
+func (h *fakeHost) ConfigRewrite() error {
+	return ErrNoConfigFile
+}
 func (h *fakeHost) RequestShutdown() { h.shutdown++ }
 func (h *fakeHost) Logf(level, format string, args ...any) {
 	h.logs = append(h.logs, level+": "+fmt.Sprintf(format, args...))

@@ -29,6 +29,7 @@ const (
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
 	errSlowlogCount  = "ERR count should be greater than or equal to -1"
+	errNoConfigFile  = "ERR The server is running without a config file"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
@@ -79,6 +80,10 @@ func errConfigSetOption(arg []byte) string {
 func errConfigSetFailed(name string, err error) string {
 	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
 }
+
+// errRewriteFailed is CONFIG REWRITE's error when the file cannot be
+// written.
+func errRewriteFailed(err error) string { return "ERR Rewriting config file: " + err.Error() }
 
 // errInternal answers a command whose handler panicked.
 func errInternal(cmd string) string { return "ERR internal error in '" + cmd + "'" }

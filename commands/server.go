@@ -15,6 +15,10 @@ import (
 // name that is not a setting.
 var ErrUnknownSetting = errors.New("unknown setting")
 
+// ErrNoConfigFile is what Host.ConfigRewrite returns when the server
+// started without a config file.
+var ErrNoConfigFile = errors.New("no config file")
+
 func registerServer(t *Table) {
 	rows := []Command{
 		{Name: "info", Arity: -1, Flags: FlagStale, Handler: info, Complexity: "O(1)",
@@ -24,7 +28,7 @@ func registerServer(t *Table) {
 			Summary: "Describes the commands: COMMAND, COMMAND COUNT|INFO|DOCS|LIST.",
 			Args:    []Arg{{Name: "subcommand", Type: "string", Optional: true}, {Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagStale, Handler: config, Complexity: "O(N)",
-			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT|HELP.",
+			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT|REWRITE|HELP.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
 			Summary: "The server's clock: seconds and microseconds."},
@@ -155,6 +159,15 @@ func config(c *Client, args [][]byte) {
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
 		c.writeOK()
+	case equalFold(sub, "rewrite") && len(args) == 2:
+		if err := c.host.ConfigRewrite(); errors.Is(err, ErrNoConfigFile) {
+			c.fail(errNoConfigFile)
+			return
+		} else if err != nil {
+			c.fail(errRewriteFailed(err))
+			return
+		}
+		c.writeOK()
 	case equalFold(sub, "help") && len(args) == 2:
 		c.writeHelp("CONFIG",
 			"GET <pattern>",
@@ -162,8 +175,10 @@ func config(c *Client, args [][]byte) {
 			"SET <directive> <value>",
 			"    Set the configuration <directive> to <value>.",
 			"RESETSTAT",
-			"    Reset statistics reported by the INFO command.")
-	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat") || equalFold(sub, "help"):
+			"    Reset statistics reported by the INFO command.",
+			"REWRITE",
+			"    Rewrite the configuration file.")
+	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat") || equalFold(sub, "help") || equalFold(sub, "rewrite"):
 		c.fail(errArity("config|" + strings.ToLower(string(sub))))
 	default:
 		c.fail(errUnknownSubcommand(sub, "CONFIG"))

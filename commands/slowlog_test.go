@@ -96,7 +96,7 @@ func TestHelpSubcommands(t *testing.T) {
 		lines int
 		first string
 	}{
-		{"CONFIG", 9, "GET <pattern>"},
+		{"CONFIG", 11, "GET <pattern>"},
 		{"DEBUG", 11, "CLOCK SET <unix_ns>"},
 		{"CLIENT", 37, "ID"},
 		{"COMMAND", 17, "(no subcommand)"},
@@ -111,5 +111,13 @@ func TestHelpSubcommands(t *testing.T) {
 	}
 	if got := h.do("CONFIG", "HELP", "x"); got != errReply("ERR wrong number of arguments for 'config|help' command") {
 		t.Errorf("CONFIG HELP x: %q", got)
+	}
+}
+
+// CONFIG REWRITE answers Redis's error when there is no config file.
+func TestConfigRewriteWithoutFile(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("CONFIG", "REWRITE"); got != errReply(errNoConfigFile) {
+		t.Fatalf("CONFIG REWRITE: %q", got)
 	}
 }

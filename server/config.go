@@ -82,6 +82,10 @@ type Config struct {
 	// cmd/cellserver builds it from the files above (TLSConfigFromFiles).
 	// It is no setting. Default: nil.
 	TLSConfig *tls.Config
+	// Ignored lists the redis.conf directives SetDirective accepted without
+	// a setting of their own, "name value" each, for the log. It is no
+	// setting. Default: nil.
+	Ignored []string
 	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and

@@ -105,6 +105,9 @@ func New(cfg Config) (*Server, error) {
 		inForce = append(inForce, kv[0], redact(kv[0], kv[1]))
 	}
 	s.log.Info("Configuration in force", inForce...)
+	for _, d := range cfg.Ignored {
+		s.log.Debug("Directive accepted without effect: " + d)
+	}
 	eng.Start()
 	go s.cron()
 	return s, nil

@@ -214,7 +214,10 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 }
 
 func set(cfg *server.Config, name, value string) error {
-	if err := cfg.Set(name, value); err != nil {
+	if err := cfg.SetDirective(name, value); err != nil {
+		if errors.Is(err, server.ErrRefusedDirective) {
+			return err
+		}
 		if errors.Is(err, server.ErrUnknownSetting) {
 			return fmt.Errorf("unknown setting %q", name)
 		}
@@ -223,8 +226,18 @@ func set(cfg *server.Config, name, value string) error {
 	return nil
 }
 
+// maxIncludeDepth bounds nested include lines (and so include loops).
+const maxIncludeDepth = 8
+
 // loadFile applies a config file of "name value" lines.
-func loadFile(cfg *server.Config, path string) error {
+func loadFile(cfg *server.Config, path string) error { return loadFileDepth(cfg, path, 0) }
+
+// loadFileDepth is loadFile for a file included depth levels deep: an
+// "include <file>" line applies that file there, as redis-server does.
+func loadFileDepth(cfg *server.Config, path string, depth int) error {
+	if depth > maxIncludeDepth {
+		return fmt.Errorf("config file: includes nested more than %d deep at %s", maxIncludeDepth, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
@@ -240,6 +253,12 @@ func loadFile(cfg *server.Config, path string) error {
 		value = strings.TrimSpace(value)
 		if len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'') {
 			value = value[1 : len(value)-1]
+		}
+		if strings.EqualFold(name, "include") {
+			if err := loadFileDepth(cfg, value, depth+1); err != nil {
+				return fmt.Errorf("%s line %d: %w", path, n, err)
+			}
+			continue
 		}
 		if err := set(cfg, name, value); err != nil {
 			return fmt.Errorf("%s line %d: %w", path, n, err)

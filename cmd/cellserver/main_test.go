@@ -181,3 +181,55 @@ func TestRunServesMetrics(t *testing.T) {
 		t.Fatalf("/metrics: %.300s", body)
 	}
 }
+
+// A config file written for redis-server loads: the directives cellserver
+// implements take effect, the harmless ones are accepted, include works,
+// and one that would change meaning is refused naming the line and why.
+func TestRedisConfCompatibility(t *testing.T) {
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "extra.conf")
+	os.WriteFile(inc, []byte("maxclients 50\n"), 0o600)
+	conf := filepath.Join(dir, "redis.conf")
+	os.WriteFile(conf, []byte(`# written for redis-server
+daemonize no
+supervised no
+port 7010
+tcp-keepalive 300
+databases 1
+save 3600 1 300 100
+appendonly no
+dbfilename dump.rdb
+maxmemory 0
+loglevel verbose
+include `+inc+`
+`), 0o600)
+	cfg, _, err := parseArgs([]string{conf}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7010 || cfg.MaxClients != 50 || cfg.LogLevel != "verbose" {
+		t.Fatalf("settings not applied: %+v", cfg)
+	}
+	if got := strings.Join(cfg.Ignored, "|"); got != "daemonize no|supervised no|tcp-keepalive 300|databases 1|save 3600 1 300 100|appendonly no|dbfilename dump.rdb|maxmemory 0" {
+		t.Fatalf("ignored: %q", got)
+	}
+	for _, c := range []struct{ line, want string }{
+		{"appendonly yes", "line 2: refused: appendonly yes: cellserver has no append-only file"},
+		{"daemonize yes", "line 2: refused: daemonize yes: cellserver does not daemonize"},
+		{"databases 16", "line 2: refused: databases 16: cellserver has one database, 0"},
+		{"maxmemory 1gb", "line 2: refused: maxmemory 1gb: cellserver does not evict keys"},
+		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
+	} {
+		bad := filepath.Join(dir, "bad.conf")
+		os.WriteFile(bad, []byte("port 7011\n"+c.line+"\n"), 0o600)
+		_, _, err := parseArgs([]string{bad}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.line, err, c.want)
+		}
+	}
+	// Flags take the same directives.
+	if _, _, err := parseArgs([]string{"--daemonize", "no", "--appendonly", "yes"}, &bytes.Buffer{}); err == nil ||
+		!strings.Contains(err.Error(), "refused: appendonly yes") {
+		t.Errorf("--appendonly yes: %v", err)
+	}
+}
