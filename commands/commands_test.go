@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/mono"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -640,5 +641,19 @@ func TestWriteResult(t *testing.T) {
 		if got.String() != want.String() {
 			t.Errorf("%+v: %q, want %q", r, got.String(), want.String())
 		}
+	}
+}
+
+// BenchmarkCallTiming is what timing a call adds to it: one reading of
+// the monotonic clock and the per-client counters (bench/RESULTS.md
+// compares it with a whole request).
+func BenchmarkCallTiming(b *testing.B) {
+	h := newHarness(&testing.T{}, "")
+	cmd := h.table.Lookup([]byte("cl.throttle"))
+	b.ReportAllocs()
+	for range b.N {
+		end := mono.Now()
+		h.c.stats.record(cmd, end-h.c.mark)
+		h.c.mark = end
 	}
 }
