@@ -490,7 +490,10 @@ func (s *Server) Stats() commands.HostStats {
 // Commands returns the commands' names and their counters, summed over
 // every client there has been since the start or CONFIG RESETSTAT.
 func (s *Server) Commands() ([]string, []commands.CommandCounts) {
-	return s.table.Names(), s.table.Counts(s.Stats())
+	s.mu.Lock()
+	st := commands.HostStats{CommandsRetired: append([]commands.CommandCounts(nil), s.retired...)}
+	s.mu.Unlock()
+	return s.table.Names(), s.table.Counts(st)
 }
 
 // ResetStats zeroes the counters CONFIG RESETSTAT resets.
