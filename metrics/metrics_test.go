@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
@@ -223,6 +225,70 @@ func TestHandler(t *testing.T) {
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// A client's counts outlive its connection: the server keeps them, and
+// the collector reports them the same after the client has gone.
+func TestCollectorKeepsDepartedClients(t *testing.T) {
+	srv, addr := startServer(t)
+	c := dial(t, addr)
+	c.do("DEBUG", "CLOCK", "SET", "1700000040000000000")
+	for range 3 {
+		c.do("CL.THROTTLE", "k", "0", "1", "60")
+	}
+	col := metrics.NewCollector(srv)
+	before := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
+	c.nc.Close()
+	for deadline := time.Now().Add(10 * time.Second); len(srv.Clients()) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the client is still connected")
+		}
+		runtime.Gosched()
+	}
+	after := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
+	if before != 2 || after != 2 {
+		t.Fatalf("limited cl.throttle: %v before the client left, %v after; want 2", before, after)
+	}
+	want := `
+# HELP cellserver_connected_clients Client connections open now.
+# TYPE cellserver_connected_clients gauge
+cellserver_connected_clients 0
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "cellserver_connected_clients"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commandSeries is a collector of the one cellserver_commands_total series
+// for cmd and outcome.
+func commandSeries(col prometheus.Collector, cmd, outcome string) prometheus.Collector {
+	return filtered{col, func(m prometheus.Metric) bool {
+		var pb dto.Metric
+		if m.Write(&pb) != nil || pb.Counter == nil {
+			return false
+		}
+		labels := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		return labels["command"] == cmd && labels["outcome"] == outcome
+	}}
+}
+
+// filtered passes on the metrics of a collector that keep accepts.
+type filtered struct {
+	prometheus.Collector
+	keep func(prometheus.Metric) bool
+}
+
+func (f filtered) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() { f.Collector.Collect(all); close(all) }()
+	for m := range all {
+		if f.keep(m) {
+			ch <- m
 		}
 	}
 }
