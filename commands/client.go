@@ -120,18 +120,21 @@ type cmdTiming struct {
 }
 
 // record counts one call of cmd that took d ns.
-func (st *clientStats) record(cmd *Command, d int64) {
+func (st *clientStats) record(cmd *Command, d int64) { st.recordN(cmd, d, d, 1) }
+
+// recordN counts n calls of cmd that took each ns each, total ns in all.
+func (st *clientStats) recordN(cmd *Command, each, total, n int64) {
 	t := st.timing[cmd.id].Load()
 	if t == nil {
 		t = new(cmdTiming)
 		st.timing[cmd.id].Store(t)
 	}
-	t.nanos.Add(d)
+	t.nanos.Add(total)
 	i := 0
-	for i < NumLatencyBuckets && d > LatencyBuckets[i] {
+	for i < NumLatencyBuckets && each > LatencyBuckets[i] {
 		i++
 	}
-	t.buckets[i].Add(1)
+	t.buckets[i].Add(n)
 }
 
 // countLimited counts a "limited" reply of cmd.
@@ -176,6 +179,10 @@ type Client struct {
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
 	mark          int64    // mono.Now() when the running command began: see Mark
+	batch         bool     // between Mark and Settle: fast commands are timed together
+	run           [runMax]*Command
+	runN          int      // fast commands in run, run since mark and not timed yet
+	runArgs       [][]byte // the arguments of the one in run, while runN is 1
 
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
@@ -262,11 +269,65 @@ func (c *Client) Counts() []CommandCounts {
 	return out
 }
 
-// Mark notes that the requests read just now start at this instant: a
-// command's time runs from the end of the one before it in the same batch,
-// or from Mark for the first, so that timing a command takes one reading
-// of the clock. The server calls it after each read that brought data.
-func (c *Client) Mark() { c.mark = mono.Now() }
+// runMax is the most fast commands timed together (see Mark).
+const runMax = 32
+
+// Mark notes that the requests read just now start at this instant, and
+// starts a batch that Settle ends. A command's time runs from the end of
+// the one before it in the same batch, or from Mark for the first, so
+// that timing a command takes at most one reading of the clock. Within a
+// batch, consecutive fast commands (FlagFast: O(1)) share one reading:
+// each is timed as an equal share of the time since the last reading,
+// taken when another kind of command comes, runMax of them have run, or
+// Settle is called. The server calls Mark after each read that brought
+// data, and Settle before it flushes the replies.
+func (c *Client) Mark() {
+	now := mono.Now()
+	if c.runN > 0 {
+		c.settleAt(now)
+	}
+	c.mark, c.batch = now, true
+}
+
+// Settle times the fast commands run since the last reading of the clock
+// and ends the batch Mark began. It reads the clock only if there are any.
+func (c *Client) Settle() {
+	if c.runN > 0 {
+		c.settleAt(mono.Now())
+	}
+	c.batch = false
+}
+
+// settleAt records the pending fast commands as sharing the time from
+// mark to end equally, and moves mark to end. A lone pending command is
+// timed exactly and may go into the slow log; several share their time
+// and do not.
+func (c *Client) settleAt(end int64) {
+	n := int64(c.runN)
+	d := end - c.mark
+	share := d / n
+	// Runs of the same command (a pipeline of CL.THROTTLE) are counted
+	// in one go; the division's remainder goes to the first.
+	extra := d % n
+	for i := 0; i < c.runN; {
+		j := i + 1
+		for j < c.runN && c.run[j] == c.run[i] {
+			j++
+		}
+		k := int64(j - i)
+		c.stats.recordN(c.run[i], share, share*k+extra, k)
+		extra = 0
+		i = j
+	}
+	if c.runN == 1 {
+		if thr := c.table.slow.thresholdNs.Load(); thr >= 0 && d >= thr {
+			c.table.slow.log(c, c.runArgs, d)
+		}
+	}
+	clear(c.run[:c.runN])
+	c.runN, c.runArgs = 0, nil
+	c.mark = end
+}
 
 // CountInput counts n bytes read from the client.
 func (c *Client) CountInput(n int) { c.stats.netIn.Add(int64(n)) }

@@ -240,7 +240,21 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	}()
 	c.stats.calls[cmd.id].Add(1)
 	c.cur = cmd
+	fast := c.batch && cmd.Flags&FlagFast != 0
+	if !fast && c.runN > 0 {
+		c.settleAt(mono.Now()) // the fast commands before this one
+	}
 	cmd.Handler(c, args)
+	if fast {
+		// Timed with the fast commands around it (Client.Mark).
+		c.run[c.runN] = cmd
+		c.runN++
+		c.runArgs = args
+		if c.runN == runMax {
+			c.settleAt(mono.Now())
+		}
+		return
+	}
 	end := mono.Now()
 	c.stats.record(cmd, end-c.mark)
 	if thr := t.slow.thresholdNs.Load(); thr >= 0 && end-c.mark >= thr {

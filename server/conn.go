@@ -125,6 +125,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		}
 		ran++
 		if c.cl.CloseAfterReply() {
+			c.cl.Settle()
 			c.w.Flush() //nolint:errcheck // closing anyway
 			return nil
 		}
@@ -132,6 +133,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			return nil
 		}
 	}
+	c.cl.Settle() // before p.release: a lone fast command's arguments may go to the slow log
 	c.p.release()
 	if ran > 0 {
 		c.cl.Touch(c.s.nowSec.Load())

@@ -293,6 +293,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
 	c.nc.Close()
+	c.cl.Settle() // the timings of a batch cut short
 	s.mu.Lock()
 	counts := c.cl.Counts() // under mu: a CONFIG RESETSTAT cannot slip in between
 	delete(s.clients, c.cl)
