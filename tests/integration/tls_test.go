@@ -24,12 +24,13 @@ import (
 	"github.com/cellserver/cellserver/server"
 )
 
-// testPKI is a CA, a server certificate for 127.0.0.1 and a client
+// testPKI is a CA, two server certificates for 127.0.0.1 and a client
 // certificate, generated for one test and written as PEM files.
 type testPKI struct {
 	dir                       string
 	caFile, certFile, keyFile string // the CA; the server's certificate and key
 	clientCert, clientKey     string // the client's
+	renewedCert, renewedKey   string // a second server certificate (serial 4)
 	caPool                    *x509.CertPool
 	client                    tls.Certificate
 }
@@ -68,6 +69,9 @@ func newTestPKI(t *testing.T) *testPKI {
 	der, key := leaf(2, "cellserver", x509.ExtKeyUsageServerAuth)
 	p.certFile = p.write(t, "server.crt", "CERTIFICATE", der)
 	p.keyFile = p.write(t, "server.key", "EC PRIVATE KEY", marshalKey(t, key))
+	der, key = leaf(4, "cellserver renewed", x509.ExtKeyUsageServerAuth)
+	p.renewedCert = p.write(t, "renewed.crt", "CERTIFICATE", der)
+	p.renewedKey = p.write(t, "renewed.key", "EC PRIVATE KEY", marshalKey(t, key))
 	der, key = leaf(3, "client", x509.ExtKeyUsageClientAuth)
 	p.clientCert = p.write(t, "client.crt", "CERTIFICATE", der)
 	p.clientKey = p.write(t, "client.key", "EC PRIVATE KEY", marshalKey(t, key))
@@ -201,5 +205,39 @@ func TestTLSRedisCli(t *testing.T) {
 	out, errOut, _ = runTool(t, cli, "--tls", "--cacert", pki.caFile, "-h", host, "-p", port, "PING")
 	if strings.Contains(out, "PONG") {
 		t.Fatalf("redis-cli --tls without a certificate: %q %q", out, errOut)
+	}
+}
+
+// TestTLSCertificateReload: a certificate renewed on disk is served at the
+// next handshake, without a restart.
+func TestTLSCertificateReload(t *testing.T) {
+	t.Parallel()
+	pki := newTestPKI(t)
+	_, tlsAddr := startTLSServer(t, pki, "no")
+	serial := func() int64 {
+		t.Helper()
+		conn, err := tls.Dial("tcp", tlsAddr, &tls.Config{RootCAs: pki.caPool, ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+	}
+	if got := serial(); got != 2 {
+		t.Fatalf("serial %d, want 2", got)
+	}
+	cert, _ := os.ReadFile(pki.renewedCert)
+	key, _ := os.ReadFile(pki.renewedKey)
+	later := time.Now().Add(time.Minute)
+	for path, b := range map[string][]byte{pki.certFile: cert, pki.keyFile: key} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, later, later); err != nil { // a change even within the file system's time resolution
+			t.Fatal(err)
+		}
+	}
+	if got := serial(); got != 4 {
+		t.Fatalf("after renewal: serial %d, want 4", got)
 	}
 }
