@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Host is what a command needs from the server around it. Implementations
@@ -32,6 +33,9 @@ type Host interface {
 	// ErrUnknownSetting, ErrDuplicateSetting (both possibly wrapped) or
 	// what is wrong with the value.
 	ConfigSet(pairs [][2]string) (bad int, err error)
+	// ConfigRewrite writes the settings in force into the config file the
+	// server started from (CONFIG REWRITE).
+	ConfigRewrite() error
 	// Stats returns server-wide counters for INFO.
 	Stats() HostStats
 	// ResetStats zeroes the counters CONFIG RESETSTAT resets.
@@ -58,14 +62,51 @@ type HostStats struct {
 	ConnsReceived   int64
 	ConnsRejected   int64
 	CommandsRetired []CommandCounts // counts of clients that have gone
-	UsedMemory      uint64          // Go heap in use plus the tables' arrays kept outside it
-	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
+	// NetInput and NetOutput are the bytes read from and written to
+	// clients, those that have gone included.
+	NetInput, NetOutput int64
+	// OpsPerSec, InputKbps and OutputKbps are recent rates: commands run,
+	// and KiB read and written, per second.
+	OpsPerSec             int64
+	InputKbps, OutputKbps float64
+	UsedMemory            uint64 // Go heap in use plus the tables' arrays kept outside it
+	UsedMemoryRSS         uint64 // resident set size, 0 if unknown
 }
 
-// CommandCounts are one command's counters for INFO commandstats.
+// CommandCounts are one command's counters, for INFO commandstats and the
+// metrics. Calls counts the calls that ran (a handler was called); of
+// those, Failed replied an error and Limited (limiter commands) replied
+// "limited". Rejected counts the calls refused before running (arity,
+// authentication). Nanos is the time spent in the calls that ran, and
+// Buckets their latency histogram: Buckets[i] counts calls that took at
+// most LatencyBuckets[i] (and more than the bucket before), the last one
+// those slower than every bound.
 type CommandCounts struct {
-	Calls, Rejected, Failed int64
+	Calls, Rejected, Failed, Limited int64
+	Nanos                            int64
+	Buckets                          [NumLatencyBuckets + 1]int64
 }
+
+// Add adds o's counters to cc.
+func (cc *CommandCounts) Add(o *CommandCounts) {
+	cc.Calls += o.Calls
+	cc.Rejected += o.Rejected
+	cc.Failed += o.Failed
+	cc.Limited += o.Limited
+	cc.Nanos += o.Nanos
+	for i := range cc.Buckets {
+		cc.Buckets[i] += o.Buckets[i]
+	}
+}
+
+// LatencyBuckets are the upper bounds, in nanoseconds, of the latency
+// histogram kept per command (CommandCounts.Buckets).
+var LatencyBuckets = [NumLatencyBuckets]int64{
+	1e3, 2.5e3, 5e3, 10e3, 25e3, 50e3, 100e3, 250e3, 1e6, 10e6, 100e6, 1e9,
+}
+
+// NumLatencyBuckets is the number of bounded latency buckets.
+const NumLatencyBuckets = 12
 
 // clientStats are per-client counters, one slot per command. They are
 // atomics so that INFO, running on another client's goroutine, can read
@@ -73,6 +114,46 @@ type CommandCounts struct {
 type clientStats struct {
 	calls, rejected, failed []atomic.Int64
 	unknown                 atomic.Int64
+	netIn                   atomic.Int64 // bytes read
+	// timing is allocated for a command the first time the client runs
+	// it: a client uses few of the commands.
+	timing []atomic.Pointer[cmdTiming]
+}
+
+// cmdTiming is one client's timings and outcomes of one command.
+type cmdTiming struct {
+	nanos   atomic.Int64
+	limited atomic.Int64
+	buckets [NumLatencyBuckets + 1]atomic.Int64
+}
+
+// record counts one call of cmd that took d ns.
+func (st *clientStats) record(cmd *Command, d int64) { st.recordN(cmd, d, d, 1) }
+
+// recordN counts n calls of cmd that took each ns each, total ns in all.
+func (st *clientStats) recordN(cmd *Command, each, total, n int64) {
+	t := st.timing[cmd.id].Load()
+	if t == nil {
+		t = new(cmdTiming)
+		st.timing[cmd.id].Store(t)
+	}
+	t.nanos.Add(total)
+	i := 0
+	for i < NumLatencyBuckets && each > LatencyBuckets[i] {
+		i++
+	}
+	t.buckets[i].Add(n)
+}
+
+// countLimited counts a "limited" reply of cmd.
+func (st *clientStats) countLimited(cmd *Command) {
+	if t := st.timing[cmd.id].Load(); t != nil {
+		t.limited.Add(1)
+	} else {
+		t = new(cmdTiming)
+		t.limited.Store(1)
+		st.timing[cmd.id].Store(t)
+	}
 }
 
 type queued struct {
@@ -109,6 +190,11 @@ type Client struct {
 	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
+	mark          int64    // mono.Now() when the running command began: see Mark
+	batch         bool     // between Mark and Settle: fast commands are timed together
+	run           [runMax]*Command
+	runN          int      // fast commands in run, run since mark and not timed yet
+	runArgs       [][]byte // the arguments of the one in run, while runN is 1
 
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
@@ -151,6 +237,8 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c.stats.calls = make([]atomic.Int64, n)
 	c.stats.rejected = make([]atomic.Int64, n)
 	c.stats.failed = make([]atomic.Int64, n)
+	c.stats.timing = make([]atomic.Pointer[cmdTiming], n)
+	c.mark = mono.Now()
 	c.lastActive.Store(c.created.Unix())
 	return c
 }
@@ -190,17 +278,112 @@ func (c *Client) Kill() {
 func (c *Client) Counts() []CommandCounts {
 	out := make([]CommandCounts, len(c.stats.calls))
 	for i := range out {
-		out[i] = CommandCounts{c.stats.calls[i].Load(), c.stats.rejected[i].Load(), c.stats.failed[i].Load()}
+		cc := &out[i]
+		cc.Calls, cc.Rejected, cc.Failed = c.stats.calls[i].Load(), c.stats.rejected[i].Load(), c.stats.failed[i].Load()
+		if t := c.stats.timing[i].Load(); t != nil {
+			cc.Nanos, cc.Limited = t.nanos.Load(), t.limited.Load()
+			for j := range cc.Buckets {
+				cc.Buckets[j] = t.buckets[j].Load()
+			}
+		}
 	}
 	return out
 }
 
-// ResetCounts zeroes the client's per-command counters (CONFIG RESETSTAT).
+// runMax is the most fast commands timed together (see Mark).
+const runMax = 32
+
+// Mark notes that the requests read just now start at this instant, and
+// starts a batch that Settle ends. A command's time runs from the end of
+// the one before it in the same batch, or from Mark for the first, so
+// that timing a command takes at most one reading of the clock. Within a
+// batch, consecutive fast commands (FlagFast: O(1)) share one reading:
+// each is timed as an equal share of the time since the last reading,
+// taken when another kind of command comes, runMax of them have run, or
+// Settle is called. The server calls Mark after each read that brought
+// data, and Settle before it flushes the replies.
+func (c *Client) Mark() {
+	now := mono.Now()
+	if c.runN > 0 {
+		c.settleAt(now)
+	}
+	c.mark, c.batch = now, true
+}
+
+// Settle times the fast commands run since the last reading of the clock
+// and ends the batch Mark began. It reads the clock only if there are any.
+func (c *Client) Settle() {
+	if c.runN > 0 {
+		c.settleAt(mono.Now())
+	}
+	c.batch = false
+}
+
+// settleAt records the pending fast commands as sharing the time from
+// mark to end equally, and moves mark to end. A lone pending command is
+// timed exactly and may go into the slow log; several share their time
+// and do not.
+func (c *Client) settleAt(end int64) {
+	n := int64(c.runN)
+	d := end - c.mark
+	share := d / n
+	// Runs of the same command (a pipeline of CL.THROTTLE) are counted
+	// in one go; the division's remainder goes to the first.
+	extra := d % n
+	for i := 0; i < c.runN; {
+		j := i + 1
+		for j < c.runN && c.run[j] == c.run[i] {
+			j++
+		}
+		k := int64(j - i)
+		c.stats.recordN(c.run[i], share, share*k+extra, k)
+		extra = 0
+		i = j
+	}
+	if c.runN == 1 {
+		if thr := c.table.slow.thresholdNs.Load(); thr >= 0 && d >= thr {
+			c.table.slow.log(c, c.runArgs, d)
+		}
+	}
+	clear(c.run[:c.runN])
+	c.runN, c.runArgs = 0, nil
+	c.mark = end
+}
+
+// CountInput counts n bytes read from the client.
+func (c *Client) CountInput(n int) { c.stats.netIn.Add(int64(n)) }
+
+// NetIO returns the bytes read from and written to the client. Safe from
+// any goroutine.
+func (c *Client) NetIO() (in, out int64) {
+	if c.W != nil {
+		out = c.W.Written()
+	}
+	return c.stats.netIn.Load(), out
+}
+
+// TotalCalls returns how many commands the client has run, without
+// allocating. Safe from any goroutine.
+func (c *Client) TotalCalls() int64 {
+	var n int64
+	for i := range c.stats.calls {
+		n += c.stats.calls[i].Load()
+	}
+	return n
+}
+
+// ResetCounts zeroes the client's per-command counters and its byte
+// counts (CONFIG RESETSTAT).
 func (c *Client) ResetCounts() {
 	for i := range c.stats.calls {
 		c.stats.calls[i].Store(0)
 		c.stats.rejected[i].Store(0)
 		c.stats.failed[i].Store(0)
+		c.stats.timing[i].Store(nil)
+	}
+	c.stats.netIn.Store(0)
+	if c.W != nil {
+		c.W.written.Store(0)
 	}
 }
 

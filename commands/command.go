@@ -67,12 +67,23 @@ func command(c *Client, args [][]byte) {
 			c.W.WriteBulk(k)
 		}
 	case equalFold(sub, "help"):
-		lines := []string{"COMMAND <subcommand> [<arg> ...]. Subcommands are:",
-			"(no subcommand)", "COUNT", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "GETKEYS <full-command>", "LIST", "HELP"}
-		c.W.WriteArray(len(lines))
-		for _, l := range lines {
-			c.W.WriteString(l)
-		}
+		c.writeHelp("COMMAND",
+			"(no subcommand)",
+			"    Return details about all commands.",
+			"COUNT",
+			"    Return the total number of commands in this server.",
+			"LIST",
+			"    Return a list of all commands in this server.",
+			"INFO [<command-name> ...]",
+			"    Return details about multiple commands.",
+			"    If no command names are given, documentation details for all",
+			"    commands are returned.",
+			"DOCS [<command-name> ...]",
+			"    Return documentation details about multiple commands.",
+			"    If no command names are given, documentation details for all",
+			"    commands are returned.",
+			"GETKEYS <full-command>",
+			"    Return the keys from a full Redis command.")
 	default:
 		if equalFold(sub, "count") {
 			c.fail(errArity("command|count"))

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/mono"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -69,6 +72,9 @@ func (h *fakeHost) Persistence() Persistence {
 		return nil // not a typed nil
 	}
 	return h.persist
+}
+func (h *fakeHost) ConfigRewrite() error {
+	return ErrNoConfigFile
 }
 func (h *fakeHost) Logf(level, format string, args ...any) {
 	h.logs = append(h.logs, level+": "+fmt.Sprintf(format, args...))
@@ -719,8 +725,15 @@ func TestInfoSections(t *testing.T) {
 		t.Error("commandstats is not a default section")
 	}
 	cs := h.do("INFO", "commandstats")
-	if !strings.Contains(cs, "cmdstat_cl.throttle:calls=2,rejected_calls=0,failed_calls=0\r\n") {
-		t.Errorf("commandstats: %q", cs)
+	// The timings are the machine's: usec_per_call is usec over calls.
+	m := regexp.MustCompile(`cmdstat_cl\.throttle:calls=2,usec=(\d+),usec_per_call=(\d+\.\d\d),rejected_calls=0,failed_calls=0\r\n`).FindStringSubmatch(cs)
+	if m == nil {
+		t.Fatalf("commandstats: %q", cs)
+	}
+	usec, _ := strconv.ParseFloat(m[1], 64)
+	perCall, _ := strconv.ParseFloat(m[2], 64)
+	if perCall < usec/2-0.01 || perCall >= (usec+1)/2+0.01 {
+		t.Errorf("usec=%s but usec_per_call=%s for 2 calls", m[1], m[2])
 	}
 	if strings.Contains(cs, "# Server") {
 		t.Error("INFO commandstats must be that section only")
@@ -930,5 +943,36 @@ func TestWriteResult(t *testing.T) {
 		if got.String() != want.String() {
 			t.Errorf("%+v: %q, want %q", r, got.String(), want.String())
 		}
+	}
+}
+
+// BenchmarkBatchTiming is what timing adds per command to a pipelined
+// batch of 16 fast commands: their share of Mark's and Settle's readings
+// of the clock, and the counters. One op is one command.
+func BenchmarkBatchTiming(b *testing.B) {
+	h := newHarness(&testing.T{}, "")
+	cmd := h.table.Lookup([]byte("cl.throttle"))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i += 16 {
+		h.c.Mark()
+		for range 16 {
+			h.c.run[h.c.runN] = cmd
+			h.c.runN++
+		}
+		h.c.Settle()
+	}
+}
+
+// BenchmarkCallTiming is what timing a call adds to it outside a batch:
+// one reading of the monotonic clock and the per-client counters
+// (bench/RESULTS.md compares it with a whole request).
+func BenchmarkCallTiming(b *testing.B) {
+	h := newHarness(&testing.T{}, "")
+	cmd := h.table.Lookup([]byte("cl.throttle"))
+	b.ReportAllocs()
+	for range b.N {
+		end := mono.Now()
+		h.c.stats.record(cmd, end-h.c.mark)
+		h.c.mark = end
 	}
 }

@@ -203,17 +203,41 @@ func client(c *Client, args [][]byte) {
 		// maintenance notifications and evicts nothing.
 		c.writeOK()
 	case equalFold(sub, "help") && n == 2:
-		lines := []string{
-			"CLIENT <subcommand> [<arg> ...]. Subcommands are:",
-			"ID", "GETNAME", "SETNAME <name>", "SETINFO <LIB-NAME|LIB-VER> <value>",
-			"INFO", "LIST [TYPE NORMAL] [ID <id> ...]",
-			"KILL <ip:port> | KILL <ID|ADDR|LADDR|SKIPME|TYPE|USER> <value> ...",
-			"MAINT_NOTIFICATIONS <on|off> ...", "HELP",
-		}
-		c.W.WriteArray(len(lines))
-		for _, l := range lines {
-			c.W.WriteString(l)
-		}
+		c.writeHelp("CLIENT",
+			"ID",
+			"    Return the ID of the current connection.",
+			"GETNAME",
+			"    Return the name of the current connection.",
+			"SETNAME <name>",
+			"    Assign the name <name> to the current connection.",
+			"SETINFO <option> <value>",
+			"    Set client meta attr. Options are:",
+			"    * LIB-NAME: the client lib name.",
+			"    * LIB-VER: the client lib version.",
+			"INFO",
+			"    Return information about the current client connection.",
+			"LIST [TYPE NORMAL] [ID <id> [<id> ...]]",
+			"    Return information about client connections.",
+			"KILL <ip:port>",
+			"    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]",
+			"    Kill connections. Options are:",
+			"    * ADDR (<ip:port>|<unixsocket>:0)",
+			"      Kill connections made from the specified address",
+			"    * LADDR (<ip:port>|<unixsocket>:0)",
+			"      Kill connections made to specified local address",
+			"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+			"      Kill connections by type.",
+			"    * USER <username>",
+			"      Kill connections authenticated by <username>.",
+			"    * ID <client-id>",
+			"      Kill connections by client id.",
+			"    * SKIPME (YES|NO)",
+			"      Skip killing current connection (default: yes).",
+			"NO-EVICT (ON|OFF)",
+			"NO-TOUCH (ON|OFF)",
+			"MAINT_NOTIFICATIONS <on|off> [<option> <value> ...]",
+			"    Accepted; cellserver evicts nothing and sends no notifications.")
 	default:
 		known := false
 		for _, s := range []string{"id", "getname", "setname", "setinfo", "info", "list", "kill", "maint_notifications", "no-evict", "no-touch", "help"} {

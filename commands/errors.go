@@ -31,6 +31,8 @@ const (
 	errInvalidCursor = "ERR invalid cursor"
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
+	errSlowlogCount  = "ERR count should be greater than or equal to -1"
+	errNoConfigFile  = "ERR The server is running without a config file"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
 	// not serve (enable-debug-command local, a remote client).
@@ -126,6 +128,10 @@ func errConfigSetOption(arg []byte) string {
 func errConfigSetFailed(name string, err error) string {
 	return "ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error()
 }
+
+// errRewriteFailed is CONFIG REWRITE's error when the file cannot be
+// written.
+func errRewriteFailed(err error) string { return "ERR Rewriting config file: " + err.Error() }
 
 // errInternal answers a command whose handler panicked.
 func errInternal(cmd string) string { return "ERR internal error in '" + cmd + "'" }

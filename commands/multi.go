@@ -50,9 +50,9 @@ func exec(c *Client, _ [][]byte) {
 	}
 	c.W.WriteArray(len(queue))
 	c.host.Engine().Atomic(func(tx *engine.View) {
-		own := c.view
-		c.view, c.inExec = tx, true
-		defer func() { c.view, c.inExec = own, false }()
+		own, batch := c.view, c.batch
+		c.view, c.inExec, c.batch = tx, true, false // each queued command is timed on its own
+		defer func() { c.view, c.inExec, c.batch = own, false, batch }()
 		for _, q := range queue {
 			c.table.call(c, q.cmd, q.args)
 		}

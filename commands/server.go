@@ -19,6 +19,10 @@ var ErrUnknownSetting = errors.New("unknown setting")
 // a name given twice in one CONFIG SET; its text is Redis 7's.
 var ErrDuplicateSetting = errors.New(errTextDuplicateParameter)
 
+// ErrNoConfigFile is what Host.ConfigRewrite returns when the server
+// started without a config file.
+var ErrNoConfigFile = errors.New("no config file")
+
 func registerServer(t *Table) {
 	rows := []Command{
 		{Name: "info", Arity: -1, Flags: FlagStale, Handler: info, Complexity: "O(1)",
@@ -28,7 +32,7 @@ func registerServer(t *Table) {
 			Summary: "Describes the commands: COMMAND, COMMAND COUNT|INFO|DOCS|LIST.",
 			Args:    []Arg{{Name: "subcommand", Type: "string", Optional: true}, {Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "config", Arity: -2, Flags: FlagAdmin | FlagStale, Handler: config, Complexity: "O(N)",
-			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT.",
+			Summary: "Reads or changes settings: CONFIG GET|SET|RESETSTAT|REWRITE|HELP.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "time", Arity: 1, Flags: FlagFast | FlagStale, Handler: timeCmd, Complexity: "O(1)",
 			Summary: "The server's clock: seconds and microseconds."},
@@ -88,6 +92,18 @@ func shutdown(c *Client, args [][]byte) {
 
 func debug(c *Client, args [][]byte) {
 	clock := c.host.DebugClock()
+	if equalFold(args[1], "help") && len(args) == 2 {
+		c.writeHelp("DEBUG",
+			"CLOCK SET <unix_ns>",
+			"    Freeze the server's clock at <unix_ns> nanoseconds since the Unix epoch.",
+			"CLOCK ADVANCE <ns>",
+			"    Move the frozen clock on by <ns> nanoseconds (back when negative).",
+			"CLOCK REAL",
+			"    Follow the system clock again.",
+			"CLOCK GET",
+			"    Return the clock in nanoseconds since the Unix epoch.")
+		return
+	}
 	if !equalFold(args[1], "clock") || clock == nil {
 		c.fail(errUnknownSubcommand(args[1], "DEBUG"))
 		return
@@ -166,7 +182,26 @@ func config(c *Client, args [][]byte) {
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
 		c.writeOK()
-	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat"):
+	case equalFold(sub, "rewrite") && len(args) == 2:
+		if err := c.host.ConfigRewrite(); errors.Is(err, ErrNoConfigFile) {
+			c.fail(errNoConfigFile)
+			return
+		} else if err != nil {
+			c.fail(errRewriteFailed(err))
+			return
+		}
+		c.writeOK()
+	case equalFold(sub, "help") && len(args) == 2:
+		c.writeHelp("CONFIG",
+			"GET <pattern>",
+			"    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value>",
+			"    Set the configuration <directive> to <value>.",
+			"RESETSTAT",
+			"    Reset statistics reported by the INFO command.",
+			"REWRITE",
+			"    Rewrite the configuration file.")
+	case equalFold(sub, "get") || equalFold(sub, "set") || equalFold(sub, "resetstat") || equalFold(sub, "help") || equalFold(sub, "rewrite"):
 		c.fail(errArity("config|" + strings.ToLower(string(sub))))
 	default:
 		c.fail(errUnknownSubcommand(sub, "CONFIG"))
@@ -259,9 +294,16 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	}
 	field(b, "total_connections_received", st.ConnsReceived)
 	field(b, "total_commands_processed", calls)
+	field(b, "instantaneous_ops_per_sec", st.OpsPerSec)
+	field(b, "total_net_input_bytes", st.NetInput)
+	field(b, "total_net_output_bytes", st.NetOutput)
+	field(b, "instantaneous_input_kbps", strconv.FormatFloat(st.InputKbps, 'f', 2, 64))
+	field(b, "instantaneous_output_kbps", strconv.FormatFloat(st.OutputKbps, 'f', 2, 64))
 	field(b, "rejected_connections", st.ConnsRejected)
 	field(b, "expired_keys", es.ExpiredKeys)
 	field(b, "evicted_keys", 0)
+	field(b, "keyspace_hits", es.KeyspaceHits)
+	field(b, "keyspace_misses", es.KeyspaceMisses)
 	field(b, "total_error_replies", rejected)
 }
 
@@ -272,7 +314,13 @@ func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stat
 		if cc.Calls+cc.Rejected+cc.Failed == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "cmdstat_%s:calls=%d,rejected_calls=%d,failed_calls=%d\r\n", cmd.Name, cc.Calls, cc.Rejected, cc.Failed)
+		usec := cc.Nanos / 1e3
+		perCall := 0.0
+		if cc.Calls > 0 {
+			perCall = float64(cc.Nanos) / 1e3 / float64(cc.Calls)
+		}
+		fmt.Fprintf(b, "cmdstat_%s:calls=%d,usec=%d,usec_per_call=%.2f,rejected_calls=%d,failed_calls=%d\r\n",
+			cmd.Name, cc.Calls, usec, perCall, cc.Rejected, cc.Failed)
 	}
 }
 
@@ -285,11 +333,12 @@ func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 			field(b, name+"_limited", es.Limited[k])
 		}
 	}
+	infoTop(c, b)
 }
 
 func infoKeyspace(_ *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 	if es.Keys > 0 {
-		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", es.Keys, es.Keys)
+		fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", es.Keys, es.Keys, es.AvgTTL)
 	}
 }
 
@@ -299,9 +348,7 @@ func (t *Table) countsAll(h Host, st HostStats) []CommandCounts {
 	copy(out, st.CommandsRetired)
 	for _, cl := range h.Clients() {
 		for i, cc := range cl.Counts() {
-			out[i].Calls += cc.Calls
-			out[i].Rejected += cc.Rejected
-			out[i].Failed += cc.Failed
+			out[i].Add(&cc)
 		}
 	}
 	return out
@@ -318,3 +365,18 @@ func humanBytes(n uint64) string {
 	}
 	return strconv.FormatUint(n, 10) + "B"
 }
+
+// Names returns the commands' names in the order of the slices Counts
+// returns.
+func (t *Table) Names() []string {
+	out := make([]string, len(t.list))
+	for i, c := range t.list {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// Counts returns every command's counters, summed over the connected
+// clients and those that have gone (st.CommandsRetired), indexed like
+// Names.
+func (t *Table) Counts(st HostStats) []CommandCounts { return t.countsAll(t.host, st) }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Flag describes a command for COMMAND and for Dispatch.
@@ -93,6 +94,7 @@ type Table struct {
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
 	authLog authLog
 	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
+	slow    slowlog
 }
 
 // SetLoading sets whether the server is loading its keys from disk: while
@@ -153,12 +155,15 @@ func NewTable(host Host, opt Options) *Table {
 	if t.sleep == nil {
 		t.sleep = sleepUnlessKilled
 	}
+	t.SetSlowlog(DefaultSlowlogSlowerThan, DefaultSlowlogMaxLen)
 	registerLimiter(t)
+	registerTop(t)
 	registerMultiLimit(t)
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)
 	registerPersistence(t)
+	registerSlowlog(t)
 	registerMulti(t)
 	if opt.EnableDebug {
 		registerDebug(t, opt.DebugLocalOnly)
@@ -366,7 +371,27 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	}()
 	c.stats.calls[cmd.id].Add(1)
 	c.cur = cmd
+	fast := c.batch && cmd.Flags&FlagFast != 0
+	if !fast && c.runN > 0 {
+		c.settleAt(mono.Now()) // the fast commands before this one
+	}
 	cmd.Handler(c, args)
+	if fast {
+		// Timed with the fast commands around it (Client.Mark).
+		c.run[c.runN] = cmd
+		c.runN++
+		c.runArgs = args
+		if c.runN == runMax {
+			c.settleAt(mono.Now())
+		}
+		return
+	}
+	end := mono.Now()
+	c.stats.record(cmd, end-c.mark)
+	if thr := t.slow.thresholdNs.Load(); thr >= 0 && end-c.mark >= thr {
+		t.slow.log(c, args, end-c.mark)
+	}
+	c.mark = end
 }
 
 // enqueue queues a command inside MULTI, within the client's buffer limit.

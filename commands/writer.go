@@ -2,6 +2,7 @@ package commands
 
 import (
 	"io"
+	"sync/atomic"
 
 	"github.com/tidwall/redcon"
 )
@@ -9,12 +10,17 @@ import (
 // Writer buffers RESP replies, encoded by redcon (a limiter reply by
 // Client.writeResult), for one connection. The
 // server flushes it once per batch of requests, or sooner when Len grows
-// large. It is not safe for concurrent use.
+// large. It is not safe for concurrent use, but for Written.
 type Writer struct {
-	w   io.Writer
-	b   []byte
-	err error
+	w       io.Writer
+	b       []byte
+	err     error
+	written atomic.Int64 // bytes flushed
 }
+
+// Written returns the bytes flushed so far (INFO's total_net_output_bytes).
+// Safe from any goroutine.
+func (w *Writer) Written() int64 { return w.written.Load() }
 
 // maxIdleWriterBuf is the largest buffer a Writer keeps after a flush, so
 // that an idle connection holds little.
@@ -32,7 +38,9 @@ func (w *Writer) Flush() error {
 		return w.err
 	}
 	if len(w.b) > 0 {
-		_, w.err = w.w.Write(w.b)
+		var n int
+		n, w.err = w.w.Write(w.b)
+		w.written.Add(int64(n))
 	}
 	if cap(w.b) > maxIdleWriterBuf {
 		w.b = nil

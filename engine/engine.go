@@ -202,9 +202,17 @@ type Stats struct {
 	Keys        int64
 	TableBytes  int64 // memory held by the shards' tables, off-heap arrays included
 	ExpiredKeys int64 // removed because they expired, lazily or by sweep
-	Allowed     [NumKinds]int64
-	Limited     [NumKinds]int64
-	KeysByKind  [NumKinds]int64
+	// KeyspaceHits and KeyspaceMisses count commands' lookups of a key
+	// (every limiter request, GET, TTL, PTTL, TYPE, EXISTS) that found it
+	// and that did not (or found it expired).
+	KeyspaceHits, KeyspaceMisses int64
+	// AvgTTL is the estimated average remaining life of the keys, in ms,
+	// sampled by the expiry sweep as Redis's active expiry samples it; 0
+	// before the sweep has seen a live key.
+	AvgTTL     int64
+	Allowed    [NumKinds]int64
+	Limited    [NumKinds]int64
+	KeysByKind [NumKinds]int64
 }
 
 // Stats sums the shards' counters, one shard's lock at a time: O(shards).
@@ -212,12 +220,19 @@ type Stats struct {
 // sweep reclaims them within about a second); DBSize is exact.
 func (v *View) Stats() Stats {
 	var s Stats
+	var ttlWeighted, sampled int64 // the shards' averages weighed by their keys
 	for i := range v.e.shards {
 		sh := &v.e.shards[i]
 		v.lock(sh)
 		s.Keys += int64(sh.t.count)
 		s.TableBytes += int64(sh.t.memory())
 		s.ExpiredKeys += sh.expired
+		s.KeyspaceHits += sh.hits
+		s.KeyspaceMisses += sh.misses
+		ttlWeighted += sh.avgTTL * int64(sh.t.count)
+		if sh.avgTTL > 0 {
+			sampled += int64(sh.t.count)
+		}
 		for k := range s.Allowed {
 			s.Allowed[k] += sh.allowed[k]
 			s.Limited[k] += sh.limited[k]
@@ -225,5 +240,18 @@ func (v *View) Stats() Stats {
 		}
 		v.unlock(sh)
 	}
+	if sampled > 0 {
+		s.AvgTTL = ttlWeighted / sampled
+	}
 	return s
+}
+
+// ResetStats zeroes the keyspace hits and misses (CONFIG RESETSTAT).
+func (v *View) ResetStats() {
+	for i := range v.e.shards {
+		sh := &v.e.shards[i]
+		v.lock(sh)
+		sh.hits, sh.misses = 0, 0
+		v.unlock(sh)
+	}
 }

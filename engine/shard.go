@@ -34,9 +34,13 @@ type shard struct {
 	sweepPos int // where the background sweep continues
 
 	expired int64
+	hits    int64 // commands' lookups that found their key
+	misses  int64 // and that did not
+	avgTTL  int64 // ms: an estimate from the keys the sweep examines
 	allowed [NumKinds]int64
 	limited [NumKinds]int64
 	kinds   [NumKinds]int64 // live keys by kind
+	top     *topK           // the most-limited keys; nil until a request is limited
 
 	changes int64 // keys written or removed since the last TakeDirty
 	// With Config.TrackChanges: the keys removed since the last TakeDirty,
@@ -63,6 +67,15 @@ func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) 
 		return -1, entry{}, false
 	}
 	return i, e, true
+}
+
+// countLookup counts a command's lookup of a key as a hit or a miss.
+func (s *shard) countLookup(found bool) {
+	if found {
+		s.hits++
+	} else {
+		s.misses++
+	}
 }
 
 // putLocked stores e under key (hash h). i is the key's slot from
@@ -150,8 +163,11 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	s.t.releaseScratch()
 	if s.t.count == 0 {
 		s.sweepPos = 0
+		s.avgTTL = 0
 		return 0, 0
 	}
+	var ttlSum, live int64
+	defer func() { s.sampleTTL(ttlSum, live) }()
 	for steps := 0; examined < budget && steps < len(s.t.slots); {
 		i := s.sweepPos % len(s.t.slots)
 		s.t.prefetchRecordAt((i + sweepAhead) % len(s.t.slots))
@@ -161,7 +177,9 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 			continue
 		}
 		examined++
-		if nowMs <= s.t.entryAt(i).expireMs {
+		if exp := s.t.entryAt(i).expireMs; nowMs <= exp {
+			ttlSum += exp - nowMs
+			live++
 			s.sweepPos = i + 1
 			steps++
 			continue
@@ -176,6 +194,21 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 		}
 	}
 	return examined, removed
+}
+
+// sampleTTL folds the remaining lives of live keys the sweep examined
+// (sum ms over n keys) into the shard's average, as Redis estimates
+// avg_ttl: the first sample sets it, each later one weighs 1/50.
+func (s *shard) sampleTTL(sum, n int64) {
+	if n == 0 {
+		return
+	}
+	avg := sum / n
+	if s.avgTTL == 0 {
+		s.avgTTL = avg
+	} else {
+		s.avgTTL = s.avgTTL/50*49 + avg/50
+	}
 }
 
 // keysLocked calls fn for every live key with its entry, a sliding log's

@@ -128,6 +128,7 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
 	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	sh.countLookup(ok)
 	if ok && e.kind != kind {
 		return limiter.Result{}, ErrWrongType
 	}
@@ -152,6 +153,10 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	}
 	if out.Result.Limited {
 		sh.limited[kind]++
+		if sh.top == nil {
+			sh.top = new(topK) // once per shard
+		}
+		sh.top.addLocked(key, h, kind, now)
 	} else {
 		sh.allowed[kind]++
 	}
@@ -165,6 +170,7 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	defer v.unlock(sh)
 	nowMs := unixMs(v.e.clock.Now())
 	_, e, ok := sh.getLocked(key, h, nowMs)
+	sh.countLookup(ok)
 	return e, ok, nowMs
 }
 

@@ -1,11 +1,17 @@
 package server
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
@@ -72,6 +78,46 @@ type Config struct {
 	// rename-command lines: each pair is a command's name and its new
 	// name, "" to disable it. Default: none.
 	RenameCommands [][2]string
+	// SlowlogLogSlowerThan is the time in µs from which a command goes
+	// into SLOWLOG; negative logs none, 0 every command. Default: 10000.
+	SlowlogLogSlowerThan int64
+	// SlowlogMaxLen is the most entries SLOWLOG keeps. Default: 128.
+	SlowlogMaxLen int64
+	// LogFile is the file cmd/cellserver appends the log to; "" is
+	// standard error. Default: "".
+	LogFile string
+	// LogOutput, when not nil, is where the log goes (cmd/cellserver opens
+	// LogFile into it); nil is standard error. It is no setting. Default: nil.
+	LogOutput io.Writer
+	// PidFile is the file cmd/cellserver writes its process id to at start
+	// and removes at exit; "" writes none. Default: "".
+	PidFile string
+	// TLSPort is the port that serves TLS on every Bind address, beside
+	// Port; 0 serves none. Default: 0.
+	TLSPort int
+	// TLSCertFile and TLSKeyFile are the server's certificate and its key
+	// (PEM), needed with TLSPort. Default: "".
+	TLSCertFile, TLSKeyFile string
+	// TLSCACertFile holds the certificates (PEM) that client certificates
+	// must chain to; needed unless TLSAuthClients is "no". Default: "".
+	TLSCACertFile string
+	// TLSAuthClients says whether a TLS client must present a certificate:
+	// "yes", "optional" (verified when presented) or "no". Default: "yes",
+	// as Redis.
+	TLSAuthClients string
+	// TLSConfig is the TLS configuration the TLS port serves with;
+	// cmd/cellserver builds it from the files above (TLSConfigFromFiles).
+	// It is no setting. Default: nil.
+	TLSConfig *tls.Config
+	// Ignored lists the redis.conf directives SetDirective accepted without
+	// a setting of their own, "name value" each, for the log. It is no
+	// setting. Default: nil.
+	Ignored []string
+	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
+	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
+	// an HTTP listener nobody asked for is one more port to secure, and
+	// two instances on one machine would fight over a fixed one.
+	MetricsAddr string
 }
 
 // DefaultConfig returns the configuration cellserver runs with when given
@@ -86,6 +132,10 @@ func DefaultConfig() Config {
 		QueryBufferLimit: 1 << 30,
 		LogLevel:         "notice",
 		Shards:           engine.DefaultShards,
+
+		TLSAuthClients:       "yes",
+		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
+		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
 	}
 }
 
@@ -97,6 +147,21 @@ func (c *Config) Validate() error {
 				return fmt.Errorf("%s: %w", s.name, err)
 			}
 		}
+	}
+	return c.validateTLS()
+}
+
+// validateTLS checks the tls-* settings together, once all are read: a
+// config file may give them in any order.
+func (c *Config) validateTLS() error {
+	if c.TLSPort == 0 || c.TLSConfig != nil {
+		return nil
+	}
+	if c.TLSCertFile == "" || c.TLSKeyFile == "" {
+		return errors.New("tls-port: needs tls-cert-file and tls-key-file")
+	}
+	if c.TLSAuthClients != "no" && c.TLSCACertFile == "" {
+		return errors.New("tls-port: needs tls-ca-cert-file unless tls-auth-clients is no")
 	}
 	return nil
 }
@@ -202,6 +267,26 @@ func (c *Config) Get(match func(name string) bool) [][2]string {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// SettingInfo describes one setting for a program's help: its name, its
+// value in DefaultConfig, and whether CONFIG SET may change it.
+type SettingInfo struct {
+	Name, Default string
+	Mutable       bool
+}
+
+// Settings lists every setting a config file or flag may give, in the
+// settings table's order, with its default.
+func Settings() []SettingInfo {
+	def := DefaultConfig()
+	var out []SettingInfo
+	for _, s := range settings {
+		if s.set != nil {
+			out = append(out, SettingInfo{Name: s.name, Default: s.get(&def), Mutable: s.mutable})
+		}
+	}
 	return out
 }
 
@@ -347,6 +432,59 @@ var settings = []setting{
 			return nil
 		}},
 	// Read-only facts clients ask about.
+	{name: "slowlog-log-slower-than", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
+		set: intSetting(func(c *Config, n int64) { c.SlowlogLogSlowerThan = n }),
+		check: func(c *Config) error {
+			return between(c.SlowlogLogSlowerThan, -1<<40, 1<<40)
+		}},
+	{name: "slowlog-max-len", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen, 10) },
+		set: intSetting(func(c *Config, n int64) { c.SlowlogMaxLen = n }),
+		check: func(c *Config) error {
+			return between(c.SlowlogMaxLen, 0, 1<<31-1)
+		}},
+	{name: "logfile",
+		get: func(c *Config) string { return c.LogFile },
+		set: func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{name: "pidfile",
+		get: func(c *Config) string { return c.PidFile },
+		set: func(c *Config, v string) error { c.PidFile = v; return nil }},
+	{name: "tls-port",
+		get: func(c *Config) string { return strconv.Itoa(c.TLSPort) },
+		set: intSetting(func(c *Config, n int64) { c.TLSPort = int(n) }),
+		check: func(c *Config) error {
+			return between(int64(c.TLSPort), 0, 65535)
+		}},
+	{name: "tls-cert-file",
+		get: func(c *Config) string { return c.TLSCertFile },
+		set: func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
+	{name: "tls-key-file",
+		get: func(c *Config) string { return c.TLSKeyFile },
+		set: func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
+	{name: "tls-ca-cert-file",
+		get: func(c *Config) string { return c.TLSCACertFile },
+		set: func(c *Config, v string) error { c.TLSCACertFile = v; return nil }},
+	{name: "tls-auth-clients",
+		get: func(c *Config) string { return c.TLSAuthClients },
+		set: func(c *Config, v string) error { c.TLSAuthClients = strings.ToLower(v); return nil },
+		check: func(c *Config) error {
+			switch c.TLSAuthClients {
+			case "yes", "no", "optional":
+				return nil
+			}
+			return errors.New("argument must be 'yes', 'no' or 'optional'")
+		}},
+	{name: "metrics-addr",
+		get: func(c *Config) string { return c.MetricsAddr },
+		set: func(c *Config, v string) error { c.MetricsAddr = v; return nil },
+		check: func(c *Config) error {
+			if c.MetricsAddr == "" {
+				return nil
+			}
+			_, _, err := net.SplitHostPort(c.MetricsAddr)
+			return err
+		}},
 	{name: "databases", get: func(*Config) string { return "1" }},
 }
 
@@ -396,4 +534,94 @@ func memSetting(store func(*Config, int64)) func(*Config, string) error {
 		store(c, n*mul)
 		return nil
 	}
+}
+
+// TLSConfigFromFiles builds the TLS configuration c's tls-* settings
+// describe: the server's certificate and key, and the CA certificates that
+// client certificates are checked against as tls-auth-clients says. It
+// reads the files; only cmd/cellserver calls it.
+//
+// The certificate is read again at a handshake after either file's
+// modification time has changed, so that a renewed certificate is served
+// without a restart; while the new files do not load (half written), the
+// previous certificate is served.
+func TLSConfigFromFiles(c *Config) (*tls.Config, error) {
+	r := &certReloader{certFile: c.TLSCertFile, keyFile: c.TLSKeyFile}
+	if err := r.load(); err != nil {
+		return nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
+	}
+	tc := &tls.Config{GetCertificate: r.get, MinVersion: tls.VersionTLS12}
+	if c.TLSCACertFile != "" {
+		pem, err := os.ReadFile(c.TLSCACertFile)
+		if err != nil {
+			return nil, fmt.Errorf("tls-ca-cert-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("tls-ca-cert-file: no certificate in %s", c.TLSCACertFile)
+		}
+		tc.ClientCAs = pool
+	}
+	switch c.TLSAuthClients {
+	case "yes":
+		tc.ClientAuth = tls.RequireAndVerifyClientCert
+	case "optional":
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
+}
+
+// certReloader serves a certificate from files, reading them again when
+// they change.
+type certReloader struct {
+	certFile, keyFile string
+
+	mu       sync.Mutex
+	cert     *tls.Certificate
+	certTime time.Time // the files' modification times when cert was read
+	keyTime  time.Time
+}
+
+// modTimes returns the files' modification times.
+func (r *certReloader) modTimes() (cert, key time.Time, err error) {
+	ci, err := os.Stat(r.certFile)
+	if err != nil {
+		return cert, key, err
+	}
+	ki, err := os.Stat(r.keyFile)
+	if err != nil {
+		return cert, key, err
+	}
+	return ci.ModTime(), ki.ModTime(), nil
+}
+
+// load reads the certificate and its key.
+func (r *certReloader) load() error {
+	ct, kt, err := r.modTimes()
+	if err != nil {
+		return err
+	}
+	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.cert, r.certTime, r.keyTime = &cert, ct, kt
+	r.mu.Unlock()
+	return nil
+}
+
+// get is tls.Config.GetCertificate: the certificate, read again first if
+// the files have changed since.
+func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	ct, kt, err := r.modTimes()
+	r.mu.Lock()
+	changed := err == nil && (!ct.Equal(r.certTime) || !kt.Equal(r.keyTime))
+	r.mu.Unlock()
+	if changed {
+		_ = r.load() // a failure keeps the previous certificate
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cert, nil
 }

@@ -92,7 +92,7 @@ func TestConfigSave(t *testing.T) {
 func TestConfigGet(t *testing.T) {
 	c := DefaultConfig()
 	got := c.Get(func(n string) bool { return strings.HasPrefix(n, "p") })
-	if len(got) != 3 || got[0] != [2]string{"port", "6379"} || got[1] != [2]string{"protected-mode", "yes"} || got[2] != [2]string{"proto-max-bulk-len", "536870912"} {
+	if len(got) != 4 || got[0] != [2]string{"pidfile", ""} || got[1] != [2]string{"port", "6379"} || got[2] != [2]string{"protected-mode", "yes"} || got[3] != [2]string{"proto-max-bulk-len", "536870912"} {
 		t.Fatalf("got %q", got)
 	}
 }

@@ -71,6 +71,10 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	}
 	r, n := 0, c.n
 	ran := 0 // requests run
+	if m > 0 {
+		c.cl.Mark()
+		c.cl.CountInput(m)
+	}
 	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 	c.la.reset(r)
 	for r < n {
@@ -108,6 +112,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		}
 		ran++
 		if c.cl.CloseAfterReply() {
+			c.cl.Settle()
 			_ = c.w.Flush() // closing anyway
 			return nil
 		}
@@ -115,6 +120,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			return nil
 		}
 	}
+	c.cl.Settle() // before p.release: a lone fast command's arguments may go to the slow log
 	c.p.release()
 	if ran > 0 {
 		c.cl.Touch(c.s.nowSec.Load())

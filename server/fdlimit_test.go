@@ -41,7 +41,7 @@ func TestFitMaxClients(t *testing.T) {
 		var out bytes.Buffer
 		cfg := DefaultConfig()
 		cfg.MaxClients = c.maxClients
-		s := &Server{cfg: cfg, log: &logger{out: &out}, raiseFDs: fakeLimit(c.limit)}
+		s := &Server{cfg: cfg, log: newLogger("notice", &out), raiseFDs: fakeLimit(c.limit)}
 		if !c.ok {
 			s.raiseFDs = func(uint64) (uint64, bool, error) { return 0, false, nil }
 		}
@@ -62,7 +62,7 @@ func TestFitMaxClients(t *testing.T) {
 			t.Errorf("limit %d: logged\n%s\nwant\n%s", c.limit, got.String(), c.log)
 		}
 	}
-	s := &Server{cfg: DefaultConfig(), log: &logger{out: &bytes.Buffer{}}, raiseFDs: fakeLimit(32)}
+	s := &Server{cfg: DefaultConfig(), log: newLogger("notice", &bytes.Buffer{}), raiseFDs: fakeLimit(32)}
 	if err := s.fitMaxClients(); err == nil || !strings.Contains(err.Error(), "ulimit -n") {
 		t.Errorf("limit 32: %v, want a refusal to start", err)
 	}

@@ -10,6 +10,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -27,6 +28,7 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
 	"github.com/cellserver/cellserver/internal/fdlimit"
+	"github.com/cellserver/cellserver/internal/mono"
 	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
@@ -60,12 +62,19 @@ type Server struct {
 	connsRejected atomic.Int64
 	started       time.Time
 
-	mu        sync.Mutex
-	clients   map[*commands.Client]*conn
-	retired   []commands.CommandCounts
-	listeners []net.Listener
-	closing   bool
-	conns     sync.WaitGroup
+	ratesMu sync.Mutex // guards the meters
+	ops     rateMeter  // commands run
+	netIn   rateMeter  // bytes read
+	netOut  rateMeter  // bytes written
+
+	mu         sync.Mutex
+	clients    map[*commands.Client]*conn
+	retired    []commands.CommandCounts
+	retiredIn  int64 // bytes read from clients that have gone
+	retiredOut int64 // and written to them
+	listeners  []net.Listener
+	closing    bool
+	conns      sync.WaitGroup
 
 	persist        Persistence // nil: persistence off
 	saveOnShutdown atomic.Bool // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
@@ -83,7 +92,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
-		log: newLogger(cfg.LogLevel), raiseFDs: fdlimit.Raise,
+		log: newLogger(cfg.LogLevel, cfg.LogOutput), raiseFDs: fdlimit.Raise,
 	}
 	if err := s.fitMaxClients(); err != nil {
 		return nil, err
@@ -107,9 +116,19 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)
 		}
 	}
+	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
 	s.nowSec.Store(time.Now().Unix())
+	s.log.Info("cellserver starting", "version", Version, "pid", os.Getpid(), "go", runtime.Version())
+	var inForce []any
+	for _, kv := range cfg.Get(func(string) bool { return true }) {
+		inForce = append(inForce, kv[0], redact(kv[0], kv[1]))
+	}
+	s.log.Info("Configuration in force", inForce...)
+	for _, d := range cfg.Ignored {
+		s.log.Debug("Directive accepted without effect: " + d)
+	}
 	eng.Start()
 	go s.cron()
 	return s, nil
@@ -158,6 +177,7 @@ func (s *Server) cron() {
 			return
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
+			s.sampleRates(mono.Now())
 			if tick%4 != 0 {
 				continue
 			}
@@ -170,15 +190,40 @@ func (s *Server) cron() {
 	}
 }
 
+// sampleRates reads the totals the instantaneous rates of INFO come from.
+func (s *Server) sampleRates(nowNs int64) {
+	var calls, in, out int64
+	s.mu.Lock()
+	for _, cc := range s.retired {
+		calls += cc.Calls
+	}
+	in, out = s.retiredIn, s.retiredOut
+	for cl := range s.clients {
+		calls += cl.TotalCalls()
+		i, o := cl.NetIO()
+		in += i
+		out += o
+	}
+	s.mu.Unlock()
+	s.ratesMu.Lock()
+	s.ops.add(nowNs, calls)
+	s.netIn.add(nowNs, in)
+	s.netOut.add(nowNs, out)
+	s.ratesMu.Unlock()
+}
+
 // ListenAndServe listens on every address of Config.Bind at Config.Port
 // and serves until Shutdown. It returns ErrServerClosed after a shutdown,
 // or the first listening error.
 func (s *Server) ListenAndServe() error {
 	s.cfgMu.RLock()
-	binds, port := s.cfg.Bind, s.cfg.Port
+	binds, port, tlsPort, tlsCfg := s.cfg.Bind, s.cfg.Port, s.cfg.TLSPort, s.cfg.TLSConfig
 	s.cfgMu.RUnlock()
+	if tlsPort != 0 && tlsCfg == nil {
+		return errors.New("server: tls-port without a TLS configuration")
+	}
 	var lns []net.Listener
-	for _, b := range binds {
+	listen := func(b string, port int) error {
 		ln, err := net.Listen("tcp", net.JoinHostPort(b, strconv.Itoa(port)))
 		if err != nil {
 			for _, l := range lns {
@@ -187,6 +232,25 @@ func (s *Server) ListenAndServe() error {
 			return fmt.Errorf("server: listen on %s port %d: %w", b, port, err)
 		}
 		lns = append(lns, ln)
+		return nil
+	}
+	for _, b := range binds {
+		if err := listen(b, port); err != nil {
+			return err
+		}
+	}
+	plain := len(lns)
+	if tlsPort != 0 {
+		for _, b := range binds {
+			if err := listen(b, tlsPort); err != nil {
+				return err
+			}
+		}
+		for i := plain; i < len(lns); i++ {
+			// A TLS connection is read through tls.Conn, never rawConn:
+			// newRawConn passes a *tls.Conn through as it is.
+			lns[i] = tls.NewListener(lns[i], tlsCfg)
+		}
 	}
 	errs := make(chan error, len(lns))
 	for _, ln := range lns {
@@ -207,6 +271,9 @@ func (s *Server) ListenAndServe() error {
 		}
 	}
 	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
+	if tlsPort != 0 {
+		s.log.Logf("notice", "Ready to accept connections tls on %s port %d", binds, tlsPort)
+	}
 	var first error
 	for range lns {
 		if err := <-errs; first == nil || errors.Is(first, ErrServerClosed) {
@@ -275,6 +342,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 	}
 	if len(s.clients) >= maxClients {
 		s.connsRejected.Add(1)
+		s.log.Info("Client rejected: max number of clients reached", "addr", nc.RemoteAddr().String(), "maxclients", maxClients)
 		go refuse(nc, commands.ErrMaxClients)
 		return nil
 	}
@@ -307,17 +375,19 @@ func refuse(nc net.Conn, msg string) {
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
 	c.nc.Close()
+	c.cl.Settle() // the timings of a batch cut short
 	s.mu.Lock()
 	counts := c.cl.Counts() // under mu: a CONFIG RESETSTAT cannot slip in between
 	delete(s.clients, c.cl)
 	if len(s.retired) < len(counts) {
 		s.retired = append(s.retired, make([]commands.CommandCounts, len(counts)-len(s.retired))...)
 	}
-	for i, cc := range counts {
-		s.retired[i].Calls += cc.Calls
-		s.retired[i].Rejected += cc.Rejected
-		s.retired[i].Failed += cc.Failed
+	for i := range counts {
+		s.retired[i].Add(&counts[i])
 	}
+	in, out := c.cl.NetIO()
+	s.retiredIn += in
+	s.retiredOut += out
 	s.mu.Unlock()
 	s.conns.Done()
 }
@@ -498,9 +568,13 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 			}
 		}
 	}
+	for _, p := range pairs {
+		s.log.Info("CONFIG SET", "name", lookupSetting(p[0]).name, "value", redact(lookupSetting(p[0]).name, p[1]))
+	}
 	s.cfg = next
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
+	s.table.SetSlowlog(s.cfg.SlowlogLogSlowerThan, s.cfg.SlowlogMaxLen)
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
@@ -556,16 +630,37 @@ func (s *Server) Stats() commands.HostStats {
 	st.ConnsRejected = s.connsRejected.Load()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
+	st.NetInput, st.NetOutput = s.retiredIn, s.retiredOut
+	for cl := range s.clients {
+		in, out := cl.NetIO()
+		st.NetInput += in
+		st.NetOutput += out
+	}
 	s.mu.Unlock()
+	s.ratesMu.Lock()
+	st.OpsPerSec = int64(s.ops.rate() + 0.5)
+	st.InputKbps, st.OutputKbps = s.netIn.rate()/1024, s.netOut.rate()/1024
+	s.ratesMu.Unlock()
 	return st
+}
+
+// Commands returns the commands' names and their counters, summed over
+// every client there has been since the start or CONFIG RESETSTAT.
+func (s *Server) Commands() ([]string, []commands.CommandCounts) {
+	s.mu.Lock()
+	st := commands.HostStats{CommandsRetired: append([]commands.CommandCounts(nil), s.retired...)}
+	s.mu.Unlock()
+	return s.table.Names(), s.table.Counts(st)
 }
 
 // ResetStats zeroes the counters CONFIG RESETSTAT resets.
 func (s *Server) ResetStats() {
 	s.connsReceived.Store(0)
 	s.connsRejected.Store(0)
+	s.eng.ResetStats()
 	s.mu.Lock()
 	s.retired = nil
+	s.retiredIn, s.retiredOut = 0, 0
 	for c := range s.clients {
 		c.ResetCounts()
 	}
@@ -589,6 +684,17 @@ func (s *Server) Persistence() commands.Persistence {
 
 // Logf logs at a level.
 func (s *Server) Logf(level, format string, args ...any) { s.log.Logf(level, format, args...) }
+
+// redact hides a secret setting's value from logs: "(set)" or "(none)".
+func redact(name, value string) string {
+	if name != "requirepass" {
+		return value
+	}
+	if value == "" {
+		return "(none)"
+	}
+	return "(set)"
+}
 
 // executable returns the running binary's path, "" if unknown.
 func executable() string {

@@ -26,17 +26,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
 )
@@ -72,6 +76,19 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		// after expiry at GOGC=100, +8% at 25).
 		debug.SetGCPercent(gcPercent)
 	}
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("logfile: %w", err)
+		}
+		defer f.Close()
+		cfg.LogOutput = f
+	}
+	if cfg.TLSPort != 0 {
+		if cfg.TLSConfig, err = server.TLSConfigFromFiles(&cfg); err != nil {
+			return err
+		}
+	}
 	var store *persist.Store
 	if cfg.Dir != "" {
 		if store, err = openStore(cfg.Dir); err != nil {
@@ -84,6 +101,21 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 			store.Close()
 		}
 		return err
+	}
+	if cfg.PidFile != "" {
+		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("pidfile: %w", err)
+		}
+		defer os.Remove(cfg.PidFile)
+	}
+	if cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(srv, cfg.MetricsAddr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stop()
 	}
 	loadErr := make(chan error, 1)
 	if store != nil {
@@ -214,29 +246,77 @@ func (p *persistence) Close() error {
 	return p.store.Close()
 }
 
-const usage = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
-       cellserver --version | --help
+// serveMetrics serves srv's Prometheus metrics over HTTP at addr's
+// /metrics until stop is called.
+func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(srv))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
+	srv.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())
+	return func() { _ = hs.Close() }, nil
+}
+
+const usageHead = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
+       cellserver -v | --version | -h | --help
 
 Examples:
   cellserver                       serve on 127.0.0.1:6379, in memory
   cellserver --port 6380 --requirepass s3cret
   cellserver /etc/cellserver.conf --loglevel verbose
+  cellserver --metrics-addr 127.0.0.1:9187
 
-Settings (redis.conf names): bind, port, protected-mode, requirepass,
-maxclients, timeout, proto-max-bulk-len, client-query-buffer-limit, loglevel,
-dir, save, shards, threads, enable-debug-command, debug-clock-start,
-rename-command (name newname).
+  cellserver --dir /var/lib/cellserver   snapshots on disk (save 1 1)
 
-Persistence: --dir <path> keeps incremental snapshots in <path>/cellserver.pebble
-(default rule: save 1 1, a snapshot each second with a change);
---save "<seconds> <changes> ..." sets the rules, --save "" only SAVE/BGSAVE/shutdown.
+rename-command name newname (any number of times) renames or disables a command.
+
+Settings (redis.conf names), with their defaults; * marks those CONFIG SET
+can change while running:
 `
+
+// usage returns the help text, the settings and their defaults read from
+// the settings table.
+func usage() string {
+	var b strings.Builder
+	b.WriteString(usageHead)
+	for _, s := range server.Settings() {
+		def := s.Default
+		if def == "" {
+			def = `""`
+		}
+		mark := " "
+		if s.Mutable {
+			mark = "*"
+		}
+		fmt.Fprintf(&b, "  %s %-26s %s\n", mark, s.Name, def)
+	}
+	return b.String()
+}
 
 // parseArgs builds the configuration from a config file (the first
 // argument, if it does not start with "--") and --name value flags.
 // done is true when nothing should run (--help, --version).
 func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, err error) {
 	cfg = server.DefaultConfig()
+	// -h and -v only where a config file name could be, --help and
+	// --version wherever a flag could: a setting's value may be "-v".
+	for i, a := range args {
+		if i > 0 && !strings.HasPrefix(a, "--") {
+			continue
+		}
+		switch a {
+		case "--help", "-h":
+			fmt.Fprint(stdout, usage())
+			return cfg, true, nil
+		case "--version", "-v":
+			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, commands.RedisVersion)
+			return cfg, true, nil
+		}
+	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := loadFile(&cfg, args[0]); err != nil {
 			return cfg, false, err
@@ -246,14 +326,6 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch a {
-		case "--help", "-h":
-			fmt.Fprint(stdout, usage)
-			return cfg, true, nil
-		case "--version", "-v":
-			fmt.Fprintf(stdout, "cellserver v=%s (redis-compatible %s)\n", server.Version, commands.RedisVersion)
-			return cfg, true, nil
-		}
 		if !strings.HasPrefix(a, "--") || len(a) == 2 {
 			return cfg, false, fmt.Errorf("unexpected argument %q (settings are --name value)", a)
 		}
@@ -275,7 +347,10 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 }
 
 func set(cfg *server.Config, name string, words []string) error {
-	if err := cfg.SetWords(name, words); err != nil {
+	if err := cfg.SetDirective(name, words); err != nil {
+		if errors.Is(err, server.ErrRefusedDirective) {
+			return err
+		}
 		if errors.Is(err, server.ErrUnknownSetting) {
 			return fmt.Errorf("unknown setting %q", name)
 		}
@@ -284,10 +359,20 @@ func set(cfg *server.Config, name string, words []string) error {
 	return nil
 }
 
+// maxIncludeDepth bounds nested include lines (and so include loops).
+const maxIncludeDepth = 8
+
 // loadFile applies a config file of "name value" lines, split into words
 // as redis.conf's are (splitConfigLine: blanks, tabs included, separate
 // words; quotes as redis-server reads them).
-func loadFile(cfg *server.Config, path string) error {
+func loadFile(cfg *server.Config, path string) error { return loadFileDepth(cfg, path, 0) }
+
+// loadFileDepth is loadFile for a file included depth levels deep: an
+// "include <file>" line applies that file there, as redis-server does.
+func loadFileDepth(cfg *server.Config, path string, depth int) error {
+	if depth > maxIncludeDepth {
+		return fmt.Errorf("config file: includes nested more than %d deep at %s", maxIncludeDepth, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
@@ -308,6 +393,15 @@ func loadFile(cfg *server.Config, path string) error {
 			continue
 		}
 		name, args := strings.ToLower(words[0]), words[1:]
+		if name == "include" {
+			if len(args) != 1 {
+				return fmt.Errorf("%s line %d: include takes one file", path, n)
+			}
+			if err := loadFileDepth(cfg, args[0], depth+1); err != nil {
+				return fmt.Errorf("%s line %d: %w", path, n, err)
+			}
+			continue
+		}
 		if name == "save" {
 			if savedLines > 0 && !(len(args) == 1 && args[0] == "") {
 				args = append(strings.Fields(cfg.Save), args...) // several save lines add up, as in redis.conf

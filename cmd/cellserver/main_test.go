@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +57,9 @@ func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 		{[]string{"--timeout", "-1"}, "setting timeout"},
 		{[]string{"--threads", "-2"}, "setting threads"},
 		{[]string{"--nosuch", "1"}, `unknown setting "nosuch"`},
+		{[]string{"--tls-port", "6380"}, "tls-port: needs tls-cert-file and tls-key-file"},
+		{[]string{"--tls-port", "6380", "--tls-cert-file", "c", "--tls-key-file", "k"}, "tls-port: needs tls-ca-cert-file"},
+		{[]string{"--tls-auth-clients", "maybe"}, "setting tls-auth-clients"},
 		{[]string{"--port"}, "setting port needs a value"},
 		{[]string{"--port", "1", "extra", "--x"}, "setting port"},
 		{[]string{bad}, "line 2"},
@@ -69,11 +74,57 @@ func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 }
 
 func TestHelpAndVersion(t *testing.T) {
-	for _, a := range []string{"--help", "--version"} {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"--version"}, {"-v"}, {"--port", "1", "--help"}} {
 		var out bytes.Buffer
-		_, done, err := parseArgs([]string{a}, &out)
+		_, done, err := parseArgs(args, &out)
 		if err != nil || !done || !strings.Contains(out.String(), "cellserver") {
-			t.Errorf("%s: done %v err %v out %q", a, done, err, out.String())
+			t.Errorf("%q: done %v err %v out %q", args, done, err, out.String())
+		}
+	}
+	// A setting's value may look like -v.
+	cfg, done, err := parseArgs([]string{"--requirepass", "-v"}, &bytes.Buffer{})
+	if err != nil || done || cfg.RequirePass != "-v" {
+		t.Errorf("--requirepass -v: %v %v %q", done, err, cfg.RequirePass)
+	}
+	// --help lists every setting with its default, from the settings table.
+	var out bytes.Buffer
+	parseArgs([]string{"-h"}, &out)
+	for _, line := range []string{"    port                       6379\n", "  * maxclients                 10000\n",
+		"  * slowlog-max-len            128\n", "    metrics-addr               \"\"\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("--help lacks %q:\n%s", line, out.String())
+		}
+	}
+}
+
+// logfile takes the log, pidfile holds the process id while running.
+func TestLogfileAndPidfile(t *testing.T) {
+	dir := t.TempDir()
+	logf, pidf := filepath.Join(dir, "cellserver.log"), filepath.Join(dir, "cellserver.pid")
+	sigs := make(chan os.Signal, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run([]string{"--port", "0", "--logfile", logf, "--pidfile", pidf}, &bytes.Buffer{}, sigs)
+	}()
+	var pid []byte
+	for deadline := time.Now().Add(10 * time.Second); len(pid) == 0 && time.Now().Before(deadline); {
+		pid, _ = os.ReadFile(pidf)
+		runtime.Gosched()
+	}
+	if string(pid) != strconv.Itoa(os.Getpid())+"\n" {
+		t.Errorf("pidfile holds %q", pid)
+	}
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidf); !os.IsNotExist(err) {
+		t.Errorf("pidfile left behind: %v", err)
+	}
+	log, _ := os.ReadFile(logf)
+	for _, want := range []string{" * cellserver starting version=", " * Configuration in force ", " # Received interrupt, scheduling shutdown...", " # cellserver is now ready to exit, bye bye..."} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
 }
@@ -274,5 +325,90 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	err = run([]string{"--port", "0", "--rename-command", "nosuch", "x"}, &bytes.Buffer{}, nil)
 	if err == nil || err.Error() != `rename-command nosuch "x": No such command in rename-command` {
 		t.Fatalf("unknown command: %v", err)
+	}
+}
+
+// --metrics-addr serves /metrics while the server runs.
+func TestRunServesMetrics(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	sigs := make(chan os.Signal, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run([]string{"--port", "0", "--loglevel", "warning", "--metrics-addr", addr}, &bytes.Buffer{}, sigs)
+	}()
+	var body []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			runtime.Gosched() // not listening yet
+			continue
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		break
+	}
+	sigs <- os.Interrupt
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "cellserver_connected_clients 0") {
+		t.Fatalf("/metrics: %.300s", body)
+	}
+}
+
+// A config file written for redis-server loads: the directives cellserver
+// implements take effect, the harmless ones are accepted, include works,
+// and one that would change meaning is refused naming the line and why.
+func TestRedisConfCompatibility(t *testing.T) {
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "extra.conf")
+	os.WriteFile(inc, []byte("maxclients 50\n"), 0o600)
+	conf := filepath.Join(dir, "redis.conf")
+	os.WriteFile(conf, []byte(`# written for redis-server
+daemonize no
+supervised no
+port 7010
+tcp-keepalive 300
+databases 1
+save 3600 1 300 100
+appendonly no
+dbfilename dump.rdb
+maxmemory 0
+loglevel verbose
+include `+inc+`
+`), 0o600)
+	cfg, _, err := parseArgs([]string{conf}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 7010 || cfg.MaxClients != 50 || cfg.LogLevel != "verbose" || cfg.SaveRules() != "3600 1 300 100" {
+		t.Fatalf("settings not applied: %+v", cfg)
+	}
+	if got := strings.Join(cfg.Ignored, "|"); got != "daemonize no|supervised no|tcp-keepalive 300|databases 1|dbfilename dump.rdb|maxmemory 0" {
+		t.Fatalf("ignored: %q", got)
+	}
+	for _, c := range []struct{ line, want string }{
+		{"appendonly yes", "line 2: bad value \"yes\" for setting appendonly: appendonly is not supported"},
+		{"daemonize yes", "line 2: refused: daemonize yes: cellserver does not daemonize"},
+		{"databases 16", "line 2: refused: databases 16: cellserver has one database, 0"},
+		{"maxmemory 1gb", "line 2: refused: maxmemory 1gb: cellserver does not evict keys"},
+		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
+	} {
+		bad := filepath.Join(dir, "bad.conf")
+		os.WriteFile(bad, []byte("port 7011\n"+c.line+"\n"), 0o600)
+		_, _, err := parseArgs([]string{bad}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.line, err, c.want)
+		}
+	}
+	// Flags take the same directives.
+	if _, _, err := parseArgs([]string{"--appendonly", "no", "--daemonize", "yes"}, &bytes.Buffer{}); err == nil ||
+		!strings.Contains(err.Error(), "refused: daemonize yes") {
+		t.Errorf("--daemonize yes: %v", err)
 	}
 }

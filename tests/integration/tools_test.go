@@ -31,9 +31,16 @@ func lookTool(t *testing.T, name string) string {
 // runTool runs a tool with a 60 s limit and returns stdout and stderr.
 func runTool(t *testing.T, name string, args ...string) (string, string, error) {
 	t.Helper()
+	return runToolEnv(t, nil, name, args...)
+}
+
+// runToolEnv is runTool with env added to the environment.
+func runToolEnv(t *testing.T, env []string, name string, args ...string) (string, string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

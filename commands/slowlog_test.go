@@ -1,0 +1,175 @@
+package commands
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// usecs hides the durations of SLOWLOG GET's entries, which are the
+// machine's: the third field of each becomes :U.
+var usecs = regexp.MustCompile(`(\*6\r\n:\d+\r\n:\d+\r\n):\d+\r\n`)
+
+func bulks(words ...string) string {
+	var b strings.Builder
+	b.WriteString("*" + itoaInt(len(words)) + "\r\n")
+	for _, w := range words {
+		b.WriteString("$" + itoaInt(len(w)) + "\r\n" + w + "\r\n")
+	}
+	return b.String()
+}
+
+func itoaInt(n int) string { return strconv.Itoa(n) }
+
+// slowEntryReply is one SLOWLOG GET entry with its duration hidden.
+func slowEntryReply(id string, args ...string) string {
+	return "*6\r\n:" + id + "\r\n:1700000000\r\n:U\r\n" + bulks(args...) + "$14\r\n127.0.0.1:5000\r\n$0\r\n\r\n"
+}
+
+// SLOWLOG keeps the newest slowlog-max-len commands at or above the
+// threshold, newest first, in Redis's six-field shape.
+func TestSlowlog(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("PING")
+	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
+		t.Fatalf("default threshold logged PING: %q", got)
+	}
+	h.table.SetSlowlog(0, 3) // every command, three kept
+	long := strings.Repeat("x", 130)
+	h.do("PING")
+	h.do("ECHO", long)
+	h.do("TIME")
+	if got := h.do("SLOWLOG", "LEN"); got != ":3\r\n" {
+		t.Fatalf("SLOWLOG LEN: %q", got)
+	}
+	// Now: ECHO (1), TIME (2), SLOWLOG LEN (3).
+	want := "*2\r\n" + slowEntryReply("3", "SLOWLOG", "LEN") + slowEntryReply("2", "TIME")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "2"), "$1:U\r\n"); got != want {
+		t.Fatalf("SLOWLOG GET 2:\n got %q\nwant %q", got, want)
+	}
+	// Now: TIME (2), SLOWLOG LEN (3), SLOWLOG GET 2 (4).
+	want = "*3\r\n" + slowEntryReply("4", "SLOWLOG", "GET", "2") + slowEntryReply("3", "SLOWLOG", "LEN") + slowEntryReply("2", "TIME")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "-1"), "$1:U\r\n"); got != want {
+		t.Fatalf("SLOWLOG GET -1:\n got %q\nwant %q", got, want)
+	}
+	h.do("SLOWLOG", "RESET")
+	h.table.SetSlowlog(0, 10)
+	h.do("ECHO", long)
+	// Ids go on after RESET, which is itself logged (6) once it has run.
+	want = "*1\r\n" + slowEntryReply("7", "ECHO", long[:128]+"... (2 more bytes)")
+	if got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "1"), "$1:U\r\n"); got != want {
+		t.Fatalf("long argument:\n got %q\nwant %q", got, want)
+	}
+	h.table.SetSlowlog(-1, 10)
+	h.do("SLOWLOG", "RESET")
+	h.do("PING")
+	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
+		t.Fatalf("negative threshold logged: %q", got)
+	}
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"SLOWLOG", "GET", "-2"}, errReply(errSlowlogCount)},
+		{[]string{"SLOWLOG", "GET", "x"}, errReply(errSlowlogCount)},
+		{[]string{"SLOWLOG", "LEN", "1"}, errReply("ERR wrong number of arguments for 'slowlog|len' command")},
+		{[]string{"SLOWLOG", "NOPE"}, errReply("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP.")},
+	} {
+		if got := h.do(c.words...); got != c.want {
+			t.Errorf("%q: %q, want %q", c.words, got, c.want)
+		}
+	}
+	help := h.do("SLOWLOG", "HELP")
+	if !strings.HasPrefix(help, "*12\r\n+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+GET [<count>]\r\n") ||
+		!strings.HasSuffix(help, "+HELP\r\n+    Print this help.\r\n") {
+		t.Errorf("SLOWLOG HELP: %q", help)
+	}
+}
+
+// Every command with subcommands answers HELP in Redis's shape: an array of
+// status lines, a header, the subcommands, HELP last.
+func TestHelpSubcommands(t *testing.T) {
+	h := newHarness(t, "")
+	for _, c := range []struct {
+		cmd   string
+		lines int
+		first string
+	}{
+		{"CONFIG", 11, "GET <pattern>"},
+		{"DEBUG", 11, "CLOCK SET <unix_ns>"},
+		{"CLIENT", 37, "ID"},
+		{"COMMAND", 19, "(no subcommand)"},
+		{"SLOWLOG", 12, "GET [<count>]"},
+	} {
+		got := h.do(c.cmd, "help")
+		want := "*" + strconv.Itoa(c.lines) + "\r\n+" + c.cmd + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+" + c.first + "\r\n"
+		if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "+HELP\r\n+    Print this help.\r\n") ||
+			strings.Count(got, "\r\n+") != c.lines {
+			t.Errorf("%s HELP: %q", c.cmd, got)
+		}
+	}
+	if got := h.do("CONFIG", "HELP", "x"); got != errReply("ERR wrong number of arguments for 'config|help' command") {
+		t.Errorf("CONFIG HELP x: %q", got)
+	}
+}
+
+// CONFIG REWRITE answers Redis's error when there is no config file.
+func TestConfigRewriteWithoutFile(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("CONFIG", "REWRITE"); got != errReply(errNoConfigFile) {
+		t.Fatalf("CONFIG REWRITE: %q", got)
+	}
+}
+
+// In a batch (between Mark and Settle), consecutive fast commands share
+// one reading of the clock: each is counted once in its histogram; a lone
+// one still goes into the slow log, several together do not.
+func TestBatchTiming(t *testing.T) {
+	h := newHarness(t, "")
+	h.table.SetSlowlog(0, 100)
+	counts := func(name string) (calls, timed int64) {
+		cc := h.c.Counts()[h.table.Lookup([]byte(name)).id]
+		for _, n := range cc.Buckets {
+			timed += n
+		}
+		return cc.Calls, timed
+	}
+	h.c.Mark()
+	for range 3 {
+		h.do("PING")
+	}
+	if calls, timed := counts("ping"); calls != 3 || timed != 0 {
+		t.Fatalf("before Settle: %d calls, %d timed", calls, timed)
+	}
+	h.c.Settle()
+	if calls, timed := counts("ping"); calls != 3 || timed != 3 {
+		t.Fatalf("after Settle: %d calls, %d timed", calls, timed)
+	}
+	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
+		t.Fatalf("three fast commands together went into the slow log: %q", got)
+	}
+	h.c.Mark()
+	h.do("ECHO", "lone")
+	h.c.Settle()
+	h.c.Mark()
+	h.do("PING")
+	h.do("PING")
+	h.do("INFO", "server") // not fast: the two PINGs are timed before it runs
+	if calls, timed := counts("ping"); calls != 5 || timed != 5 {
+		t.Fatalf("before INFO: %d calls, %d timed", calls, timed)
+	}
+	for range runMax + 3 {
+		h.do("PING") // a full run is timed without waiting for Settle
+	}
+	if calls, timed := counts("ping"); calls != 5+runMax+3 || timed != 5+runMax {
+		t.Fatalf("a full run: %d calls, %d timed", calls, timed)
+	}
+	h.c.Settle()
+	got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "-1"), "$1:U\r\n")
+	// SLOWLOG LEN (0, not fast), ECHO alone in its batch (1), INFO (2).
+	want := "*3\r\n" + slowEntryReply("2", "INFO", "server") + slowEntryReply("1", "ECHO", "lone") + slowEntryReply("0", "SLOWLOG", "LEN")
+	if got != want {
+		t.Fatalf("SLOWLOG GET:\n got %q\nwant %q", got, want)
+	}
+}

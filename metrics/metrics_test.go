@@ -1,0 +1,294 @@
+package metrics_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/cellserver/cellserver/metrics"
+	"github.com/cellserver/cellserver/server"
+)
+
+// startServer serves a server with DEBUG on 127.0.0.1:0 until the test ends.
+func startServer(t *testing.T) (*server.Server, string) {
+	t.Helper()
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.EnableDebugCommand, cfg.LogLevel = 0, true, "nothing"
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck // ErrServerClosed at the end
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return srv, ln.Addr().String()
+}
+
+// respConn sends commands in RESP and reads one reply line each (the
+// commands used here reply in one line, or an array whose first line is
+// enough).
+type respConn struct {
+	t  *testing.T
+	nc net.Conn
+	r  *bufio.Reader
+}
+
+func dial(t *testing.T, addr string) *respConn {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	nc.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	return &respConn{t: t, nc: nc, r: bufio.NewReader(nc)}
+}
+
+// do sends words and returns the reply's first line and, for an array of
+// integers, the elements joined by spaces.
+func (c *respConn) do(words ...string) string {
+	c.t.Helper()
+	fmt.Fprintf(c.nc, "*%d\r\n", len(words))
+	for _, w := range words {
+		fmt.Fprintf(c.nc, "$%d\r\n%s\r\n", len(w), w)
+	}
+	line := c.readLine()
+	if strings.HasPrefix(line, "*") {
+		var n int
+		fmt.Sscanf(line[1:], "%d", &n)
+		var parts []string
+		for range n {
+			parts = append(parts, c.readLine())
+		}
+		return strings.Join(parts, " ")
+	}
+	return line
+}
+
+func (c *respConn) readLine() string {
+	c.t.Helper()
+	s, err := c.r.ReadString('\n')
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return strings.TrimSuffix(s, "\r\n")
+}
+
+// The collector reports exactly what the commands did: calls by outcome,
+// one histogram observation per call that ran, keys by kind, the limiter's
+// own counters and the connections.
+func TestCollectorCounts(t *testing.T) {
+	srv, addr := startServer(t)
+	c := dial(t, addr)
+	for _, step := range []struct{ words, want string }{
+		{"DEBUG CLOCK SET 1700000040000000000", "+OK"},
+		{"CL.THROTTLE k 0 1 60", ":0 :1 :0 :-1 :60"},
+		{"CL.THROTTLE k 0 1 60", ":1 :1 :0 :60 :60"},
+		{"CL.THROTTLE k 0 1 60", ":1 :1 :0 :60 :60"},
+		{"CL.THROTTLE k x 1 60", "-Cell error: Store error: Couldn't parse as integer: x"},
+		{"CL.THROTTLE k", "-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"},
+		{"TB.TAKE b 10 1 1", ":0 :10 :9 :-1 :1"},
+	} {
+		if got := c.do(strings.Fields(step.words)...); got != step.want {
+			t.Fatalf("%s: %q, want %q", step.words, got, step.want)
+		}
+	}
+	col := metrics.NewCollector(srv)
+	want := `
+# HELP cellserver_commands_total Commands processed, by command name and outcome (allowed, limited, error).
+# TYPE cellserver_commands_total counter
+cellserver_commands_total{command="cl.throttle",outcome="allowed"} 1
+cellserver_commands_total{command="cl.throttle",outcome="error"} 2
+cellserver_commands_total{command="cl.throttle",outcome="limited"} 2
+cellserver_commands_total{command="debug",outcome="allowed"} 1
+cellserver_commands_total{command="debug",outcome="error"} 0
+cellserver_commands_total{command="debug",outcome="limited"} 0
+cellserver_commands_total{command="tb.take",outcome="allowed"} 1
+cellserver_commands_total{command="tb.take",outcome="error"} 0
+cellserver_commands_total{command="tb.take",outcome="limited"} 0
+# HELP cellserver_connected_clients Client connections open now.
+# TYPE cellserver_connected_clients gauge
+cellserver_connected_clients 1
+# HELP cellserver_connections_received_total Client connections accepted.
+# TYPE cellserver_connections_received_total counter
+cellserver_connections_received_total 1
+# HELP cellserver_evicted_keys_total Keys evicted to free memory; cellserver evicts none, so this stays 0.
+# TYPE cellserver_evicted_keys_total counter
+cellserver_evicted_keys_total 0
+# HELP cellserver_expired_keys_total Keys removed because they expired.
+# TYPE cellserver_expired_keys_total counter
+cellserver_expired_keys_total 0
+# HELP cellserver_keys Keys held, by limiter kind (as TYPE names it).
+# TYPE cellserver_keys gauge
+cellserver_keys{kind="fixedwindow"} 0
+cellserver_keys{kind="slidinglog"} 0
+cellserver_keys{kind="slidingwindow"} 0
+cellserver_keys{kind="string"} 1
+cellserver_keys{kind="tokenbucket"} 1
+# HELP cellserver_limiter_requests_total Limiter requests answered, by limiter kind and outcome (allowed, limited).
+# TYPE cellserver_limiter_requests_total counter
+cellserver_limiter_requests_total{kind="fixedwindow",outcome="allowed"} 0
+cellserver_limiter_requests_total{kind="fixedwindow",outcome="limited"} 0
+cellserver_limiter_requests_total{kind="slidinglog",outcome="allowed"} 0
+cellserver_limiter_requests_total{kind="slidinglog",outcome="limited"} 0
+cellserver_limiter_requests_total{kind="slidingwindow",outcome="allowed"} 0
+cellserver_limiter_requests_total{kind="slidingwindow",outcome="limited"} 0
+cellserver_limiter_requests_total{kind="string",outcome="allowed"} 1
+cellserver_limiter_requests_total{kind="string",outcome="limited"} 2
+cellserver_limiter_requests_total{kind="tokenbucket",outcome="allowed"} 1
+cellserver_limiter_requests_total{kind="tokenbucket",outcome="limited"} 0
+# HELP cellserver_rejected_connections_total Client connections refused (maxclients).
+# TYPE cellserver_rejected_connections_total counter
+cellserver_rejected_connections_total 0
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want),
+		"cellserver_commands_total", "cellserver_connected_clients", "cellserver_connections_received_total",
+		"cellserver_evicted_keys_total", "cellserver_expired_keys_total", "cellserver_keys",
+		"cellserver_limiter_requests_total", "cellserver_rejected_connections_total"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The histogram: one observation per call that ran (the arity error
+	// never ran), cumulative buckets ending at the count.
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(col)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "cellserver_command_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			h := m.GetHistogram()
+			bs := h.GetBucket()
+			if len(bs) != 12 || bs[0].GetUpperBound() != 1e-6 || bs[11].GetUpperBound() != 1 {
+				t.Errorf("buckets %v", bs)
+			}
+			for i := 1; i < len(bs); i++ {
+				if bs[i].GetCumulativeCount() < bs[i-1].GetCumulativeCount() {
+					t.Errorf("buckets not cumulative: %v", bs)
+				}
+			}
+			if h.GetSampleSum() <= 0 {
+				t.Errorf("%s: sum %v", m.GetLabel()[0].GetValue(), h.GetSampleSum())
+			}
+			counts[m.GetLabel()[0].GetValue()] = h.GetSampleCount()
+		}
+	}
+	if fmt.Sprint(counts) != "map[cl.throttle:4 debug:1 tb.take:1]" {
+		t.Errorf("histogram counts %v, want cl.throttle 4, debug 1, tb.take 1", counts)
+	}
+}
+
+// Handler serves the collector's metrics with the Go and process ones.
+func TestHandler(t *testing.T) {
+	srv, addr := startServer(t)
+	c := dial(t, addr)
+	if got := c.do("PING"); got != "+PONG" {
+		t.Fatal(got)
+	}
+	hs := httptest.NewServer(metrics.Handler(srv))
+	defer hs.Close()
+	resp, err := http.Get(hs.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`cellserver_commands_total{command="ping",outcome="allowed"} 1`,
+		`cellserver_command_duration_seconds_count{command="ping"} 1`,
+		"cellserver_connected_clients 1",
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// A client's counts outlive its connection: the server keeps them, and
+// the collector reports them the same after the client has gone.
+func TestCollectorKeepsDepartedClients(t *testing.T) {
+	srv, addr := startServer(t)
+	c := dial(t, addr)
+	c.do("DEBUG", "CLOCK", "SET", "1700000040000000000")
+	for range 3 {
+		c.do("CL.THROTTLE", "k", "0", "1", "60")
+	}
+	col := metrics.NewCollector(srv)
+	before := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
+	c.nc.Close()
+	for deadline := time.Now().Add(10 * time.Second); len(srv.Clients()) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the client is still connected")
+		}
+		runtime.Gosched()
+	}
+	after := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
+	if before != 2 || after != 2 {
+		t.Fatalf("limited cl.throttle: %v before the client left, %v after; want 2", before, after)
+	}
+	want := `
+# HELP cellserver_connected_clients Client connections open now.
+# TYPE cellserver_connected_clients gauge
+cellserver_connected_clients 0
+`
+	if err := testutil.CollectAndCompare(col, strings.NewReader(want), "cellserver_connected_clients"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commandSeries is a collector of the one cellserver_commands_total series
+// for cmd and outcome.
+func commandSeries(col prometheus.Collector, cmd, outcome string) prometheus.Collector {
+	return filtered{col, func(m prometheus.Metric) bool {
+		var pb dto.Metric
+		if m.Write(&pb) != nil || pb.Counter == nil {
+			return false
+		}
+		labels := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		return labels["command"] == cmd && labels["outcome"] == outcome
+	}}
+}
+
+// filtered passes on the metrics of a collector that keep accepts.
+type filtered struct {
+	prometheus.Collector
+	keep func(prometheus.Metric) bool
+}
+
+func (f filtered) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() { f.Collector.Collect(all); close(all) }()
+	for m := range all {
+		if f.keep(m) {
+			ch <- m
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// clientsDir holds the non-Go client tests (tests/clients): Node.js
+// scripts with the npm packages .ci/run installs (npm ci), and a Python
+// script for Debian's python3-redis.
+var clientsDir = filepath.Join("..", "clients")
+
+// needClient skips a test whose client is missing, except on CI (which
+// installs them all), where it fails.
+func needClient(t *testing.T, what string, ok bool) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is missing on CI", what)
+	}
+	t.Skipf("%s is not installed (.ci/run installs it)", what)
+}
+
+// runClient runs one client script against a fresh server and checks it
+// reports success: the scripts assert every reply themselves.
+func runClient(t *testing.T, want string, name string, args ...string) {
+	t.Helper()
+	ts := startServer(t)
+	out, errOut, err := runToolEnv(t, []string{"CELLSERVER_PORT=" + strconv.Itoa(ts.Port)}, name, args...)
+	if err != nil || !strings.HasPrefix(out, want) {
+		t.Fatalf("%s %q: %v\nstdout: %s\nstderr: %s", name, args, err, out, errOut)
+	}
+}
+
+// TestIoredis: ioredis with its defaults (RESP2): the four limiter
+// commands, a pipeline and a MULTI, exact replies.
+func TestIoredis(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "ioredis"))
+	needClient(t, "node with ioredis (npm ci in tests/clients/node)", err == nil && modErr == nil)
+	runClient(t, "ioredis ok", node, filepath.Join(clientsDir, "node", "ioredis_test.js"))
+}
+
+// TestNodeRedis: node-redis with its defaults, the same scenario.
+func TestNodeRedis(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis"))
+	needClient(t, "node with node-redis (npm ci in tests/clients/node)", err == nil && modErr == nil)
+	runClient(t, "node-redis ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
+}
+
+// TestRedisPy: redis-py, Debian's python3-redis for the system python3,
+// the same scenario.
+func TestRedisPy(t *testing.T) {
+	t.Parallel()
+	const python = "/usr/bin/python3"
+	ok := exec.Command(python, "-c", "import redis").Run() == nil
+	needClient(t, "python3-redis for /usr/bin/python3", ok)
+	runClient(t, "redis-py ok", python, filepath.Join(clientsDir, "python", "redis_py_test.py"))
+}
+
+// TestJedisWire: what Jedis 5 sends with its defaults, byte for byte, and
+// the replies it parses. No Java runtime is available to the tests, so
+// this replays its wire traffic: on connect, RESP2 (no HELLO) and two
+// CLIENT SETINFO calls whose errors it ignores; then each command as a
+// multibulk of bulk strings, the name as given to sendCommand and integer
+// arguments in decimal.
+func TestJedisWire(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	rc := dialRaw(t, ts.Addr)
+	rc.send("*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$8\r\nLIB-NAME\r\n$5\r\njedis\r\n" +
+		"*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$7\r\nLIB-VER\r\n$5\r\n5.1.0\r\n")
+	if got := rc.reply() + rc.reply(); got != "+OK\r\n+OK\r\n" {
+		t.Fatalf("CLIENT SETINFO: %q", got)
+	}
+	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	// jedis.sendCommand(() -> SafeEncoder.encode("CL.THROTTLE"), "user:42", "15", "30", "60")
+	rc.send("*5\r\n$11\r\nCL.THROTTLE\r\n$7\r\nuser:42\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n")
+	if got := rc.reply(); got != "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n" {
+		t.Fatalf("CL.THROTTLE: %q", got)
+	}
+	// A Jedis Pipeline writes its commands at once and reads the replies
+	// in order; a Transaction wraps them in MULTI/EXEC.
+	rc.send(encode("TB.TAKE", "tb", "10", "1", "1") + encode("FW.INCR", "fw", "10", "60"))
+	if got := rc.reply() + rc.reply(); got != respInts(0, 10, 9, -1, 1)+respInts(0, 10, 9, -1, 60) {
+		t.Fatalf("pipeline: %q", got)
+	}
+	rc.send(encode("MULTI") + encode("SW.HIT", "sw", "10", "60") + encode("EXEC"))
+	if got := rc.reply() + rc.reply() + rc.reply(); got != "+OK\r\n+QUEUED\r\n*1\r\n"+respInts(0, 10, 9, -1, 120) {
+		t.Fatalf("transaction: %q", got)
+	}
+	info := rc.do("CLIENT", "INFO")
+	if !strings.Contains(info, " lib-name=jedis lib-ver=5.1.0") || !strings.Contains(info, " resp=2") {
+		t.Fatalf("CLIENT INFO: %q", info)
+	}
+}
