@@ -88,6 +88,7 @@ type Client struct {
 	view      *engine.View   // the engine view commands go through: the client's own
 	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
 	closeFunc func()         // closes the connection from any goroutine
+	flushFunc func() bool    // ClientOptions.Flush
 
 	authenticated bool
 	resp          int // 2 or 3
@@ -112,12 +113,17 @@ type Client struct {
 
 // ClientOptions describe a new connection.
 type ClientOptions struct {
-	ID         int64
-	Addr       string // remote address
-	LocalAddr  string
-	Writer     *Writer
-	Close      func() // closes the connection; safe from any goroutine
-	Authorized bool   // no password is required
+	ID        int64
+	Addr      string // remote address
+	LocalAddr string
+	Writer    *Writer
+	Close     func() // closes the connection; safe from any goroutine
+	// Flush hands the replies buffered in Writer to the connection, as the
+	// server does between requests, applying its output limits; it reports
+	// whether the connection is still there. A command with a long reply
+	// (EXEC) calls it as it goes. nil: Writer.Flush.
+	Flush      func() bool
+	Authorized bool // no password is required
 }
 
 // NewClient returns the state of a new connection served by t.
@@ -125,7 +131,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc:     o.Close,
+		closeFunc: o.Close, flushFunc: o.Flush,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 	}
 	c.view = t.host.Engine().NewView()

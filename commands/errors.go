@@ -46,7 +46,7 @@ const (
 	errExecNoMulti = "ERR EXEC without MULTI"
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
-	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
+	errMultiTooBig = "ERR MULTI queue full (at most 10000 commands and 16 MiB, or client-query-buffer-limit); the transaction is discarded"
 )
 
 func errArity(name string) string {

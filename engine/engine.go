@@ -91,6 +91,7 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(manual.Allocator), seed: maphash.MakeSeed()}
 	for i := range e.shards {
 		e.shards[i].t.mem = e.mem
+		e.shards[i].idx = i
 	}
 	e.View = View{e: e}
 	runtime.AddCleanup(e, releaseShards, e.shards)
@@ -142,6 +143,40 @@ func (e *Engine) Atomic(fn func(tx *View)) {
 		}
 	}()
 	tx := &View{e: e, held: true}
+	fn(tx)
+	tx.e = nil
+}
+
+// AtomicKeys runs fn with the shards of keys locked, in shard order, so
+// that everything fn does through tx to those keys happens at one instant
+// for every other client (MULTI/EXEC); the other shards stay free. With
+// all, every shard is locked, as Atomic does: for keyspace-wide commands
+// (KEYS, SCAN, DBSIZE, FLUSHALL). A call through tx on a key whose shard
+// is not held takes and releases that shard's lock for the call, like the
+// engine's own View. tx must not be used after fn returns.
+func (e *Engine) AtomicKeys(keys [][]byte, all bool, fn func(tx *View)) {
+	if all {
+		e.Atomic(fn)
+		return
+	}
+	set := make([]uint64, (len(e.shards)+63)/64)
+	for _, k := range keys {
+		i := e.shardFor(k).idx
+		set[i/64] |= 1 << (i % 64)
+	}
+	for i := range e.shards { // in shard order: two transactions never wait on each other in a cycle
+		if set[i/64]&(1<<(i%64)) != 0 {
+			e.shards[i].mu.Lock()
+		}
+	}
+	defer func() {
+		for i := range e.shards {
+			if set[i/64]&(1<<(i%64)) != 0 {
+				e.shards[i].mu.Unlock()
+			}
+		}
+	}()
+	tx := &View{e: e, held: true, only: set}
 	fn(tx)
 	tx.e = nil
 }

@@ -28,8 +28,9 @@ type entry struct {
 // mu held. Slot indexes returned by a method are valid until the next
 // change to the shard.
 type shard struct {
-	mu sync.Mutex
-	t  table
+	mu  sync.Mutex
+	t   table
+	idx int // the shard's index in Engine.shards
 
 	sweepPos int // where the background sweep continues
 

@@ -216,6 +216,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		LocalAddr:  nc.LocalAddr().String(),
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
+		Flush:      func() bool { return c.w.Flush() == nil },
 		Authorized: pass == "",
 	})
 	s.clients[c.cl] = c
