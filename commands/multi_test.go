@@ -127,3 +127,54 @@ func TestExecStreamsWithoutHoldingLocks(t *testing.T) {
 		t.Fatalf("wrote %d bytes, want %d", conn.Len(), queued+want)
 	}
 }
+
+// A command whose reply grows with its request is bounded: COMMAND DOCS
+// names each command once however often it is asked for, COMMAND INFO
+// hands its reply to the connection as it goes, and INFO keeps only the
+// section names it knows.
+func TestOneCommandHugeReplyIsBounded(t *testing.T) {
+	h := newHarness(t, "")
+	once := h.do("COMMAND", "DOCS", "ping", "cl.throttle")
+	words := []string{"COMMAND", "DOCS"}
+	for range 100000 {
+		words = append(words, "ping", "cl.throttle", "nosuch")
+	}
+	if got := h.do(words...); got != once {
+		t.Fatalf("COMMAND DOCS of 300,000 names: %d bytes, want %d, those of each name once", len(got), len(once))
+	}
+
+	most := 0
+	h.c.flushFunc = func() bool {
+		most = max(most, h.c.W.Len())
+		return h.c.W.Flush() == nil
+	}
+	words[1] = "INFO"
+	got := h.do(words...)
+	entry := h.do("COMMAND", "INFO", "ping", "cl.throttle", "nosuch")
+	entry = entry[len("*3\r\n"):]
+	if want := "*300000\r\n" + strings.Repeat(entry, 100000); got != want {
+		t.Fatalf("COMMAND INFO of 300,000 names: %d bytes, want %d", len(got), len(want))
+	}
+	if most == 0 || most > streamFlushAt+len(entry) {
+		t.Fatalf("COMMAND INFO held up to %d bytes of its reply before handing it over, want at most %d", most, streamFlushAt+len(entry))
+	}
+
+	words[0], words[1] = "INFO", "server"
+	args := make([][]byte, len(words))
+	for i, w := range words {
+		args[i] = []byte(w)
+	}
+	info := func(args [][]byte) func() {
+		return func() {
+			h.table.Dispatch(h.c, args)
+			h.c.W.b = h.c.W.b[:0]
+		}
+	}
+	before := testing.AllocsPerRun(1, info(args[:2]))
+	if got := testing.AllocsPerRun(1, info(args)); got > before+50 {
+		t.Fatalf("INFO with 300,000 unknown section names: %.0f allocations, %.0f with one name", got, before)
+	}
+	if got := h.do("INFO", "nosuch"); got != "$0\r\n\r\n" {
+		t.Fatalf("INFO of an unknown section: %q", got)
+	}
+}

@@ -168,12 +168,16 @@ var infoSections = []struct {
 }
 
 func info(c *Client, args [][]byte) {
+	// Only the names INFO knows are kept, so that a request of a million
+	// names costs no more memory than one of each.
 	want := map[string]bool{}
 	for _, a := range args[1:] {
-		want[strings.ToLower(string(a))] = true
+		if name := infoName(a); name != "" {
+			want[name] = true
+		}
 	}
 	all := want["all"] || want["everything"]
-	deflt := len(want) == 0 || want["default"]
+	deflt := len(args) == 1 || want["default"]
 	st := c.host.Stats()
 	es := c.view.Stats()
 	var b strings.Builder
@@ -188,6 +192,22 @@ func info(c *Client, args [][]byte) {
 		s.section(c, &b, st, es)
 	}
 	c.writeVerbatim(b.String())
+}
+
+// infoName returns the name of INFO's section (or group: all, everything,
+// default) that a names in any case, "" for none.
+func infoName(a []byte) string {
+	for _, g := range []string{"all", "everything", "default"} {
+		if equalFold(a, g) {
+			return g
+		}
+	}
+	for _, s := range infoSections {
+		if equalFold(a, s.name) {
+			return s.name
+		}
+	}
+	return ""
 }
 
 func field(b *strings.Builder, name string, v any) {

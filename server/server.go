@@ -99,7 +99,10 @@ func (s *Server) cron() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var rel releaser
-	free := []metrics.Sample{{Name: heapFreeMetric}}
+	heap := make([]metrics.Sample, len(heapMetrics))
+	for i, name := range heapMetrics {
+		heap[i].Name = name
+	}
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
@@ -110,9 +113,10 @@ func (s *Server) cron() {
 				continue
 			}
 			tables := s.eng.Stats().TableBytes
-			if rel.check(now, tables, heapFree(free)) {
+			held, live := spare(heap)
+			if rel.check(now, tables, held, live) {
 				debug.FreeOSMemory()
-				s.log.Logf("verbose", "released memory: tables at %d bytes", tables)
+				s.log.Logf("verbose", "released memory: tables at %d bytes, heap %d bytes over its live %d", tables, held, live)
 			}
 		}
 	}
