@@ -52,6 +52,9 @@ type HostStats struct {
 	CommandsRetired []CommandCounts // counts of clients that have gone
 	UsedMemory      uint64          // Go heap in use plus the tables' arrays kept outside it
 	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
+	// OutputDropped counts the clients disconnected for their output
+	// limits (client-output-buffer-limit, or the write deadline).
+	OutputDropped int64
 }
 
 // CommandCounts are one command's counters for INFO commandstats.
@@ -99,6 +102,7 @@ type Client struct {
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
 
+	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
 	killed     atomic.Bool
@@ -142,6 +146,18 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c.stats.failed = make([]atomic.Int64, n)
 	c.lastActive.Store(c.created.Unix())
 	return c
+}
+
+// NoteBuffers records the connection's buffers for CLIENT LIST: qbuf
+// bytes of requests read and not run yet, qbufFree more bytes the read
+// buffer has room for, omem bytes of replies waiting to be written, and
+// the connection's buffers in all (to which NoteBuffers adds the MULTI
+// queue). It is called from the connection's goroutine.
+func (c *Client) NoteBuffers(qbuf, qbufFree, omem, buffers int) {
+	c.bufs[0].Store(int64(qbuf))
+	c.bufs[1].Store(int64(qbufFree))
+	c.bufs[2].Store(int64(omem))
+	c.bufs[3].Store(int64(buffers) + c.queueBytes)
 }
 
 // ID returns the client's id.

@@ -267,6 +267,7 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "rejected_connections", st.ConnsRejected)
 	field(b, "expired_keys", es.ExpiredKeys)
 	field(b, "evicted_keys", 0)
+	field(b, "client_output_buffer_limit_disconnections", st.OutputDropped)
 	field(b, "total_error_replies", rejected)
 }
 

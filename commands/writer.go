@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"errors"
 	"io"
+	"os"
 
 	"github.com/tidwall/redcon"
 )
@@ -41,6 +43,36 @@ func (w *Writer) Flush() error {
 	}
 	return w.err
 }
+
+// FlushPart writes what the connection takes of the buffered replies and
+// keeps the rest for a later flush: a write that ends at its deadline
+// (os.ErrDeadlineExceeded) is no error here. It reports whether nothing
+// is left. Any other error is Flush's.
+func (w *Writer) FlushPart() (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if len(w.b) == 0 {
+		return true, nil
+	}
+	n, err := w.w.Write(w.b)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		w.err = err
+		return false, err
+	}
+	if n < len(w.b) {
+		w.b = w.b[:copy(w.b, w.b[n:])]
+		return false, nil
+	}
+	return true, w.Flush()
+}
+
+// Cap returns the bytes the Writer's buffer holds, used or not.
+func (w *Writer) Cap() int { return cap(w.b) }
+
+// Drop discards the buffered replies and the buffer, for a connection
+// that is closing without them.
+func (w *Writer) Drop() { w.b = nil }
 
 // WriteArray writes an array header of n elements.
 func (w *Writer) WriteArray(n int) { w.b = redcon.AppendArray(w.b, n) }

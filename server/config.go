@@ -46,7 +46,31 @@ type Config struct {
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+	// OutputLimits is client-output-buffer-limit, by class: a client whose
+	// replies waiting to be written pass Hard bytes, or stay above Soft
+	// bytes for SoftSeconds, is disconnected. Only the normal class has
+	// clients here; the replica and pubsub classes are kept for
+	// redis.conf's sake. Default: Redis's, normal 0 0 0 (no limit),
+	// replica 256mb 64mb 60, pubsub 32mb 8mb 60.
+	OutputLimits [numClientClasses]OutputLimit
 }
+
+// OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
+type OutputLimit struct {
+	Hard, Soft  int64
+	SoftSeconds int64
+}
+
+// The client classes of client-output-buffer-limit, in the order CONFIG
+// GET lists them.
+const (
+	ClassNormal = iota
+	ClassReplica
+	ClassPubSub
+	numClientClasses
+)
+
+var clientClassNames = [numClientClasses]string{"normal", "slave", "pubsub"}
 
 // DefaultConfig returns the configuration cellserver runs with when given
 // no settings.
@@ -60,6 +84,10 @@ func DefaultConfig() Config {
 		LogLevel:         "notice",
 		Dir:              ".",
 		Shards:           engine.DefaultShards,
+		OutputLimits: [numClientClasses]OutputLimit{
+			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
+			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
+		},
 	}
 }
 
@@ -223,6 +251,23 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
 		}},
+	{name: "client-output-buffer-limit", mutable: true,
+		get: func(c *Config) string {
+			var parts []string
+			for i, l := range c.OutputLimits {
+				parts = append(parts, fmt.Sprintf("%s %d %d %d", clientClassNames[i], l.Hard, l.Soft, l.SoftSeconds))
+			}
+			return strings.Join(parts, " ")
+		},
+		set: setOutputLimits,
+		check: func(c *Config) error {
+			for _, l := range c.OutputLimits {
+				if l.Hard < 0 || l.Soft < 0 || l.SoftSeconds < 0 {
+					return errors.New("limits must not be negative")
+				}
+			}
+			return nil
+		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).
 	{name: "save", get: func(*Config) string { return "" }},
@@ -276,4 +321,42 @@ func memSetting(store func(*Config, int64)) func(*Config, string) error {
 		store(c, n*mul)
 		return nil
 	}
+}
+
+// setOutputLimits parses client-output-buffer-limit as redis.conf writes
+// it: one or more groups of <class> <hard> <soft> <soft-seconds>, the
+// class normal, replica (or slave) or pubsub, the sizes with units (64mb).
+// Classes not named keep their limits.
+func setOutputLimits(c *Config, v string) error {
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f)%4 != 0 {
+		return errors.New("wrong number of arguments: <class> <hard> <soft> <soft-seconds> ...")
+	}
+	next := c.OutputLimits
+	for ; len(f) > 0; f = f[4:] {
+		class := -1
+		switch strings.ToLower(f[0]) {
+		case "normal":
+			class = ClassNormal
+		case "replica", "slave":
+			class = ClassReplica
+		case "pubsub":
+			class = ClassPubSub
+		default:
+			return fmt.Errorf("invalid client class %q: normal, replica or pubsub", f[0])
+		}
+		var l OutputLimit
+		if memSetting(func(_ *Config, n int64) { l.Hard = n })(c, f[1]) != nil ||
+			memSetting(func(_ *Config, n int64) { l.Soft = n })(c, f[2]) != nil {
+			return errors.New("hard and soft limits must be memory values")
+		}
+		secs, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || secs < 0 {
+			return errors.New("soft-seconds must be a non-negative integer")
+		}
+		l.SoftSeconds = secs
+		next[class] = l
+	}
+	c.OutputLimits = next
+	return nil
 }

@@ -53,6 +53,7 @@ type Server struct {
 
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
+	outputDropped atomic.Int64 // clients disconnected for their output limits
 	started       time.Time
 
 	mu        sync.Mutex
@@ -220,7 +221,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		LocalAddr:  nc.LocalAddr().String(),
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
-		Flush:      func() bool { return c.w.Flush() == nil },
+		Flush:      func() bool { return c.flush(false) },
 		Authorized: pass == "",
 	})
 	s.clients[c.cl] = c
@@ -384,6 +385,10 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
 	s.limits.timeout.Store(int64(cfg.Timeout))
+	out := cfg.OutputLimits[ClassNormal]
+	s.limits.outHard.Store(out.Hard)
+	s.limits.outSoft.Store(out.Soft)
+	s.limits.outSecs.Store(out.SoftSeconds)
 }
 
 // Stats returns the figures INFO reports.
@@ -406,6 +411,7 @@ func (s *Server) Stats() commands.HostStats {
 	}
 	st.ConnsReceived = s.connsReceived.Load()
 	st.ConnsRejected = s.connsRejected.Load()
+	st.OutputDropped = s.outputDropped.Load()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
 	s.mu.Unlock()
