@@ -52,6 +52,8 @@ type HostStats struct {
 	CommandsRetired []CommandCounts // counts of clients that have gone
 	UsedMemory      uint64          // Go heap in use plus the tables' arrays kept outside it
 	UsedMemoryRSS   uint64          // resident set size, 0 if unknown
+	MaxMemory       int64           // maxmemory, 0: none
+	MaxMemoryPolicy string          // maxmemory-policy
 	// OutputDropped counts the clients disconnected for their output
 	// limits (client-output-buffer-limit, or the write deadline).
 	OutputDropped int64

@@ -29,6 +29,7 @@ const (
 	errDBIndex       = "ERR DB index is out of range"
 	errClockRange    = "ERR clock value is out of range"
 	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
+	errOOM           = "OOM command not allowed when used memory > 'maxmemory'."
 	errShardFull     = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	errNoAuth          = "NOAUTH Authentication required."

@@ -197,6 +197,7 @@ var errorTexts = []struct {
 	{limiter.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
 	{limiter.ErrWindowRange, [2]string{errRange("window"), ""}},
 	{limiter.ErrExactLimit, [2]string{errExactLimit, ""}},
+	{engine.ErrOOM, [2]string{errOOM, errOOM}},
 	{engine.ErrShardFull, [2]string{errShardFull, errCellPrefix + errShardFull[len("ERR "):]}},
 }
 

@@ -244,7 +244,9 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "used_memory_human", humanBytes(st.UsedMemory))
 	field(b, "used_memory_rss", st.UsedMemoryRSS)
 	field(b, "used_memory_rss_human", humanBytes(st.UsedMemoryRSS))
-	field(b, "maxmemory", 0)
+	field(b, "maxmemory", st.MaxMemory)
+	field(b, "maxmemory_human", humanBytes(uint64(st.MaxMemory)))
+	field(b, "maxmemory_policy", st.MaxMemoryPolicy)
 	field(b, "mem_allocator", "go")
 }
 
@@ -266,7 +268,7 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "total_commands_processed", calls)
 	field(b, "rejected_connections", st.ConnsRejected)
 	field(b, "expired_keys", es.ExpiredKeys)
-	field(b, "evicted_keys", 0)
+	field(b, "evicted_keys", es.EvictedKeys)
 	field(b, "client_output_buffer_limit_disconnections", st.OutputDropped)
 	field(b, "total_error_replies", rejected)
 }

@@ -72,6 +72,7 @@ type Engine struct {
 	cfg    Config
 	shards []shard
 	mem    *manual.Allocator // the shards' large arrays, outside the Go heap
+	limit  memoryLimit
 	clock  Clock
 	seed   maphash.Seed // for keys' hashes inside a shard
 
@@ -92,6 +93,7 @@ func New(cfg Config) (*Engine, error) {
 	for i := range e.shards {
 		e.shards[i].t.mem = e.mem
 		e.shards[i].idx = i
+		e.shards[i].rng = uint64(i)*0x9e3779b97f4a7c15 | 1
 	}
 	e.View = View{e: e}
 	runtime.AddCleanup(e, releaseShards, e.shards)
@@ -229,6 +231,7 @@ type Stats struct {
 	Keys        int64
 	TableBytes  int64 // memory held by the shards' tables, off-heap arrays included
 	ExpiredKeys int64 // removed because they expired, lazily or by sweep
+	EvictedKeys int64 // removed to make room under the memory limit
 	Allowed     [NumKinds]int64
 	Limited     [NumKinds]int64
 	KeysByKind  [NumKinds]int64
@@ -245,6 +248,7 @@ func (v *View) Stats() Stats {
 		s.Keys += int64(sh.t.count)
 		s.TableBytes += int64(sh.t.memory())
 		s.ExpiredKeys += sh.expired
+		s.EvictedKeys += sh.evicted
 		for k := range s.Allowed {
 			s.Allowed[k] += sh.allowed[k]
 			s.Limited[k] += sh.limited[k]

@@ -32,9 +32,13 @@ type shard struct {
 	t   table
 	idx int // the shard's index in Engine.shards
 
-	sweepPos int // where the background sweep continues
+	sweepPos int    // where the background sweep continues
+	rng      uint64 // xorshift state for eviction's samples; never 0
+
+	evictCredit int // bytes evicted beyond what new keys needed (makeRoomLocked)
 
 	expired int64
+	evicted int64
 	allowed [NumKinds]int64
 	limited [NumKinds]int64
 	kinds   [NumKinds]int64 // live keys by kind

@@ -110,9 +110,13 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	nowMs := unixMs(now)
+	i, e, ok := sh.getLocked(key, h, nowMs)
 	if ok && e.kind != kind {
 		return limiter.Result{}, ErrWrongType
+	}
+	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
+		sh.t.touch(i) // for eviction: see victimLocked
 	}
 	e.kind = kind
 	if kinds[kind].log {
@@ -125,6 +129,11 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	switch out.Write {
 	case limiter.WriteStore:
 		e.expireMs = out.ExpireMs
+		if i < 0 && v.e.overLimit() {
+			if err := sh.makeRoomLocked(Policy(v.e.limit.policy.Load()), recordLen(key, e, max(len(e.log), 2))); err != nil {
+				return limiter.Result{}, err
+			}
+		}
 		if err := sh.putLocked(key, h, i, e); err != nil {
 			return limiter.Result{}, err
 		}

@@ -53,6 +53,25 @@ type Config struct {
 	// redis.conf's sake. Default: Redis's, normal 0 0 0 (no limit),
 	// replica 256mb 64mb 60, pubsub 32mb 8mb 60.
 	OutputLimits [numClientClasses]OutputLimit
+	// MaxMemory is the most memory new keys may make the server hold, in
+	// bytes: the tables' arrays outside the Go heap plus the Go heap
+	// (engine.Engine.UsedMemory). 0 is no limit. Default: 0.
+	MaxMemory int64
+	// MaxMemoryPolicy is what a new key does at MaxMemory: noeviction
+	// (refused with -OOM), volatile-ttl, allkeys-lru or allkeys-random
+	// (evict), or an alias of one (maxMemoryPolicies). Default: noeviction.
+	MaxMemoryPolicy string
+}
+
+// maxMemoryPolicies are the maxmemory-policy names cellserver accepts.
+// Every key has an expiry, so each volatile- policy is its allkeys- one.
+var maxMemoryPolicies = map[string]engine.Policy{
+	"noeviction":      engine.NoEviction,
+	"volatile-ttl":    engine.EvictNearestExpiry,
+	"allkeys-lru":     engine.EvictLRU,
+	"volatile-lru":    engine.EvictLRU,
+	"allkeys-random":  engine.EvictRandom,
+	"volatile-random": engine.EvictRandom,
 }
 
 // OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
@@ -84,6 +103,7 @@ func DefaultConfig() Config {
 		LogLevel:         "notice",
 		Dir:              ".",
 		Shards:           engine.DefaultShards,
+		MaxMemoryPolicy:  "noeviction",
 		OutputLimits: [numClientClasses]OutputLimit{
 			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
@@ -267,6 +287,21 @@ var settings = []setting{
 				}
 			}
 			return nil
+		}},
+	{name: "maxmemory", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
+		set: memSetting(func(c *Config, n int64) { c.MaxMemory = n })},
+	{name: "maxmemory-policy", mutable: true,
+		get: func(c *Config) string { return c.MaxMemoryPolicy },
+		set: func(c *Config, v string) error { c.MaxMemoryPolicy = strings.ToLower(v); return nil },
+		check: func(c *Config) error {
+			switch _, ok := maxMemoryPolicies[c.MaxMemoryPolicy]; {
+			case ok:
+				return nil
+			case strings.HasSuffix(c.MaxMemoryPolicy, "-lfu"):
+				return errors.New("the LFU policies are not supported: cellserver keeps no access counts per key; use allkeys-lru")
+			}
+			return errors.New("must be one of noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
 		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).

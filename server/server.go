@@ -51,6 +51,8 @@ type Server struct {
 	nextID atomic.Int64
 	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
 
+	heapSample []metrics.Sample // the heap's objects, for the memory limit: cron only
+
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
 	outputDropped atomic.Int64 // clients disconnected for their output limits
@@ -88,8 +90,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
+	heap := make([]metrics.Sample, 1)
+	heap[0].Name = heapObjectsMetric
+	s.heapSample = heap
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
 	s.storeLimits(&cfg)
+	s.reportHeap()
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()
 	go s.cron()
@@ -110,6 +116,7 @@ func (s *Server) cron() {
 			return
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
+			s.reportHeap()
 			if tick%4 != 0 {
 				continue
 			}
@@ -120,6 +127,20 @@ func (s *Server) cron() {
 				s.log.Logf("verbose", "released memory: tables at %d bytes, heap %d bytes over its live %d", tables, held, live)
 			}
 		}
+	}
+}
+
+// heapObjectsMetric is the Go heap's objects, live or not yet collected:
+// what the heap holds for the memory limit.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// reportHeap tells the engine what the Go heap holds, for maxmemory. It
+// reads a runtime metric, which stops nothing (runtime.ReadMemStats
+// would stop the world).
+func (s *Server) reportHeap() {
+	metrics.Read(s.heapSample)
+	if v := s.heapSample[0].Value; v.Kind() == metrics.KindUint64 {
+		s.eng.SetOtherMemory(int64(v.Uint64()))
 	}
 }
 
@@ -389,6 +410,7 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.outHard.Store(out.Hard)
 	s.limits.outSoft.Store(out.Soft)
 	s.limits.outSecs.Store(out.SoftSeconds)
+	s.eng.SetMemoryLimit(cfg.MaxMemory, maxMemoryPolicies[cfg.MaxMemoryPolicy])
 }
 
 // Stats returns the figures INFO reports.
@@ -402,6 +424,7 @@ func (s *Server) Stats() commands.HostStats {
 		// The tables' large arrays are mapped outside the Go heap, which
 		// HeapAlloc does not count.
 		UsedMemory: ms.HeapAlloc + uint64(s.eng.OffHeapBytes()), UsedMemoryRSS: rss(),
+		MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
