@@ -36,11 +36,7 @@ func (w *Writer) Flush() error {
 	if len(w.b) > 0 {
 		_, w.err = w.w.Write(w.b)
 	}
-	if cap(w.b) > maxIdleWriterBuf {
-		w.b = nil
-	} else {
-		w.b = w.b[:0]
-	}
+	w.reset()
 	return w.err
 }
 
@@ -64,7 +60,17 @@ func (w *Writer) FlushPart() (bool, error) {
 		w.b = w.b[:copy(w.b, w.b[n:])]
 		return false, nil
 	}
-	return true, w.Flush()
+	w.reset()
+	return true, nil
+}
+
+// reset empties the buffer once written, keeping it unless it is large.
+func (w *Writer) reset() {
+	if cap(w.b) > maxIdleWriterBuf {
+		w.b = nil
+	} else {
+		w.b = w.b[:0]
+	}
 }
 
 // Cap returns the bytes the Writer's buffer holds, used or not.

@@ -45,18 +45,19 @@ type limits struct {
 	outSecs  atomic.Int64 // soft seconds
 }
 
-// Writing replies. A flush must complete within writeTimeout, or within
-// the idle timeout when one is set and shorter: a client that takes none
-// of its replies for that long is disconnected, so that it cannot hold its
-// connection, and what the server buffered for it, for ever. The deadline
-// is set again only when less than a second of it would be left, so that
-// a busy connection does not reset a timer on every batch.
+// Writing replies. A flush must complete within a deadline of wait to
+// 2·wait, where wait is writeTimeout, or the idle timeout when one is set
+// and shorter: a client that takes none of its replies for that long is
+// disconnected, so that it cannot hold its connection, and what the
+// server buffered for it, for ever. The deadline is set 2·wait ahead and
+// set again only once less than wait of it is left, so that a busy
+// connection resets a timer once per wait rather than on every batch.
 //
 // Under an output limit, a flush in the middle of a batch does not wait
 // for the client: it writes what the socket takes within tryWrite and
 // keeps the rest, so a client that sends requests and never reads sees
 // its replies pile up until the limit disconnects it, as in Redis. After a
-// write that left some, the next is tried once the buffer has doubled.
+// write that left some, the next is tried once flushAt more bytes wait.
 const (
 	writeTimeout = 30 * time.Second
 	tryWrite     = time.Millisecond
@@ -75,7 +76,7 @@ type conn struct {
 	deadline  bool // a read deadline is set
 	oneThread bool // GOMAXPROCS is 1: see the yield before a batch's flush
 
-	writeBy   int64     // the write deadline set, Unix seconds; 0: set it again
+	writeBy   int64     // the write deadline set, Unix ns; 0: set it again
 	softSince time.Time // since when more than the soft limit waits; zero: not above it
 	retryAt   int       // under output limits, the next mid-batch write waits for this many bytes
 	taken     int       // bytes of buf[:n] taken by the requests run so far in this batch
@@ -233,7 +234,7 @@ func (c *conn) flush(final bool) bool {
 		}
 		c.retryAt = 0
 		if !done {
-			c.retryAt = 2 * c.w.Len()
+			c.retryAt = c.w.Len() + flushAt
 		}
 		return true
 	}
@@ -241,13 +242,13 @@ func (c *conn) flush(final bool) bool {
 	if d := time.Duration(c.s.limits.timeout.Load()); d > 0 && d < wait {
 		wait = d
 	}
-	switch now := c.s.nowSec.Load(); {
+	switch now := time.Now().UnixNano(); {
 	case !softBy.IsZero():
 		c.writeBy = 0
 		_ = c.nc.SetWriteDeadline(softBy) // fails only on a closed connection, which the write reports
-	case c.writeBy-now < int64(wait/time.Second)-1 || c.writeBy == 0:
-		c.writeBy = now + int64(wait/time.Second)
-		_ = c.nc.SetWriteDeadline(time.Unix(c.writeBy, 0)) // as above
+	case c.writeBy-now < int64(wait):
+		c.writeBy = now + 2*int64(wait)
+		_ = c.nc.SetWriteDeadline(time.Unix(0, c.writeBy)) // as above
 	}
 	if err := c.w.Flush(); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -257,6 +258,7 @@ func (c *conn) flush(final bool) bool {
 			c.s.outputDropped.Add(1)
 			c.s.log.Logf("warning", "Client id=%d addr=%s closed: it took no replies for %v", c.cl.ID(), c.nc.RemoteAddr(), wait)
 		}
+		c.cl.Kill()
 		return false
 	}
 	c.softSince, c.retryAt = time.Time{}, 0
@@ -267,6 +269,7 @@ func (c *conn) flush(final bool) bool {
 // is disconnected for its output limit (which: "hard" or "soft").
 func (c *conn) overLimit(which string, n int) bool {
 	c.w.Drop()
+	c.cl.Kill() // nothing more runs or is written: the connection closes
 	c.s.log.Logf("warning", "Client id=%d addr=%s closed for overcoming of output buffer limits (%s limit, %d bytes waiting).", c.cl.ID(), c.nc.RemoteAddr(), which, n)
 	c.s.outputDropped.Add(1)
 	return false
