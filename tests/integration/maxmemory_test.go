@@ -70,8 +70,11 @@ func TestMaxMemory(t *testing.T) {
 	if evicted == 0 || keys+evicted != 400000 {
 		t.Fatalf("%d keys and %d evicted of 400,000", keys, evicted)
 	}
-	if tables := ts.srv.Engine().OffHeapBytes(); tables > 4<<20 {
-		t.Fatalf("the tables hold %d bytes, over the 4 MiB above the empty server's memory", tables)
+	// The limit counts this process's whole heap, which the test's own
+	// garbage makes move, so only the tables are held to it here; the
+	// claim test measures a server binary's RSS.
+	if tables := ts.srv.Engine().OffHeapBytes(); tables > limit {
+		t.Fatalf("the tables hold %d bytes, over maxmemory %d", tables, limit)
 	}
 
 	// noeviction: new keys are refused, existing keys keep working.
