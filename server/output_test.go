@@ -18,6 +18,32 @@ func TestOutputHardLimitDropsClientThatDoesNotRead(t *testing.T) {
 	if err := s.ConfigSet("client-output-buffer-limit", "normal 256kb 0 0"); err != nil {
 		t.Fatal(err)
 	}
+	dropsNonReader(t, s)
+}
+
+// So is one whose replies stay above the soft limit for its seconds (0
+// here: at once).
+func TestOutputSoftLimitDropsClientThatDoesNotRead(t *testing.T) {
+	s := newTestServer(t)
+	if err := s.ConfigSet("client-output-buffer-limit", "normal 0 128kb 0"); err != nil {
+		t.Fatal(err)
+	}
+	dropsNonReader(t, s)
+}
+
+// Without output limits, a client that takes none of its replies is
+// dropped at the write deadline: here the idle timeout's, set to 50 ms
+// (the setting counts whole seconds; the test sets the server's bound).
+func TestWriteDeadlineDropsClientThatDoesNotRead(t *testing.T) {
+	s := newTestServer(t)
+	s.limits.timeout.Store(int64(50 * time.Millisecond))
+	dropsNonReader(t, s)
+}
+
+// dropsNonReader sends s requests without reading their replies, and
+// checks that s drops the connection, and counts it.
+func dropsNonReader(t *testing.T, s *Server) {
+	t.Helper()
 	client, server := net.Pipe() // no buffer between them: the server's first write waits for a read
 	c := s.admit(server)
 	go c.serve()
