@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -30,9 +32,9 @@ func fill(t *testing.T, rdb *redis.Client, from, to int) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	errs := map[string]int{}
-	for start := from; start < to; start += 5000 {
+	for start := from; start < to; start += 1000 {
 		p := rdb.Pipeline()
-		for i := start; i < min(start+5000, to); i++ {
+		for i := start; i < min(start+1000, to); i++ {
 			p.Do(ctx, "CL.THROTTLE", "key:"+strconv.Itoa(i), 15, 30, 60)
 		}
 		cmds, _ := p.Exec(ctx)
@@ -52,8 +54,13 @@ func TestMaxMemory(t *testing.T) {
 	ts := startServer(t)
 	rdb := ts.client(t)
 	setClock(t, rdb, t0)
+	// The server runs in this process, so the limit counts the test's heap
+	// too: collect it now and often, so that it stays near its live size
+	// and the tables, not the test's garbage, decide when the limit is hit.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
 	used := infoInt(t, rdb, "memory", "used_memory")
-	limit := used + 4<<20
+	limit := used + 12<<20
 	for _, kv := range [][2]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", "allkeys-lru"}} {
 		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			t.Fatal(err)
@@ -62,13 +69,13 @@ func TestMaxMemory(t *testing.T) {
 	if got := infoInt(t, rdb, "memory", "maxmemory"); got != limit {
 		t.Fatalf("INFO maxmemory %d, want %d", got, limit)
 	}
-	if errs := fill(t, rdb, 0, 400000); len(errs) != 0 {
+	if errs := fill(t, rdb, 0, 700000); len(errs) != 0 { // about 30 MB of keys
 		t.Fatalf("errors under allkeys-lru: %v", errs)
 	}
 	evicted := infoInt(t, rdb, "stats", "evicted_keys")
 	keys := rdb.DBSize(ctx).Val()
-	if evicted == 0 || keys+evicted != 400000 {
-		t.Fatalf("%d keys and %d evicted of 400,000", keys, evicted)
+	if evicted == 0 || keys+evicted != 700000 {
+		t.Fatalf("%d keys and %d evicted of 700,000", keys, evicted)
 	}
 	// The limit counts this process's whole heap, which the test's own
 	// garbage makes move, so only the tables are held to it here; the
@@ -77,12 +84,15 @@ func TestMaxMemory(t *testing.T) {
 		t.Fatalf("the tables hold %d bytes, over maxmemory %d", tables, limit)
 	}
 
-	// noeviction: new keys are refused, existing keys keep working.
-	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
-		t.Fatal(err)
+	// noeviction: new keys are refused, existing keys keep working. The
+	// limit goes below what the tables alone hold, so that it is surely hit.
+	for _, kv := range [][2]string{{"maxmemory", "1mb"}, {"maxmemory-policy", "noeviction"}} {
+		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	errs := fill(t, rdb, 400000, 410000)
-	if errs["OOM command not allowed when used memory > 'maxmemory'."] == 0 {
+	errs := fill(t, rdb, 700000, 710000)
+	if errs["OOM command not allowed when used memory > 'maxmemory'."] != 10000 {
 		t.Fatalf("new keys under noeviction at the limit: %v", errs)
 	}
 	if n := infoInt(t, rdb, "stats", "evicted_keys"); n != evicted {
