@@ -71,6 +71,11 @@ type HostStats struct {
 	InputKbps, OutputKbps float64
 	UsedMemory            uint64 // Go heap in use plus the tables' arrays kept outside it
 	UsedMemoryRSS         uint64 // resident set size, 0 if unknown
+	MaxMemory             int64  // maxmemory, 0: none
+	MaxMemoryPolicy       string // maxmemory-policy
+	// OutputDropped counts the clients disconnected for their output
+	// limits (client-output-buffer-limit, or the write deadline).
+	OutputDropped int64
 }
 
 // CommandCounts are one command's counters, for INFO commandstats and the
@@ -178,6 +183,7 @@ type Client struct {
 	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
 	closeFunc func()         // closes the connection from any goroutine
 	local     bool           // connected from a loopback address or a unix socket
+	flushFunc func() bool    // ClientOptions.Flush
 
 	authenticated bool
 	authFailures  int           // failed AUTH in a row (authguard.go)
@@ -196,6 +202,7 @@ type Client struct {
 	runN          int      // fast commands in run, run since mark and not timed yet
 	runArgs       [][]byte // the arguments of the one in run, while runN is 1
 
+	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
 	killed     atomic.Bool
@@ -210,12 +217,17 @@ type Client struct {
 
 // ClientOptions describe a new connection.
 type ClientOptions struct {
-	ID         int64
-	Addr       string // remote address
-	LocalAddr  string
-	Writer     *Writer
-	Close      func() // closes the connection; safe from any goroutine
-	Authorized bool   // no password is required
+	ID        int64
+	Addr      string // remote address
+	LocalAddr string
+	Writer    *Writer
+	Close     func() // closes the connection; safe from any goroutine
+	// Flush hands the replies buffered in Writer to the connection, as the
+	// server does between requests, applying its output limits; it reports
+	// whether the connection is still there. A command with a long reply
+	// (EXEC) calls it as it goes. nil: Writer.Flush.
+	Flush      func() bool
+	Authorized bool // no password is required
 	// Local says the client connects from a loopback address (127.0.0.0/8,
 	// ::1) or a unix socket, for commands only local clients may run
 	// (DEBUG with enable-debug-command local).
@@ -227,7 +239,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc: o.Close, local: o.Local,
+		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 		done: make(chan struct{}),
 	}
@@ -241,6 +253,18 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c.mark = mono.Now()
 	c.lastActive.Store(c.created.Unix())
 	return c
+}
+
+// NoteBuffers records the connection's buffers for CLIENT LIST: qbuf
+// bytes of requests read and not run yet, qbufFree more bytes the read
+// buffer has room for, omem bytes of replies waiting to be written, and
+// the connection's buffers in all (to which NoteBuffers adds the MULTI
+// queue). It is called from the connection's goroutine.
+func (c *Client) NoteBuffers(qbuf, qbufFree, omem, buffers int) {
+	c.bufs[0].Store(int64(qbuf))
+	c.bufs[1].Store(int64(qbufFree))
+	c.bufs[2].Store(int64(omem))
+	c.bufs[3].Store(int64(buffers) + c.queueBytes)
 }
 
 // ID returns the client's id.

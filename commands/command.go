@@ -32,6 +32,8 @@ func command(c *Client, args [][]byte) {
 			}
 			return
 		}
+		// One entry per name, as Redis replies: the reply grows with the
+		// request, so it goes to the connection as it is made.
 		c.W.WriteArray(len(names))
 		for _, n := range names {
 			if cmd := t.Lookup(n); cmd != nil {
@@ -39,14 +41,21 @@ func command(c *Client, args [][]byte) {
 			} else {
 				c.writeNullArray()
 			}
+			if c.W.Len() > streamFlushAt && !c.flush() {
+				return
+			}
 		}
 	case equalFold(sub, "docs"):
 		var cmds []*Command
 		if len(args) == 2 {
 			cmds = t.sorted()
 		} else {
+			// A map names each command once, however often it is asked
+			// for: the reply is bounded by the table, not by the request.
+			seen := make([]bool, len(t.list))
 			for _, n := range args[2:] {
-				if cmd := t.Lookup(n); cmd != nil {
+				if cmd := t.Lookup(n); cmd != nil && !seen[cmd.id] {
+					seen[cmd.id] = true
 					cmds = append(cmds, cmd)
 				}
 			}

@@ -31,13 +31,19 @@ type fakeHost struct {
 
 	shutdownSave bool
 	persist      *fakePersistence // nil: persistence off
+	queryMax     int64            // QueryBufferLimit; 0: 1024
 }
 
 func (h *fakeHost) Engine() *engine.Engine          { return h.eng }
 func (h *fakeHost) DebugClock() *engine.ManualClock { return h.clock }
 func (h *fakeHost) RequirePass() string             { return h.pass }
 func (h *fakeHost) Clients() []*Client              { return h.clients }
-func (h *fakeHost) QueryBufferLimit() int64         { return 1024 }
+func (h *fakeHost) QueryBufferLimit() int64 {
+	if h.queryMax > 0 {
+		return h.queryMax
+	}
+	return 1024
+}
 func (h *fakeHost) ConfigGet(p string) [][2]string {
 	var out [][2]string
 	for k, v := range h.settings {

@@ -47,6 +47,7 @@ const (
 	errGetKeys   = "ERR Invalid command specified"
 	errGetKeysNo = "ERR The command has no key arguments"
 	errGetKeysN  = "ERR Invalid number of arguments specified for command"
+	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 
 	errNoAuth          = "NOAUTH Authentication required."
 	errHelloNoAuth     = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
@@ -70,7 +71,7 @@ const (
 	errDiscardNo   = "ERR DISCARD without MULTI"
 	errExecAbort   = "EXECABORT Transaction discarded because of previous errors."
 	errNotInMulti  = "ERR Command not allowed inside a transaction" // Redis 7 for a no_multi command (SHUTDOWN)
-	errMultiTooBig = "ERR MULTI queue over client-query-buffer-limit; the transaction will be discarded"
+	errMultiTooBig = "ERR MULTI queue full (at most 10000 commands and 16 MiB, or client-query-buffer-limit); the transaction is discarded"
 )
 
 // errTextDuplicateParameter is ErrDuplicateSetting's text, which

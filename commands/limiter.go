@@ -198,6 +198,7 @@ var errorTexts = []struct {
 	{limiter.ErrWindowRange, [2]string{errRange("window"), ""}},
 	{limiter.ErrExactLimit, [2]string{errExactLimit, ""}},
 	{engine.ErrDuplicateKey, [2]string{errMLDupKey, ""}},
+	{engine.ErrOOM, [2]string{errOOM, errOOM}},
 	{engine.ErrShardFull, [2]string{errShardFull, errCellPrefix + errShardFull[len("ERR "):]}},
 }
 

@@ -226,12 +226,16 @@ var infoSections = []struct {
 }
 
 func info(c *Client, args [][]byte) {
+	// Only the names INFO knows are kept, so that a request of a million
+	// names costs no more memory than one of each.
 	want := map[string]bool{}
 	for _, a := range args[1:] {
-		want[strings.ToLower(string(a))] = true
+		if name := infoName(a); name != "" {
+			want[name] = true
+		}
 	}
 	all := want["all"] || want["everything"]
-	deflt := len(want) == 0 || want["default"]
+	deflt := len(args) == 1 || want["default"]
 	st := c.host.Stats()
 	es := c.view.Stats()
 	var b strings.Builder
@@ -246,6 +250,22 @@ func info(c *Client, args [][]byte) {
 		s.section(c, &b, st, es)
 	}
 	c.writeVerbatim(b.String())
+}
+
+// infoName returns the name of INFO's section (or group: all, everything,
+// default) that a names in any case, "" for none.
+func infoName(a []byte) string {
+	for _, g := range []string{"all", "everything", "default"} {
+		if equalFold(a, g) {
+			return g
+		}
+	}
+	for _, s := range infoSections {
+		if equalFold(a, s.name) {
+			return s.name
+		}
+	}
+	return ""
 }
 
 func field(b *strings.Builder, name string, v any) {
@@ -282,7 +302,9 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "used_memory_human", humanBytes(st.UsedMemory))
 	field(b, "used_memory_rss", st.UsedMemoryRSS)
 	field(b, "used_memory_rss_human", humanBytes(st.UsedMemoryRSS))
-	field(b, "maxmemory", 0)
+	field(b, "maxmemory", st.MaxMemory)
+	field(b, "maxmemory_human", humanBytes(uint64(st.MaxMemory)))
+	field(b, "maxmemory_policy", st.MaxMemoryPolicy)
 	field(b, "mem_allocator", "go")
 }
 
@@ -301,7 +323,8 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "instantaneous_output_kbps", strconv.FormatFloat(st.OutputKbps, 'f', 2, 64))
 	field(b, "rejected_connections", st.ConnsRejected)
 	field(b, "expired_keys", es.ExpiredKeys)
-	field(b, "evicted_keys", 0)
+	field(b, "evicted_keys", es.EvictedKeys)
+	field(b, "client_output_buffer_limit_disconnections", st.OutputDropped)
 	field(b, "keyspace_hits", es.KeyspaceHits)
 	field(b, "keyspace_misses", es.KeyspaceMisses)
 	field(b, "total_error_replies", rejected)

@@ -394,14 +394,21 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	c.mark = end
 }
 
-// enqueue queues a command inside MULTI, within the client's buffer limit.
+// enqueue queues a command inside MULTI, within the queue's bounds
+// (maxQueued, maxQueuedBytes and client-query-buffer-limit). Past them,
+// or once the transaction has failed, it keeps nothing: EXEC will answer
+// EXECABORT.
 func (c *Client) enqueue(cmd *Command, args [][]byte) {
+	if c.multiDirty {
+		c.W.WriteString("QUEUED")
+		return
+	}
 	size := int64(64) // per-command overhead
 	for _, a := range args {
 		size += int64(len(a)) + 24
 	}
-	if c.queueBytes+size > c.host.QueryBufferLimit() {
-		c.multiDirty = true
+	if len(c.queue) >= maxQueued || c.queueBytes+size > min(maxQueuedBytes, c.host.QueryBufferLimit()) {
+		c.multiDirty, c.queue, c.queueBytes = true, nil, 0
 		c.W.WriteError(errMultiTooBig)
 		return
 	}

@@ -1,7 +1,9 @@
 package commands
 
 import (
+	"errors"
 	"io"
+	"os"
 	"sync/atomic"
 
 	"github.com/tidwall/redcon"
@@ -42,13 +44,49 @@ func (w *Writer) Flush() error {
 		n, w.err = w.w.Write(w.b)
 		w.written.Add(int64(n))
 	}
+	w.reset()
+	return w.err
+}
+
+// FlushPart writes what the connection takes of the buffered replies and
+// keeps the rest for a later flush: a write that ends at its deadline
+// (os.ErrDeadlineExceeded) is no error here. It reports whether nothing
+// is left. Any other error is Flush's.
+func (w *Writer) FlushPart() (bool, error) {
+	if w.err != nil {
+		return false, w.err
+	}
+	if len(w.b) == 0 {
+		return true, nil
+	}
+	n, err := w.w.Write(w.b)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		w.err = err
+		return false, err
+	}
+	if n < len(w.b) {
+		w.b = w.b[:copy(w.b, w.b[n:])]
+		return false, nil
+	}
+	w.reset()
+	return true, nil
+}
+
+// reset empties the buffer once written, keeping it unless it is large.
+func (w *Writer) reset() {
 	if cap(w.b) > maxIdleWriterBuf {
 		w.b = nil
 	} else {
 		w.b = w.b[:0]
 	}
-	return w.err
 }
+
+// Cap returns the bytes the Writer's buffer holds, used or not.
+func (w *Writer) Cap() int { return cap(w.b) }
+
+// Drop discards the buffered replies and the buffer, for a connection
+// that is closing without them.
+func (w *Writer) Drop() { w.b = nil }
 
 // WriteArray writes an array header of n elements.
 func (w *Writer) WriteArray(n int) { w.b = redcon.AppendArray(w.b, n) }

@@ -76,6 +76,7 @@ type Engine struct {
 	cfg    Config
 	shards []shard
 	mem    *manual.Allocator // the shards' large arrays, outside the Go heap
+	limit  memoryLimit
 	clock  Clock
 	seed   maphash.Seed // for keys' hashes inside a shard
 
@@ -99,6 +100,8 @@ func New(cfg Config) (*Engine, error) {
 		if cfg.TrackChanges {
 			sh.track, sh.t.dirtyBit = true, headDirty
 		}
+		sh.idx = i
+		sh.rng = uint64(i)*0x9e3779b97f4a7c15 | 1
 	}
 	e.View = View{e: e}
 	runtime.AddCleanup(e, releaseShards, e.shards)
@@ -150,6 +153,40 @@ func (e *Engine) Atomic(fn func(tx *View)) {
 		}
 	}()
 	tx := &View{e: e, held: true}
+	fn(tx)
+	tx.e = nil
+}
+
+// AtomicKeys runs fn with the shards of keys locked, in shard order, so
+// that everything fn does through tx to those keys happens at one instant
+// for every other client (MULTI/EXEC); the other shards stay free. With
+// all, every shard is locked, as Atomic does: for keyspace-wide commands
+// (KEYS, SCAN, DBSIZE, FLUSHALL). A call through tx on a key whose shard
+// is not held takes and releases that shard's lock for the call, like the
+// engine's own View. tx must not be used after fn returns.
+func (e *Engine) AtomicKeys(keys [][]byte, all bool, fn func(tx *View)) {
+	if all {
+		e.Atomic(fn)
+		return
+	}
+	set := make([]uint64, (len(e.shards)+63)/64)
+	for _, k := range keys {
+		i := e.shardFor(k).idx
+		set[i/64] |= 1 << (i % 64)
+	}
+	for i := range e.shards { // in shard order: two transactions never wait on each other in a cycle
+		if set[i/64]&(1<<(i%64)) != 0 {
+			e.shards[i].mu.Lock()
+		}
+	}
+	defer func() {
+		for i := range e.shards {
+			if set[i/64]&(1<<(i%64)) != 0 {
+				e.shards[i].mu.Unlock()
+			}
+		}
+	}()
+	tx := &View{e: e, held: true, only: set}
 	fn(tx)
 	tx.e = nil
 }
@@ -209,10 +246,11 @@ type Stats struct {
 	// AvgTTL is the estimated average remaining life of the keys, in ms,
 	// sampled by the expiry sweep as Redis's active expiry samples it; 0
 	// before the sweep has seen a live key.
-	AvgTTL     int64
-	Allowed    [NumKinds]int64
-	Limited    [NumKinds]int64
-	KeysByKind [NumKinds]int64
+	AvgTTL      int64
+	EvictedKeys int64 // removed to make room under the memory limit
+	Allowed     [NumKinds]int64
+	Limited     [NumKinds]int64
+	KeysByKind  [NumKinds]int64
 }
 
 // Stats sums the shards' counters, one shard's lock at a time: O(shards).
@@ -233,6 +271,7 @@ func (v *View) Stats() Stats {
 		if sh.avgTTL > 0 {
 			sampled += int64(sh.t.count)
 		}
+		s.EvictedKeys += sh.evicted
 		for k := range s.Allowed {
 			s.Allowed[k] += sh.allowed[k]
 			s.Limited[k] += sh.limited[k]

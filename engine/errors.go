@@ -10,6 +10,9 @@ var (
 	// ErrShardFull: a shard's table would pass 4 GiB of records; configure
 	// more shards.
 	ErrShardFull = errors.New("engine: shard full (more than 4 GiB of keys in one shard)")
+	// ErrOOM: a new key would take memory past the limit (SetMemoryLimit)
+	// and the policy evicts nothing, or could not free enough.
+	ErrOOM = errors.New("engine: out of memory")
 	// ErrClockOverflow: a clock adjustment would leave the int64 range.
 	ErrClockOverflow = errors.New("engine: clock out of range")
 )

@@ -28,15 +28,20 @@ type entry struct {
 // mu held. Slot indexes returned by a method are valid until the next
 // change to the shard.
 type shard struct {
-	mu sync.Mutex
-	t  table
+	mu  sync.Mutex
+	t   table
+	idx int // the shard's index in Engine.shards
 
-	sweepPos int // where the background sweep continues
+	sweepPos int    // where the background sweep continues
+	rng      uint64 // xorshift state for eviction's samples; never 0
+
+	evictCredit int // bytes evicted beyond what new keys needed (makeRoomLocked)
 
 	expired int64
 	hits    int64 // commands' lookups that found their key
 	misses  int64 // and that did not
 	avgTTL  int64 // ms: an estimate from the keys the sweep examines
+	evicted int64
 	allowed [NumKinds]int64
 	limited [NumKinds]int64
 	kinds   [NumKinds]int64 // live keys by kind

@@ -74,6 +74,8 @@ const (
 
 	headKind     = 0x07 // the kind
 	headDirty    = 0x08 // changed since the last TakeDirty (only with Config.TrackChanges)
+	headUse      = 0x30 // a 2-bit use count for eviction (victimLocked)
+	headUseShift = 4
 	headImplicit = 0x80 // no expiry field: it is floor(a/1e6) − (headMinusOne ? 1 : 0)
 	headMinusOne = 0x40
 )
@@ -139,6 +141,28 @@ func (t *table) stateAt(ref uint32) int {
 	return int(ref) + 1 + w + int(n)
 }
 
+// use returns the use count of the record in slot i, 0 to 3.
+func (t *table) use(i int) int {
+	return int(t.arena[uint32(t.slots[i])]&headUse) >> headUseShift
+}
+
+// touch records a use of the record in slot i: its use count goes to 3.
+// A record already at 3 is not written, so that its cache line stays
+// clean for a request that changes nothing (a limited one).
+func (t *table) touch(i int) {
+	if ref := uint32(t.slots[i]); t.arena[ref]&headUse != headUse {
+		t.arena[ref] |= headUse
+	}
+}
+
+// age lowers the use count of the record in slot i by one, if not 0.
+func (t *table) age(i int) {
+	ref := uint32(t.slots[i])
+	if u := t.arena[ref] & headUse; u != 0 {
+		t.arena[ref] = t.arena[ref]&^headUse | (u - 1<<headUseShift)
+	}
+}
+
 // kindAt returns the kind of the record in slot i.
 func (t *table) kindAt(i int) Kind { return Kind(t.arena[uint32(t.slots[i])] & headKind) }
 
@@ -182,7 +206,7 @@ func (t *table) update(i int, e entry) bool {
 		if !ok {
 			return false
 		}
-		t.arena[ref] = head | t.dirtyBit
+		t.arena[ref] = head | t.dirtyBit | t.arena[ref]&headUse
 		t.putWord(p, e.a)
 		return true
 	}
@@ -320,7 +344,7 @@ func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 // free.
 func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e entry, room int) {
 	rec := t.arena[ref:]
-	rec[0] = head | t.dirtyBit
+	rec[0] = head | t.dirtyBit // not used again yet: see victimLocked
 	p := 1 + binary.PutUvarint(rec[1:], uint64(len(key)))
 	p += copy(rec[p:], key)
 	if !implicit {

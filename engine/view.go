@@ -8,10 +8,12 @@ import (
 // View is the engine's command surface. The Engine's own View and those
 // of NewView take each key's shard lock per call; the View handed to an
 // Atomic function runs with every lock already held (held is true) and
-// takes none.
+// takes none, and the one handed to an AtomicKeys function holds the
+// shards in only and takes the others' per call.
 type View struct {
 	e    *Engine
 	held bool
+	only []uint64   // when held: the shards held, a bit each; nil: all
 	hint ahead.Hint // for the next call on a key (see Ahead)
 }
 
@@ -32,15 +34,20 @@ func (v *View) locate(key []byte) (*shard, uint64) {
 }
 
 func (v *View) lock(s *shard) {
-	if !v.held {
+	if !v.held || !v.holds(s) {
 		s.mu.Lock()
 	}
 }
 
 func (v *View) unlock(s *shard) {
-	if !v.held {
+	if !v.held || !v.holds(s) {
 		s.mu.Unlock()
 	}
+}
+
+// holds reports whether a held View holds s's lock.
+func (v *View) holds(s *shard) bool {
+	return v.only == nil || v.only[s.idx/64]&(1<<(s.idx%64)) != 0
 }
 
 // Throttle applies CL.THROTTLE with validated parameters p to key.
@@ -127,10 +134,14 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	nowMs := unixMs(now)
+	i, e, ok := sh.getLocked(key, h, nowMs)
 	sh.countLookup(ok)
 	if ok && e.kind != kind {
 		return limiter.Result{}, ErrWrongType
+	}
+	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
+		sh.t.touch(i) // for eviction: see victimLocked
 	}
 	e.kind = kind
 	if kinds[kind].log {
@@ -143,6 +154,11 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	switch out.Write {
 	case limiter.WriteStore:
 		e.expireMs = out.ExpireMs
+		if i < 0 && v.e.overLimit() {
+			if err := sh.makeRoomLocked(Policy(v.e.limit.policy.Load()), recordLen(key, e, max(len(e.log), 2))); err != nil {
+				return limiter.Result{}, err
+			}
+		}
 		if err := sh.putLocked(key, h, i, e); err != nil {
 			return limiter.Result{}, err
 		}

@@ -40,8 +40,6 @@ var directives = map[string]directive{
 	"tcp-backlog":                 accept,
 	"unixsocket":                  only("cellserver serves TCP only, not a Unix socket", ""),
 	"unixsocketperm":              accept,
-	"maxmemory":                   only("cellserver does not evict keys; a limiter key expires when its window ends", "0"),
-	"maxmemory-policy":            accept,
 	"maxmemory-samples":           accept,
 	"cluster-enabled":             only("cellserver does not run in cluster mode", "no"),
 	"notify-keyspace-events":      only("cellserver sends no keyspace notifications", ""),

@@ -118,7 +118,50 @@ type Config struct {
 	// an HTTP listener nobody asked for is one more port to secure, and
 	// two instances on one machine would fight over a fixed one.
 	MetricsAddr string
+	// OutputLimits is client-output-buffer-limit, by class: a client whose
+	// replies waiting to be written pass Hard bytes, or stay above Soft
+	// bytes for SoftSeconds, is disconnected. Only the normal class has
+	// clients here; the replica and pubsub classes are kept for
+	// redis.conf's sake. Default: Redis's, normal 0 0 0 (no limit),
+	// replica 256mb 64mb 60, pubsub 32mb 8mb 60.
+	OutputLimits [numClientClasses]OutputLimit
+	// MaxMemory is the most memory new keys may make the server hold, in
+	// bytes: the tables' arrays outside the Go heap plus the Go heap
+	// (engine.Engine.UsedMemory). 0 is no limit. Default: 0.
+	MaxMemory int64
+	// MaxMemoryPolicy is what a new key does at MaxMemory: noeviction
+	// (refused with -OOM), volatile-ttl, allkeys-lru or allkeys-random
+	// (evict), or an alias of one (maxMemoryPolicies). Default: noeviction.
+	MaxMemoryPolicy string
 }
+
+// maxMemoryPolicies are the maxmemory-policy names cellserver accepts.
+// Every key has an expiry, so each volatile- policy is its allkeys- one.
+var maxMemoryPolicies = map[string]engine.Policy{
+	"noeviction":      engine.NoEviction,
+	"volatile-ttl":    engine.EvictNearestExpiry,
+	"allkeys-lru":     engine.EvictLRU,
+	"volatile-lru":    engine.EvictLRU,
+	"allkeys-random":  engine.EvictRandom,
+	"volatile-random": engine.EvictRandom,
+}
+
+// OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
+type OutputLimit struct {
+	Hard, Soft  int64
+	SoftSeconds int64
+}
+
+// The client classes of client-output-buffer-limit, in the order CONFIG
+// GET lists them.
+const (
+	ClassNormal = iota
+	ClassReplica
+	ClassPubSub
+	numClientClasses
+)
+
+var clientClassNames = [numClientClasses]string{"normal", "slave", "pubsub"}
 
 // DefaultConfig returns the configuration cellserver runs with when given
 // no settings.
@@ -136,6 +179,11 @@ func DefaultConfig() Config {
 		TLSAuthClients:       "yes",
 		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
 		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
+		MaxMemoryPolicy:      "noeviction",
+		OutputLimits: [numClientClasses]OutputLimit{
+			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
+			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
+		},
 	}
 }
 
@@ -431,7 +479,6 @@ var settings = []setting{
 			c.RenameCommands = append(c.RenameCommands, [2]string{words[0], words[1]})
 			return nil
 		}},
-	// Read-only facts clients ask about.
 	{name: "slowlog-log-slower-than", mutable: true,
 		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
 		set: intSetting(func(c *Config, n int64) { c.SlowlogLogSlowerThan = n }),
@@ -484,6 +531,38 @@ var settings = []setting{
 			}
 			_, _, err := net.SplitHostPort(c.MetricsAddr)
 			return err
+		}},
+	{name: "client-output-buffer-limit", mutable: true,
+		get: func(c *Config) string {
+			var parts []string
+			for i, l := range c.OutputLimits {
+				parts = append(parts, fmt.Sprintf("%s %d %d %d", clientClassNames[i], l.Hard, l.Soft, l.SoftSeconds))
+			}
+			return strings.Join(parts, " ")
+		},
+		set: setOutputLimits,
+		check: func(c *Config) error {
+			for _, l := range c.OutputLimits {
+				if l.Hard < 0 || l.Soft < 0 || l.SoftSeconds < 0 {
+					return errors.New("limits must not be negative")
+				}
+			}
+			return nil
+		}},
+	{name: "maxmemory", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
+		set: memSetting(func(c *Config, n int64) { c.MaxMemory = n })},
+	{name: "maxmemory-policy", mutable: true,
+		get: func(c *Config) string { return c.MaxMemoryPolicy },
+		set: func(c *Config, v string) error { c.MaxMemoryPolicy = strings.ToLower(v); return nil },
+		check: func(c *Config) error {
+			switch _, ok := maxMemoryPolicies[c.MaxMemoryPolicy]; {
+			case ok:
+				return nil
+			case strings.HasSuffix(c.MaxMemoryPolicy, "-lfu"):
+				return errors.New("the LFU policies are not supported: cellserver keeps no access counts per key; use allkeys-lru")
+			}
+			return errors.New("must be one of noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
 		}},
 	{name: "databases", get: func(*Config) string { return "1" }},
 }
@@ -624,4 +703,42 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cert, nil
+}
+
+// setOutputLimits parses client-output-buffer-limit as redis.conf writes
+// it: one or more groups of <class> <hard> <soft> <soft-seconds>, the
+// class normal, replica (or slave) or pubsub, the sizes with units (64mb).
+// Classes not named keep their limits.
+func setOutputLimits(c *Config, v string) error {
+	f := strings.Fields(v)
+	if len(f) == 0 || len(f)%4 != 0 {
+		return errors.New("wrong number of arguments: <class> <hard> <soft> <soft-seconds> ...")
+	}
+	next := c.OutputLimits
+	for ; len(f) > 0; f = f[4:] {
+		class := -1
+		switch strings.ToLower(f[0]) {
+		case "normal":
+			class = ClassNormal
+		case "replica", "slave":
+			class = ClassReplica
+		case "pubsub":
+			class = ClassPubSub
+		default:
+			return fmt.Errorf("invalid client class %q: normal, replica or pubsub", f[0])
+		}
+		var l OutputLimit
+		if memSetting(func(_ *Config, n int64) { l.Hard = n })(c, f[1]) != nil ||
+			memSetting(func(_ *Config, n int64) { l.Soft = n })(c, f[2]) != nil {
+			return errors.New("hard and soft limits must be memory values")
+		}
+		secs, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil || secs < 0 {
+			return errors.New("soft-seconds must be a non-negative integer")
+		}
+		l.SoftSeconds = secs
+		next[class] = l
+	}
+	c.OutputLimits = next
+	return nil
 }

@@ -154,3 +154,25 @@ func TestEnableDebugCommandLocal(t *testing.T) {
 		}
 	}
 }
+
+func TestClientOutputBufferLimit(t *testing.T) {
+	c := DefaultConfig()
+	want := "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+	if got := c.Get(func(n string) bool { return n == "client-output-buffer-limit" })[0][1]; got != want {
+		t.Fatalf("default: %q, want Redis's %q", got, want)
+	}
+	if err := c.Set("client-output-buffer-limit", "normal 1mb 512kb 10 replica 0 0 0"); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.OutputLimits[ClassNormal]; got != (OutputLimit{Hard: 1 << 20, Soft: 512 << 10, SoftSeconds: 10}) {
+		t.Fatalf("normal: %+v", got)
+	}
+	if got := c.OutputLimits[ClassPubSub]; got.Hard != 32<<20 {
+		t.Fatalf("a class not named keeps its limits: %+v", got)
+	}
+	for _, bad := range []string{"normal 1mb 0", "client 0 0 0", "normal x 0 0", "normal 0 0 -1", ""} {
+		if err := c.Set("client-output-buffer-limit", bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

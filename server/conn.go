@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"net"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -17,7 +19,8 @@ import (
 // reply); a limiter command allocates
 // nothing on its way through. What one client can make the server hold is
 // bounded: a request by its limits (checked as each header arrives),
-// replies by flushing whenever more than flushAt bytes are waiting.
+// replies by flushing whenever more than flushAt bytes are waiting, and
+// by the output limits (flush).
 
 const (
 	readBufSize   = 16 << 10    // a connection's read buffer to start with
@@ -37,7 +40,28 @@ type limits struct {
 	maxBulk  atomic.Int64 // proto-max-bulk-len
 	maxQuery atomic.Int64 // client-query-buffer-limit
 	timeout  atomic.Int64 // idle timeout in ns; 0: none
+	outHard  atomic.Int64 // client-output-buffer-limit normal: hard bytes; 0: none
+	outSoft  atomic.Int64 // soft bytes; 0: none
+	outSecs  atomic.Int64 // soft seconds
 }
+
+// Writing replies. A flush must complete within a deadline of wait to
+// 2·wait, where wait is writeTimeout, or the idle timeout when one is set
+// and shorter: a client that takes none of its replies for that long is
+// disconnected, so that it cannot hold its connection, and what the
+// server buffered for it, for ever. The deadline is set 2·wait ahead and
+// set again only once less than wait of it is left, so that a busy
+// connection resets a timer once per wait rather than on every batch.
+//
+// Under an output limit, a flush in the middle of a batch does not wait
+// for the client: it writes what the socket takes within tryWrite and
+// keeps the rest, so a client that sends requests and never reads sees
+// its replies pile up until the limit disconnects it, as in Redis. After a
+// write that left some, the next is tried once flushAt more bytes wait.
+const (
+	writeTimeout = 30 * time.Second
+	tryWrite     = time.Millisecond
+)
 
 type conn struct {
 	s   *Server
@@ -51,6 +75,11 @@ type conn struct {
 
 	deadline  bool // a read deadline is set
 	oneThread bool // GOMAXPROCS is 1: see the yield before a batch's flush
+
+	writeBy   int64     // the write deadline set, Unix ns; 0: set it again
+	softSince time.Time // since when more than the soft limit waits; zero: not above it
+	retryAt   int       // under output limits, the next mid-batch write waits for this many bytes
+	taken     int       // bytes of buf[:n] taken by the requests run so far in this batch
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -91,7 +120,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			args, used, err = c.p.next(c.buf[r:n], lim)
 			if err != nil {
 				c.w.WriteError("ERR " + err.Error())
-				_ = c.w.Flush() // closing anyway
+				c.flush(true) // closing anyway
 				return nil
 			}
 			if used == 0 {
@@ -105,6 +134,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		if c.cl.Killed() {
 			return nil // CLIENT KILL or shutdown: run nothing more
 		}
+		c.taken = r
 		if q != nil {
 			c.s.table.DispatchFound(c.cl, q.cmd, args, q.key)
 		} else {
@@ -113,10 +143,10 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		ran++
 		if c.cl.CloseAfterReply() {
 			c.cl.Settle()
-			_ = c.w.Flush() // closing anyway
+			c.flush(true) // closing anyway
 			return nil
 		}
-		if c.w.Len() > flushAt && c.w.Flush() != nil {
+		if c.w.Len() > flushAt && !c.flush(false) {
 			return nil
 		}
 	}
@@ -136,7 +166,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			// BenchmarkServeConn).
 			runtime.Gosched()
 		}
-		if c.w.Flush() != nil {
+		if !c.flush(true) {
 			return nil
 		}
 	}
@@ -158,6 +188,8 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.buf = grown
 	}
 
+	c.cl.NoteBuffers(c.n, len(c.buf)-c.n, c.w.Len(), len(c.buf)+c.w.Cap())
+
 	if d := c.s.limits.timeout.Load(); d > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) // fails only on a closed connection, which is going anyway
 		c.deadline = true
@@ -166,4 +198,85 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.deadline = false
 	}
 	return c.buf[c.n:]
+}
+
+// flush hands the buffered replies to the connection within the output
+// limits and the write deadline (see writeTimeout), and reports whether
+// the connection goes on; false once it has been dropped for them or its
+// write failed. final is the flush that ends a batch, which waits for
+// the client to take everything.
+func (c *conn) flush(final bool) bool {
+	n := c.w.Len()
+	if n == 0 {
+		return true
+	}
+	hard, soft := c.s.limits.outHard.Load(), c.s.limits.outSoft.Load()
+	if hard > 0 && int64(n) > hard {
+		return c.overLimit("hard", n)
+	}
+	var softBy time.Time // when the soft limit runs out; zero: not above it
+	if soft > 0 && int64(n) > soft {
+		now := time.Now()
+		if c.softSince.IsZero() {
+			c.softSince = now
+		}
+		softBy = c.softSince.Add(time.Duration(c.s.limits.outSecs.Load()) * time.Second)
+		if !now.Before(softBy) {
+			return c.overLimit("soft", n)
+		}
+	} else {
+		c.softSince = time.Time{}
+	}
+	c.cl.NoteBuffers(c.n-c.taken, len(c.buf)-c.n, n, len(c.buf)+c.w.Cap())
+	if !final && (hard > 0 || soft > 0) {
+		if n < c.retryAt {
+			return true
+		}
+		c.writeBy = 0
+		_ = c.nc.SetWriteDeadline(time.Now().Add(tryWrite)) // fails only on a closed connection, which the write reports
+		done, err := c.w.FlushPart()
+		if err != nil {
+			return false
+		}
+		c.retryAt = 0
+		if !done {
+			c.retryAt = c.w.Len() + flushAt
+		}
+		return true
+	}
+	wait := writeTimeout
+	if d := time.Duration(c.s.limits.timeout.Load()); d > 0 && d < wait {
+		wait = d
+	}
+	switch now := time.Now().UnixNano(); {
+	case !softBy.IsZero():
+		c.writeBy = 0
+		_ = c.nc.SetWriteDeadline(softBy) // fails only on a closed connection, which the write reports
+	case c.writeBy-now < int64(wait):
+		c.writeBy = now + 2*int64(wait)
+		_ = c.nc.SetWriteDeadline(time.Unix(0, c.writeBy)) // as above
+	}
+	if err := c.w.Flush(); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if !softBy.IsZero() {
+				return c.overLimit("soft", n)
+			}
+			c.s.outputDropped.Add(1)
+			c.s.log.Logf("warning", "Client id=%d addr=%s closed: it took no replies for %v", c.cl.ID(), c.nc.RemoteAddr(), wait)
+		}
+		c.cl.Kill()
+		return false
+	}
+	c.softSince, c.retryAt = time.Time{}, 0
+	return true
+}
+
+// overLimit drops the connection's replies and reports false: the client
+// is disconnected for its output limit (which: "hard" or "soft").
+func (c *conn) overLimit(which string, n int) bool {
+	c.w.Drop()
+	c.cl.Kill() // nothing more runs or is written: the connection closes
+	c.s.log.Logf("warning", "Client id=%d addr=%s closed for overcoming of output buffer limits (%s limit, %d bytes waiting).", c.cl.ID(), c.nc.RemoteAddr(), which, n)
+	c.s.outputDropped.Add(1)
+	return false
 }

@@ -148,6 +148,8 @@ func (c *scriptConn) LocalAddr() net.Addr             { return &net.TCPAddr{} }
 func (c *scriptConn) RemoteAddr() net.Addr            { return &net.TCPAddr{} }
 func (c *scriptConn) SetReadDeadline(time.Time) error { return nil }
 
+func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
+
 // BenchmarkServeConn: one op is one request of a redis-benchmark -P 16
 // workload of bench/run.sh (random keys among a million, starting empty),
 // through the whole connection loop, lookahead and prefetching included,

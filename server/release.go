@@ -22,13 +22,26 @@ import (
 //     after the last release. This catches what was freed after the last
 //     release of a mass expiry, below the first rule's threshold (measured
 //     at 1M keys: RSS 10 s after every key had expired was 20-30% above
-//     the empty server's without it). A server whose tables never shrink
-//     is never made to collect.
+//     the empty server's without it);
+//   - after a burst: when the heap holds burstAt or more beyond its live
+//     bytes (free, or garbage not collected yet), and at least as much as
+//     is live, settleGap or more after the last release. One large
+//     request or reply (a COMMAND INFO of a million names, a long EXEC)
+//     leaves its buffers to a collection that an idle server may not run
+//     for minutes, and the runtime returns free pages only gradually.
+//
+// A server whose tables never shrink and whose heap holds little beyond
+// its live bytes is never made to collect.
 const (
 	releaseAt      = 1 << 20
+	burstAt        = 64 << 20
 	settleGap      = 5 * time.Second
 	heapFreeMetric = "/memory/classes/heap/free:bytes"
 )
+
+// heapMetrics are what spare reads: the heap's free bytes, its objects'
+// bytes (live and garbage) and its live bytes at the last collection.
+var heapMetrics = []string{heapFreeMetric, "/memory/classes/heap/objects:bytes", "/gc/heap/live:bytes"}
 
 type releaser struct {
 	peak  int64     // table bytes at their highest since memory was last released
@@ -37,11 +50,16 @@ type releaser struct {
 	armed bool      // a shrink was released and the settled state not yet
 }
 
-// check reports whether to release memory now, given the tables' bytes
-// and the heap's free, unreturned bytes; it assumes the caller does.
-func (r *releaser) check(now time.Time, tables, heapFree int64) bool {
+// check reports whether to release memory now, given the tables' bytes,
+// the heap's bytes held beyond its live ones (spare) and its live bytes;
+// it assumes the caller does.
+func (r *releaser) check(now time.Time, tables, heapFree, live int64) bool {
 	last := r.last
 	r.last = tables
+	if heapFree >= burstAt && heapFree >= live && now.Sub(r.at) >= settleGap {
+		r.peak, r.at, r.armed = tables, now, false
+		return true
+	}
 	if tables > r.peak {
 		r.peak = tables
 		return false
@@ -64,4 +82,18 @@ func heapFree(sample []metrics.Sample) int64 {
 		return 0
 	}
 	return int64(sample[0].Value.Uint64())
+}
+
+// spare returns the bytes the Go heap holds beyond its live ones (free
+// pages not returned, and garbage), and its live bytes; sample holds
+// heapMetrics.
+func spare(sample []metrics.Sample) (spare, live int64) {
+	metrics.Read(sample)
+	var v [3]int64
+	for i, s := range sample {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s.Value.Uint64())
+		}
+	}
+	return v[0] + max(0, v[1]-v[2]), v[2]
 }

@@ -56,10 +56,12 @@ type Server struct {
 
 	// raiseFDs raises the open file limit towards what it is asked
 	// (fdlimit.Raise; tests replace it), for maxclients.
-	raiseFDs func(want uint64) (limit uint64, ok bool, err error)
+	raiseFDs   func(want uint64) (limit uint64, ok bool, err error)
+	heapSample []metrics.Sample // the heap's objects, for the memory limit: cron only
 
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
+	outputDropped atomic.Int64 // clients disconnected for their output limits
 	started       time.Time
 
 	ratesMu sync.Mutex // guards the meters
@@ -110,6 +112,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
+	heap := make([]metrics.Sample, 1)
+	heap[0].Name = heapObjectsMetric
+	s.heapSample = heap
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly})
 	for _, r := range cfg.RenameCommands {
 		if err := s.table.Rename(r[0], r[1]); err != nil {
@@ -119,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
+	s.reportHeap()
 	s.nowSec.Store(time.Now().Unix())
 	s.log.Info("cellserver starting", "version", Version, "pid", os.Getpid(), "go", runtime.Version())
 	var inForce []any
@@ -170,7 +176,10 @@ func (s *Server) cron() {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var rel releaser
-	free := []metrics.Sample{{Name: heapFreeMetric}}
+	heap := make([]metrics.Sample, len(heapMetrics))
+	for i, name := range heapMetrics {
+		heap[i].Name = name
+	}
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
@@ -178,13 +187,15 @@ func (s *Server) cron() {
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
 			s.sampleRates(mono.Now())
+			s.reportHeap()
 			if tick%4 != 0 {
 				continue
 			}
 			tables := s.eng.Stats().TableBytes
-			if rel.check(now, tables, heapFree(free)) {
+			held, live := spare(heap)
+			if rel.check(now, tables, held, live) {
 				debug.FreeOSMemory()
-				s.log.Logf("verbose", "released memory: tables at %d bytes", tables)
+				s.log.Logf("verbose", "released memory: tables at %d bytes, heap %d bytes over its live %d", tables, held, live)
 			}
 		}
 	}
@@ -210,6 +221,20 @@ func (s *Server) sampleRates(nowNs int64) {
 	s.netIn.add(nowNs, in)
 	s.netOut.add(nowNs, out)
 	s.ratesMu.Unlock()
+}
+
+// heapObjectsMetric is the Go heap's objects, live or not yet collected:
+// what the heap holds for the memory limit.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// reportHeap tells the engine what the Go heap holds, for maxmemory. It
+// reads a runtime metric, which stops nothing (runtime.ReadMemStats
+// would stop the world).
+func (s *Server) reportHeap() {
+	metrics.Read(s.heapSample)
+	if v := s.heapSample[0].Value; v.Kind() == metrics.KindUint64 {
+		s.eng.SetOtherMemory(int64(v.Uint64()))
+	}
 }
 
 // ListenAndServe listens on every address of Config.Bind at Config.Port
@@ -354,6 +379,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		LocalAddr:  nc.LocalAddr().String(),
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
+		Flush:      func() bool { return c.flush(false) },
 		Authorized: pass == "",
 		Local:      isLocal(nc.RemoteAddr()),
 	})
@@ -606,6 +632,11 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
 	s.limits.timeout.Store(int64(cfg.Timeout))
+	out := cfg.OutputLimits[ClassNormal]
+	s.limits.outHard.Store(out.Hard)
+	s.limits.outSoft.Store(out.Soft)
+	s.limits.outSecs.Store(out.SoftSeconds)
+	s.eng.SetMemoryLimit(cfg.MaxMemory, maxMemoryPolicies[cfg.MaxMemoryPolicy])
 }
 
 // Stats returns the figures INFO reports.
@@ -619,6 +650,7 @@ func (s *Server) Stats() commands.HostStats {
 		// The tables' large arrays are mapped outside the Go heap, which
 		// HeapAlloc does not count.
 		UsedMemory: ms.HeapAlloc + uint64(s.eng.OffHeapBytes()), UsedMemoryRSS: rss(),
+		MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
@@ -628,6 +660,7 @@ func (s *Server) Stats() commands.HostStats {
 	}
 	st.ConnsReceived = s.connsReceived.Load()
 	st.ConnsRejected = s.connsRejected.Load()
+	st.OutputDropped = s.outputDropped.Load()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
 	st.NetInput, st.NetOutput = s.retiredIn, s.retiredOut

@@ -389,14 +389,13 @@ include `+inc+`
 	if cfg.Port != 7010 || cfg.MaxClients != 50 || cfg.LogLevel != "verbose" || cfg.SaveRules() != "3600 1 300 100" {
 		t.Fatalf("settings not applied: %+v", cfg)
 	}
-	if got := strings.Join(cfg.Ignored, "|"); got != "daemonize no|supervised no|tcp-keepalive 300|databases 1|dbfilename dump.rdb|maxmemory 0" {
+	if got := strings.Join(cfg.Ignored, "|"); got != "daemonize no|supervised no|tcp-keepalive 300|databases 1|dbfilename dump.rdb" {
 		t.Fatalf("ignored: %q", got)
 	}
 	for _, c := range []struct{ line, want string }{
 		{"appendonly yes", "line 2: bad value \"yes\" for setting appendonly: appendonly is not supported"},
 		{"daemonize yes", "line 2: refused: daemonize yes: cellserver does not daemonize"},
 		{"databases 16", "line 2: refused: databases 16: cellserver has one database, 0"},
-		{"maxmemory 1gb", "line 2: refused: maxmemory 1gb: cellserver does not evict keys"},
 		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
 	} {
 		bad := filepath.Join(dir, "bad.conf")

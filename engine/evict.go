@@ -1,0 +1,144 @@
+package engine
+
+import "sync/atomic"
+
+// Policy is what the engine does when a new key would take memory past
+// its limit (SetMemoryLimit). Keys already there keep working under every
+// policy: only a new key is refused or makes room.
+type Policy uint32
+
+// The policies, by their maxmemory-policy names.
+const (
+	// NoEviction refuses the new key with ErrOOM (noeviction).
+	NoEviction Policy = iota
+	// EvictNearestExpiry evicts, of a sample of keys, the one that
+	// expires first: the key with the least information left
+	// (volatile-ttl).
+	EvictNearestExpiry
+	// EvictLRU evicts a key not used since the clock hand last passed it
+	// (allkeys-lru; see evictLocked).
+	EvictLRU
+	// EvictRandom evicts a sampled key (allkeys-random).
+	EvictRandom
+)
+
+// evictSample is how many keys one eviction samples, as Redis's
+// maxmemory-samples default.
+const evictSample = 5
+
+// memoryLimit is the engine's memory ceiling, changeable at run time.
+type memoryLimit struct {
+	max    atomic.Int64  // bytes; 0: none
+	policy atomic.Uint32 // a Policy
+	other  atomic.Int64  // memory outside the tables' mapped arrays, as last reported
+}
+
+// SetMemoryLimit sets the most memory the engine lets new keys take, in
+// bytes (0: no limit), counted as its tables' mapped arrays plus what
+// SetOtherMemory last reported, and what it does at the limit.
+func (e *Engine) SetMemoryLimit(max int64, p Policy) {
+	e.limit.policy.Store(uint32(p))
+	e.limit.max.Store(max)
+}
+
+// SetOtherMemory reports the memory the process holds outside the
+// tables' mapped arrays (the Go heap, which holds the small tables), for
+// the memory limit. The server reports it a few times a second.
+func (e *Engine) SetOtherMemory(n int64) { e.limit.other.Store(n) }
+
+// UsedMemory returns the memory the limit is checked against: the
+// tables' mapped arrays plus the last SetOtherMemory.
+func (e *Engine) UsedMemory() int64 { return e.mem.Mapped() + e.limit.other.Load() }
+
+// overLimit reports whether the engine is at or past its memory limit.
+func (e *Engine) overLimit() bool {
+	max := e.limit.max.Load()
+	return max > 0 && e.UsedMemory() >= max
+}
+
+// makeRoomLocked is called before a new record of need bytes is stored in
+// s while the engine is past its memory limit: under NoEviction it
+// returns ErrOOM; otherwise it evicts keys of s, chosen by the policy,
+// until they held need bytes, and returns ErrOOM if s runs out of keys
+// first. What the last victim held beyond need is kept as credit for the
+// next new key (s.evictCredit), so that at the limit the live bytes stay
+// level rather than drifting down a victim at a time. Eviction works in the new key's shard, whose lock is held: keys
+// are spread evenly over the shards by their hash slots, so that keeps
+// every shard near its share, and no other lock is taken.
+func (s *shard) makeRoomLocked(p Policy, need int) error {
+	if p == NoEviction {
+		return ErrOOM
+	}
+	freed := s.evictCredit
+	for freed < need {
+		if s.t.count == 0 {
+			s.evictCredit = 0
+			return ErrOOM
+		}
+		i := s.victimLocked(p)
+		freed += s.t.recordSize(uint32(s.t.slots[i]))
+		s.removeLocked(i)
+		s.evicted++
+	}
+	s.evictCredit = freed - need
+	return nil
+}
+
+// victimLocked samples evictSample keys of s (not empty) and returns the
+// slot of the one to evict by policy p:
+//
+//   - EvictNearestExpiry: the one that expires first (an expired one
+//     first of all).
+//   - EvictLRU: an approximation of least recently used that costs no
+//     memory per key (per-key access times would cost 4 to 8 bytes, a
+//     tenth to a fifth of a key): a 2-bit use count in the record's head
+//     byte (headUse), as in generalized CLOCK. A use sets it to 3 (while
+//     the policy is EvictLRU: under the others it is not kept), a new
+//     key starts at 0, and each time the sampler passes a key without
+//     evicting it, its count drops by one. Of the sample, the key with the
+//     lowest count goes (ties: the one that expires first), so a key in
+//     use survives as long as it is used more often than the sampler
+//     passes it three times, and a key used once goes first.
+//   - EvictRandom: the first sampled.
+func (s *shard) victimLocked(p Policy) int {
+	var sample [evictSample]int
+	best, bestUse, bestExp := -1, 0, int64(0)
+	for k := range sample {
+		i := s.randomSlotLocked()
+		if p == EvictRandom {
+			return i
+		}
+		sample[k] = i
+		use := 0
+		if p == EvictLRU {
+			use = s.t.use(i)
+		}
+		exp := s.t.entryAt(i).expireMs
+		if best < 0 || use < bestUse || use == bestUse && exp < bestExp {
+			best, bestUse, bestExp = i, use, exp
+		}
+	}
+	if p == EvictLRU {
+		for _, i := range sample {
+			if i != best {
+				s.t.age(i)
+			}
+		}
+	}
+	return best
+}
+
+// randomSlotLocked returns a random full slot of s, which is not empty.
+// It draws slot indexes until one is full (the load is at least an
+// eighth, so a few draws do), rather than taking the next full slot
+// after one draw, which would favour the keys that follow empty runs.
+func (s *shard) randomSlotLocked() int {
+	for {
+		s.rng ^= s.rng << 13
+		s.rng ^= s.rng >> 7
+		s.rng ^= s.rng << 17
+		if i := int(s.rng % uint64(len(s.t.slots))); s.t.slots[i] != 0 {
+			return i
+		}
+	}
+}

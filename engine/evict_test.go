@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/cellserver/cellserver/internal/manual"
+	"github.com/cellserver/cellserver/limiter"
+)
+
+// limitedEngine returns an engine of 16 shards under memLimit and p. The
+// limit counts the tables' mapped arrays plus what the server reports of
+// the Go heap; where arrays are not mapped (manual.Enabled false) the
+// tables are on that heap, which these tests do not report, so they skip.
+func limitedEngine(t *testing.T, p Policy) *Engine {
+	t.Helper()
+	if !manual.Enabled {
+		t.Skip("the tables are on the Go heap on this build: the limit sees them through the server's heap report")
+	}
+	e, _ := newTestEngine(t, 16)
+	e.SetMemoryLimit(memLimit, p)
+	return e
+}
+
+// memLimit is the limit the eviction tests fill to; over is how far past
+// it the engine may go: one shard's growth step (its slots grow by half,
+// its arena by an eighth) when the limit is crossed by a growing table.
+const (
+	memLimit = 1 << 20
+	over     = memLimit / 10
+)
+
+func fwReq(window int64) limiter.FixedWindowRequest {
+	return limiter.FixedWindowRequest{Limit: 1000, Window: window, Cost: 1}
+}
+
+func TestMemoryLimitNoEviction(t *testing.T) {
+	e := limitedEngine(t, NoEviction)
+	n := 0
+	for ; n < 200000; n++ {
+		_, err := e.FixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60))
+		if errors.Is(err, ErrOOM) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n == 200000 {
+		t.Fatal("200,000 keys under a 1 MiB limit")
+	}
+	if used := e.UsedMemory(); used > memLimit+over {
+		t.Fatalf("used %d bytes, limit %d", used, memLimit)
+	}
+	if r, err := e.FixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
+		t.Fatalf("an existing key at the limit: %+v, %v", r, err)
+	}
+	if _, err := e.FixedWindow([]byte("new"), fwReq(60)); !errors.Is(err, ErrOOM) {
+		t.Fatalf("a new key at the limit: %v, want ErrOOM", err)
+	}
+	if st := e.Stats(); st.EvictedKeys != 0 || st.Keys != int64(n) {
+		t.Fatalf("noeviction evicted %d keys, kept %d of %d", st.EvictedKeys, st.Keys, n)
+	}
+	e.SetMemoryLimit(0, NoEviction)
+	if _, err := e.FixedWindow([]byte("new"), fwReq(60)); err != nil {
+		t.Fatalf("no limit: %v", err)
+	}
+}
+
+// Under volatile-ttl, filling past the limit evicts, used memory stays at
+// the limit, and what goes is mostly the keys nearest their expiry.
+func TestMemoryLimitEvictsNearestExpiry(t *testing.T) {
+	e := limitedEngine(t, EvictNearestExpiry)
+	for i := range 200000 {
+		window := int64(10) // every other key expires in 10 s, the others in 1000 s
+		if i%2 == 1 {
+			window = 1000
+		}
+		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(window)); err != nil {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	st := e.Stats()
+	if used := e.UsedMemory(); used > memLimit+over {
+		t.Fatalf("used %d bytes, limit %d", used, memLimit)
+	}
+	if st.EvictedKeys < 100000 {
+		t.Fatalf("evicted %d of 200,000 keys under a 1 MiB limit", st.EvictedKeys)
+	}
+	var short, long int
+	e.Keys(nil, KindNone, func(k []byte) {
+		if n, _ := strconv.Atoi(string(k[4:])); n%2 == 1 {
+			long++
+		} else {
+			short++
+		}
+	})
+	if long < 4*short {
+		t.Fatalf("kept %d keys expiring in 1000 s and %d expiring in 10 s: the nearest expiry must go first", long, short)
+	}
+}
+
+// Under allkeys-lru, keys in use survive a flood of new keys that evicts
+// most of what was there.
+func TestMemoryLimitEvictsLeastRecentlyUsed(t *testing.T) {
+	for _, tc := range []struct {
+		p    Policy
+		name string
+	}{{EvictLRU, "lru"}, {EvictRandom, "random"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := limitedEngine(t, tc.p)
+			const hot = 1000
+			for i := range hot {
+				e.FixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
+			}
+			for i := range 100000 {
+				if _, err := e.FixedWindow([]byte("cold:"+strconv.Itoa(i)), fwReq(60)); err != nil {
+					t.Fatal(err)
+				}
+				e.FixedWindow([]byte("hot:"+strconv.Itoa(i%hot)), fwReq(60))
+			}
+			if used := e.UsedMemory(); used > memLimit+over {
+				t.Fatalf("used %d bytes, limit %d", used, memLimit)
+			}
+			// A hot key never evicted has counted all its hits: 1 + 100 + this one.
+			kept := 0
+			for i := range hot {
+				r, err := e.FixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Remaining == 1000-102 {
+					kept++
+				}
+			}
+			evicted := e.Stats().EvictedKeys
+			if tc.p == EvictLRU && kept < hot*95/100 || tc.p == EvictRandom && kept > hot/4 {
+				t.Fatalf("%s kept %d of %d keys in use (%d evicted)", tc.name, kept, hot, evicted)
+			}
+			t.Logf("%s kept %d of %d keys in use (%d evicted)", tc.name, kept, hot, evicted)
+		})
+	}
+}

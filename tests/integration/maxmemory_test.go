@@ -1,0 +1,114 @@
+package integration
+
+import (
+	"context"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// infoInt reads an integer field of INFO.
+func infoInt(t *testing.T, rdb *redis.Client, section, name string) int64 {
+	t.Helper()
+	s, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^` + name + `:(-?\d+)\r?$`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("INFO %s has no %s", section, name)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// fill sends CL.THROTTLE for keys key:from..key:to-1, pipelined, and
+// returns how many answered each error.
+func fill(t *testing.T, rdb *redis.Client, from, to int) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	errs := map[string]int{}
+	for start := from; start < to; start += 1000 {
+		p := rdb.Pipeline()
+		for i := start; i < min(start+1000, to); i++ {
+			p.Do(ctx, "CL.THROTTLE", "key:"+strconv.Itoa(i), 15, 30, 60)
+		}
+		cmds, _ := p.Exec(ctx)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				errs[err.Error()]++
+			}
+		}
+	}
+	return errs
+}
+
+// With maxmemory set, filling keys evicts (or is refused with -OOM under
+// noeviction) and the tables stay within the limit.
+func TestMaxMemory(t *testing.T) {
+	ctx := context.Background()
+	ts := startServer(t)
+	rdb := ts.client(t)
+	setClock(t, rdb, t0)
+	// The server runs in this process, so the limit counts the test's heap
+	// too: collect it now and often, so that it stays near its live size
+	// and the tables, not the test's garbage, decide when the limit is hit.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	used := infoInt(t, rdb, "memory", "used_memory")
+	limit := used + 12<<20
+	for _, kv := range [][2]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", "allkeys-lru"}} {
+		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := infoInt(t, rdb, "memory", "maxmemory"); got != limit {
+		t.Fatalf("INFO maxmemory %d, want %d", got, limit)
+	}
+	if errs := fill(t, rdb, 0, 700000); len(errs) != 0 { // about 30 MB of keys
+		t.Fatalf("errors under allkeys-lru: %v", errs)
+	}
+	evicted := infoInt(t, rdb, "stats", "evicted_keys")
+	keys := rdb.DBSize(ctx).Val()
+	if evicted == 0 || keys+evicted != 700000 {
+		t.Fatalf("%d keys and %d evicted of 700,000", keys, evicted)
+	}
+	// The limit counts this process's whole heap, which the test's own
+	// garbage makes move, so only the tables are held to it here; the
+	// claim test measures a server binary's RSS.
+	if tables := ts.srv.Engine().OffHeapBytes(); tables > limit {
+		t.Fatalf("the tables hold %d bytes, over maxmemory %d", tables, limit)
+	}
+
+	// noeviction: new keys are refused, existing keys keep working. The
+	// limit goes below what the tables alone hold, so that it is surely hit.
+	for _, kv := range [][2]string{{"maxmemory", "1mb"}, {"maxmemory-policy", "noeviction"}} {
+		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := fill(t, rdb, 700000, 710000)
+	if errs["OOM command not allowed when used memory > 'maxmemory'."] != 10000 {
+		t.Fatalf("new keys under noeviction at the limit: %v", errs)
+	}
+	if n := infoInt(t, rdb, "stats", "evicted_keys"); n != evicted {
+		t.Fatalf("noeviction evicted %d keys", n-evicted)
+	}
+	var last string
+	if ks, _, _ := rdb.Scan(ctx, 0, "key:*", 100).Result(); len(ks) > 0 {
+		last = ks[0]
+	}
+	if r, err := rdb.Do(ctx, "CL.THROTTLE", last, 15, 30, 60).Slice(); err != nil || len(r) != 5 {
+		t.Fatalf("an existing key at the limit: %v, %v", r, err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory-policy", "allkeys-lfu").Err(); err == nil || !regexp.MustCompile("LFU policies are not supported").MatchString(err.Error()) {
+		t.Fatalf("allkeys-lfu: %v", err)
+	}
+	if got := rdb.ConfigGet(ctx, "maxmemory-policy").Val()["maxmemory-policy"]; got != "noeviction" {
+		t.Fatalf("maxmemory-policy %q after a refused change", got)
+	}
+}
