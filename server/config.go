@@ -532,7 +532,7 @@ var settings = []setting{
 			_, _, err := net.SplitHostPort(c.MetricsAddr)
 			return err
 		}},
-	{name: "client-output-buffer-limit", mutable: true,
+	{name: "client-output-buffer-limit", mutable: true, list: true,
 		get: func(c *Config) string {
 			var parts []string
 			for i, l := range c.OutputLimits {
