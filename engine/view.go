@@ -61,9 +61,7 @@ func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Re
 // sliding log when r.Exact, the two-counter window otherwise.
 func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
 	if r.Exact {
-		return v.apply(key, KindSlidingLog, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-			return slidingLogStep(e, exists, now, r)
-		})
+		return v.slidingLog(key, r)
 	}
 	return v.apply(key, KindSlidingWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
 		return slidingWindowStep(e, exists, now, r)
@@ -131,6 +129,34 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	if ok && e.kind != kind {
 		return limiter.Result{}, ErrWrongType
 	}
+	return sh.stepLocked(key, h, i, e, ok, kind, now, run)
+}
+
+// slidingLog applies SW.HIT EXACT r to key: in the key's record when it
+// can (shard.inPlaceLocked), else by the path every command takes.
+func (v *View) slidingLog(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
+	sh, h := v.locate(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	if ok && e.kind != KindSlidingLog {
+		return limiter.Result{}, ErrWrongType
+	}
+	if ok {
+		if res, done, err := sh.inPlaceLocked(i, now, r); done {
+			return res, err
+		}
+	}
+	return sh.stepLocked(key, h, i, e, ok, KindSlidingLog, now, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		return slidingLogStep(e, exists, now, r)
+	})
+}
+
+// stepLocked is apply's work once the key is found: it runs step on the
+// entry e of key (hash h) in slot i (ok: it exists, of kind kind), then
+// stores or removes the key as its Outcome says and counts the request.
+func (sh *shard) stepLocked(key []byte, h uint64, i int, e entry, ok bool, kind Kind, now int64, run step) (limiter.Result, error) {
 	e.kind = kind
 	if kinds[kind].log {
 		e.log = sh.t.logAt(i) // none if i < 0; room for the hit the step may add
