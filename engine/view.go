@@ -116,10 +116,10 @@ func fixedWindowStep(e entry, exists bool, now int64, r limiter.FixedWindowReque
 // a pointer to it would make it escape to the heap.)
 type step func(e entry, exists bool, now int64) (entry, limiter.Outcome, error)
 
-// apply is the one path every limiter command takes: under key's shard
-// lock, it finds the key, refuses one of another kind (ErrWrongType),
-// runs step, then stores or removes the key as its Outcome says and counts
-// the request.
+// apply is the path every limiter command takes (SW.HIT EXACT when its
+// log cannot be edited in place): under key's shard lock, it finds the
+// key, refuses one of another kind (ErrWrongType), runs step, then stores
+// or removes the key as its Outcome says and counts the request.
 func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	sh, h := v.locate(key)
 	v.lock(sh)
