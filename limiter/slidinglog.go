@@ -177,12 +177,24 @@ func SlidingLogEdit[L SumLog](l L, now int64, r SlidingWindowRequest) (LogEdit, 
 	unit := replyUnit(r.Millis)
 	n := l.Len()
 
-	// Hits [i, j) are counted, as in SlidingLog.
-	i := 0
-	if cutoff, ok := subChecked(now, w); ok {
-		i = gallop(0, n, func(k int) bool { return l.At(k) > cutoff })
+	// Hits [i, j) are counted, as in SlidingLog. The newest hit, read
+	// once, settles j in a steady stream (no hit later than now).
+	var last int64
+	if n > 0 {
+		last = l.At(n - 1)
 	}
-	j := gallopBack(i, n, func(k int) bool { return l.At(k) > now })
+	i := 0
+	if cutoff, ok := subChecked(now, w); ok && n > 0 {
+		if last <= cutoff {
+			i = n
+		} else {
+			i = gallop(0, n-1, func(k int) bool { return l.At(k) > cutoff })
+		}
+	}
+	j := n
+	if n > 0 && last > now {
+		j = gallopBack(i, n-1, func(k int) bool { return l.At(k) > now })
+	}
 	before := l.Sum(i)
 	count := l.Sum(j) - before
 
@@ -206,7 +218,7 @@ func SlidingLogEdit[L SumLog](l L, now int64, r SlidingWindowRequest) (LogEdit, 
 	}
 	if cost == 0 || res.Limited {
 		if i < n {
-			idle, ok := addChecked(l.At(n-1), w)
+			idle, ok := addChecked(last, w)
 			if !ok {
 				return LogEdit{}, Outcome{}, ErrWindowRange
 			}
@@ -217,14 +229,14 @@ func SlidingLogEdit[L SumLog](l L, now int64, r SlidingWindowRequest) (LogEdit, 
 
 	newest := now
 	if i < n {
-		newest = max(newest, l.At(n-1))
+		newest = max(newest, last)
 	}
 	if _, ok := addChecked(newest, w); !ok {
 		return LogEdit{}, Outcome{}, ErrWindowRange
 	}
 	ed := LogEdit{Drop: i, Keep: j, End: j}
 	if cost > 0 {
-		if j > i && l.At(j-1) == now {
+		if j > i && (j == n && last == now || j < n && l.At(j-1) == now) {
 			ed.Sum = count + cost
 		} else {
 			ed.Sum, ed.Add = count, Hit{At: now, N: cost}
@@ -239,10 +251,9 @@ func SlidingLogEdit[L SumLog](l L, now int64, r SlidingWindowRequest) (LogEdit, 
 		}
 	}
 	res.Remaining = max(r.Limit-count, 0)
-	var last int64 // the newest hit's instant
-	switch {
-	case j < n:
-		last = l.At(n - 1)
+	switch { // last becomes the newest hit's instant after the edit
+
+	case j < n: // last stays the newest
 	case ed.Add.N > 0:
 		last = now
 	case ed.Keep > ed.Drop:
