@@ -29,7 +29,7 @@ func registerLimiter(t *Table) {
 	})
 	t.Register(Command{
 		Name: "sw.hit", Arity: -4, Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
-		Group: "rate-limit", Since: "1.0.0", Complexity: "O(1), O(log N) with EXACT",
+		Group: "rate-limit", Since: "1.0.0", Complexity: "O(1); with EXACT O(1) amortized, O(log N) at worst (O(N) for a window over 39 hours), N being the hits in the log",
 		Summary: "Sliding window: at most limit hits in any trailing window (counter, or exact log).",
 		Args: []Arg{keyArg, {Name: "limit", Type: "integer"}, {Name: "window", Type: "integer"},
 			{Name: "cost", Type: "integer", Optional: true},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/cellserver/cellserver/limiter"
@@ -210,5 +211,31 @@ func TestTrackedThrottleDoesNotAllocate(t *testing.T) {
 	e.Throttle(key, p)
 	if n := testing.AllocsPerRun(100, func() { e.Throttle(key, p) }); n != 0 {
 		t.Fatalf("Throttle allocates %v times per call with tracking", n)
+	}
+}
+
+// TestTakeDirtySlidingLogInPlace: an SW.HIT EXACT hit that edits its log
+// inside the record (logrecord.go, inPlaceLocked) is a change like any
+// other: the next take reports the key with its new hits, and Changes
+// counts it.
+func TestTakeDirtySlidingLogInPlace(t *testing.T) {
+	e, clock := newTrackingEngine(t, 1)
+	r := limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true}
+	for range 3 { // the first writes the record; the next ones fit in its room or grow it
+		if _, err := e.SlidingWindow([]byte("log"), r); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(1e6)
+	}
+	takeAll(e)
+	if _, err := e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: -1, Exact: true}); err != nil {
+		t.Fatal(err) // a refund: drops the newest hit, in place
+	}
+	if got := e.Changes(); got != 1 {
+		t.Fatalf("Changes = %d after an in-place edit, want 1", got)
+	}
+	got := takeAll(e)
+	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("put log %d ", KindSlidingLog)) {
+		t.Fatalf("take after an in-place edit = %q, want the log", got)
 	}
 }

@@ -269,7 +269,7 @@ func recordLen(key []byte, e entry, room int) int {
 		n += 8
 	}
 	if e.kind == KindSlidingLog {
-		n += logLen(room)
+		n += logLen(room, compactLog(e.log))
 	}
 	return n
 }
@@ -356,7 +356,7 @@ func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e 
 		binary.LittleEndian.PutUint64(rec[p+8*w:], uint64(words[w]))
 	}
 	if e.kind == KindSlidingLog {
-		putLog(rec[p:], room, e.log)
+		putLog(rec[p:], room, e.log, compactLog(e.log))
 	}
 }
 
@@ -417,8 +417,8 @@ func (t *table) recordSize(ref uint32) int {
 		n += 8
 	}
 	if Kind(head&headKind) == KindSlidingLog {
-		room, _, _ := t.logFields(int(ref) + n)
-		n += logLen(room)
+		l := t.logHeadAt(int(ref) + n)
+		n += logLen(l.room, l.compact)
 	}
 	return n
 }

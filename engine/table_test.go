@@ -407,13 +407,15 @@ func TestTableLogRecords(t *testing.T) {
 	}
 	log := []limiter.Hit{{At: now0, N: 1}}
 	ref := put(log)
-	if len(tb.arena) != 61 {
-		t.Fatalf("a 17-byte key with one hit takes %d bytes, want 61 (room for 2)", len(tb.arena))
+	// 1 + 1 + 17 + 8 of head, key and expiry, 3 + 8 + 3 of log fields
+	// (compact) and 2 × 8 of room.
+	if len(tb.arena) != 57 {
+		t.Fatalf("a 17-byte key with one hit takes %d bytes, want 57 (room for 2)", len(tb.arena))
 	}
-	const most = 1500 // past room 2^7: 2-byte room and count fields
+	const most = 1500 // past room 2^6: 2-byte room, head and count fields
 	moves := 0
 	for n := 2; n <= most; n++ {
-		log = append(log, limiter.Hit{At: now0 + int64(n), N: -int64(n)})
+		log = append(log, limiter.Hit{At: now0 + int64(n), N: int64(n%3 + 1)})
 		if r := put(log); r != ref {
 			moves++
 			ref = r
@@ -456,7 +458,7 @@ func TestTableLogRecords(t *testing.T) {
 		t.Fatalf("%d bytes held for one log of one hit", tb.memory())
 	}
 
-	// Past room 2^14, the room and count fields take 3 bytes.
+	// Past room 2^13, the room, head and count fields take 3 bytes.
 	big := make([]limiter.Hit, 1<<14+10)
 	for n := range big {
 		big[n] = limiter.Hit{At: now0 + int64(n), N: int64(n%7 + 1)}
@@ -468,7 +470,7 @@ func TestTableLogRecords(t *testing.T) {
 	if got := tb.logAt(tb.find(k, h)); !slices.Equal(got, big) {
 		t.Fatalf("a log of %d hits read back as %d", len(big), len(got))
 	}
-	if room, n, at := tb.logFields(tb.stateAt(ref) + 8); n != len(big) || at-(tb.stateAt(ref)+8) != 6 || room < len(big) {
+	if room, n, at := tb.logFields(tb.stateAt(ref) + 8); n != len(big) || at-(tb.stateAt(ref)+8) != 20 || room < len(big) {
 		t.Fatalf("a log of %d hits: room %d, n %d, fields of %d bytes", len(big), room, n, at-(tb.stateAt(ref)+8))
 	}
 }
@@ -504,11 +506,11 @@ func TestTableLogAtTheLimit(t *testing.T) {
 	if got := sh.t.logAt(sh.t.find(k, h)); !slices.Equal(got, log) || sh.kinds[KindSlidingLog] != 1 {
 		t.Fatalf("after the refusal: %d hits, want %d", len(got), len(log))
 	}
-	// Room 2, 4, 7, 12, 19, 30, 46, 70, 106: the 107th hit needs the old
-	// record (13 bytes of head, key and expiry, 2+16·106 of log) and the
-	// new one (room 160: 13+4+16·160) both, 4288 bytes.
-	if len(log) != 106 {
-		t.Fatalf("refused at %d hits, want 107", len(log)+1)
+	// Room 2, 4, 7, 12, 19, 30, 46, 70, 106, 160, 241: the 242nd hit
+	// needs the old record (13 bytes of head, key and expiry, 17+8·241 of
+	// log) and the new one (room 362: 13+17+8·362) both, 4884 bytes.
+	if len(log) != 241 {
+		t.Fatalf("refused at %d hits, want 242", len(log)+1)
 	}
 	// Fill the arena, then shrink the log to one hit: it cannot move.
 	for i := 0; put(fmt.Appendf(nil, "gcra:%d", i), entry{kind: KindGCRA, expireMs: 5, a: 1e9}) == nil; i++ {

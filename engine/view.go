@@ -68,9 +68,7 @@ func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Re
 // sliding log when r.Exact, the two-counter window otherwise.
 func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
 	if r.Exact {
-		return v.apply(key, KindSlidingLog, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
-			return slidingLogStep(e, exists, now, r)
-		})
+		return v.slidingLog(key, r)
 	}
 	return v.apply(key, KindSlidingWindow, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
 		return slidingWindowStep(e, exists, now, r)
@@ -125,10 +123,10 @@ func fixedWindowStep(e entry, exists bool, now int64, r limiter.FixedWindowReque
 // a pointer to it would make it escape to the heap.)
 type step func(e entry, exists bool, now int64) (entry, limiter.Outcome, error)
 
-// apply is the one path every limiter command takes: under key's shard
-// lock, it finds the key, refuses one of another kind (ErrWrongType),
-// runs step, then stores or removes the key as its Outcome says and counts
-// the request.
+// apply is the path every limiter command takes (SW.HIT EXACT when its
+// log cannot be edited in place): under key's shard lock, it finds the
+// key, refuses one of another kind (ErrWrongType), runs step, then stores
+// or removes the key as its Outcome says and counts the request.
 func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	sh, h := v.locate(key)
 	v.lock(sh)
@@ -143,6 +141,38 @@ func (v *View) apply(key []byte, kind Kind, run step) (limiter.Result, error) {
 	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
 		sh.t.touch(i) // for eviction: see victimLocked
 	}
+	return v.stepLocked(sh, key, h, i, e, ok, kind, now, run)
+}
+
+// slidingLog applies SW.HIT EXACT r to key: in the key's record when it
+// can (shard.inPlaceLocked), else by the path every command takes.
+func (v *View) slidingLog(key []byte, r limiter.SlidingWindowRequest) (limiter.Result, error) {
+	sh, h := v.locate(key)
+	v.lock(sh)
+	defer v.unlock(sh)
+	now := v.e.clock.Now()
+	i, e, ok := sh.getLocked(key, h, unixMs(now))
+	sh.countLookup(ok)
+	if ok && e.kind != KindSlidingLog {
+		return limiter.Result{}, ErrWrongType
+	}
+	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
+		sh.t.touch(i) // for eviction: see victimLocked
+	}
+	if ok {
+		if res, done, err := sh.inPlaceLocked(key, h, i, now, r); done {
+			return res, err
+		}
+	}
+	return v.stepLocked(sh, key, h, i, e, ok, KindSlidingLog, now, func(e entry, exists bool, now int64) (entry, limiter.Outcome, error) {
+		return slidingLogStep(e, exists, now, r)
+	})
+}
+
+// stepLocked is apply's work once the key is found: it runs step on the
+// entry e of key (hash h) in slot i (ok: it exists, of kind kind), then
+// stores or removes the key as its Outcome says and counts the request.
+func (v *View) stepLocked(sh *shard, key []byte, h uint64, i int, e entry, ok bool, kind Kind, now int64, run step) (limiter.Result, error) {
 	e.kind = kind
 	if kinds[kind].log {
 		e.log = sh.t.logAt(i) // none if i < 0; room for the hit the step may add
