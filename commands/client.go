@@ -97,6 +97,8 @@ type Client struct {
 	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
+	asking        bool     // ASKING was the previous command (cluster mode)
+	multiSlot     int      // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
 
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds

@@ -23,6 +23,7 @@ func multi(c *Client, _ [][]byte) {
 		return
 	}
 	c.multi, c.multiDirty, c.queue, c.queueBytes = true, false, nil, 0
+	c.multiSlot = -1
 	c.writeOK()
 }
 
@@ -47,6 +48,13 @@ func exec(c *Client, _ [][]byte) {
 	if dirty {
 		c.fail(errExecAbort)
 		return
+	}
+	if slot := c.multiSlot; c.table.router != nil && slot >= 0 {
+		// The queued commands' slot stays here until they have run.
+		if !c.table.acquire(c, slot) {
+			return
+		}
+		defer c.table.router.Release(slot)
 	}
 	c.W.WriteArray(len(queue))
 	c.host.Engine().Atomic(func(tx *engine.View) {

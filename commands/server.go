@@ -164,6 +164,7 @@ var infoSections = []struct {
 	{"stats", true, infoStats},
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
+	{"cluster", true, infoCluster},
 	{"keyspace", true, infoKeyspace},
 }
 
@@ -302,4 +303,12 @@ func humanBytes(n uint64) string {
 		return fmt.Sprintf("%.2fK", float64(n)/(1<<10))
 	}
 	return strconv.FormatUint(n, 10) + "B"
+}
+
+func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
+	enabled := 0
+	if c.table.router != nil {
+		enabled = 1
+	}
+	field(b, "cluster_enabled", enabled)
 }

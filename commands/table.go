@@ -68,6 +68,7 @@ type Table struct {
 	byName [indexSize]*Command // open addressing by nameHash, probed linearly
 	list   []*Command          // in registration order
 	host   Host
+	router Router // nil when cluster mode is off
 }
 
 // The name index is a fixed array rather than a map: Lookup runs for nearly
@@ -98,17 +99,21 @@ type Options struct {
 	// EnableDebug registers DEBUG (DEBUG CLOCK). Default: off, and DEBUG is
 	// an unknown command.
 	EnableDebug bool
+	// Router, when set, turns cluster mode on: keyed commands run only
+	// for the slots it says this node serves. Default: nil, off.
+	Router Router
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host}
+	t := &Table{host: host, router: opt.Router}
 	registerLimiter(t)
 	registerKeyspace(t)
 	registerConnection(t)
 	registerServer(t)
 	registerMulti(t)
+	registerCluster(t)
 	if opt.EnableDebug {
 		registerDebug(t)
 	}
@@ -212,6 +217,10 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		}
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(cmd.arityError())
+		return
+	}
+	if t.router != nil && cmd.FirstKey > 0 {
+		t.routed(c, cmd, args, key)
 		return
 	}
 	if c.multi && cmd.Flags&FlagNoMulti == 0 {
