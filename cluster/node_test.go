@@ -1,0 +1,264 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
+	"github.com/tidwall/redcon"
+)
+
+const t0 = int64(1_700_000_040_000_000_000)
+
+// testNode is a Node with its own engine (clock frozen at t0) and a
+// minimal RESP server on its client port that takes CLUSTER IMPORT, as
+// cellserver's would.
+type testNode struct {
+	*Node
+	eng  *engine.Engine
+	addr string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			u.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port for gossip")
+	return 0
+}
+
+func startNode(t *testing.T, join ...string) *testNode {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, freePort(t)
+	cfg.Secret, cfg.Join, cfg.Local = "s3cret", join, true
+	cfg.Logf = func(level, format string, args ...any) {
+		if level != "debug" {
+			t.Logf(format, args...)
+		}
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redcon.NewServer("", func(conn redcon.Conn, cmd redcon.Command) {
+		if len(cmd.Args) >= 2 && strings.EqualFold(string(cmd.Args[0]), "cluster") && strings.EqualFold(string(cmd.Args[1]), "import") {
+			if err := n.Import(cmd.Args[2:]); err != nil {
+				conn.WriteError("ERR " + err.Error())
+				return
+			}
+			conn.WriteString("OK")
+			return
+		}
+		conn.WriteError("ERR unknown command")
+	}, nil, nil)
+	go func() { _ = srv.Serve(ln) }()
+	if err := n.Start(eng); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = srv.Close()
+		_ = eng.Close()
+	})
+	return &testNode{Node: n, eng: eng, addr: ln.Addr().String()}
+}
+
+// member names n as cluster-join does: client address and gossip port.
+func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
+
+// settled waits until the nodes all see the same members and map, and
+// every slot is served by exactly one of them.
+func settled(t *testing.T, nodes ...*testNode) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok := true
+		first := nodes[0].top.Load()
+		for _, n := range nodes {
+			tp := n.top.Load()
+			if len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
+				ok = false
+			}
+		}
+		for s := 0; ok && s < engine.SlotCount; s++ {
+			serving := 0
+			for _, n := range nodes {
+				if st, _ := n.Peek(s); st == StatusLocal {
+					serving++
+				}
+			}
+			ok = serving == 1
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d nodes did not settle in 15 s", len(nodes))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// spend runs fixed-window hits on key in n's engine: limit 5 per 60 s.
+func spend(t *testing.T, n *testNode, key string) limiter.Result {
+	t.Helper()
+	r, err := n.eng.NewView().FixedWindow([]byte(key), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// owner returns the node that serves key's slot.
+func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
+	t.Helper()
+	for _, n := range nodes {
+		if st, _ := n.Peek(engine.Slot([]byte(key))); st == StatusLocal {
+			return n
+		}
+	}
+	t.Fatalf("no node serves %s", key)
+	return nil
+}
+
+// TestHandoffOnJoinAndLeave: keys spent on a lone node keep their state
+// when a second node joins and takes some of their slots, and again when
+// it leaves and hands them back.
+func TestHandoffOnJoinAndLeave(t *testing.T) {
+	a := startNode(t)
+	var keys []string
+	for i := range 40 {
+		k := fmt.Sprintf("user%d", i)
+		keys = append(keys, k)
+		for range 5 {
+			spend(t, a, k)
+		}
+	}
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	counts := a.top.Load().m.Count()
+	if c := counts[b.ID()]; c < 7000 || c > 9400 {
+		t.Errorf("the joiner owns %d slots, want about half", c)
+	}
+	onB := 0
+	for _, k := range keys {
+		o := owner(t, k, a, b)
+		if o == b {
+			onB++
+		}
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s on its new owner: %+v, want limited (its budget was spent)", k, r)
+		}
+		other := a
+		if o == a {
+			other = b
+		}
+		if other.eng.NewView().Exists([]byte(k)) {
+			t.Errorf("%s is still on the node that handed it over", k)
+		}
+	}
+	if onB == 0 || onB == len(keys) {
+		t.Errorf("%d of %d keys moved, want some", onB, len(keys))
+	}
+	if out, _ := a.Moved(); out != int64(onB) {
+		t.Errorf("a handed over %d keys, want %d", out, onB)
+	}
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the leave a serves %d slots", a.servedSlots())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, k := range keys {
+		if r := spend(t, a, k); !r.Limited {
+			t.Errorf("%s after the leave: %+v, want limited", k, r)
+		}
+	}
+}
+
+func TestImportRefusesForgeriesAndReplays(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	var slot int
+	for s := range engine.SlotCount {
+		if b.top.Load().m.OwnerID(s) == b.ID() {
+			slot = s
+			break
+		}
+	}
+	payload := appendSlot(nil, slot, nil)
+	ts := fmt.Sprint(time.Now().UnixMilli())
+	msg := func(from, to, ts string, mac string) [][]byte {
+		return [][]byte{[]byte(from), []byte(to), []byte(ts), payload, []byte(mac)}
+	}
+	good := a.sign(a.ID(), b.ID(), ts, payload)
+	old := fmt.Sprint(time.Now().Add(-2 * maxSkew).UnixMilli())
+	for _, tc := range []struct {
+		args [][]byte
+		want error
+	}{
+		{msg(a.ID(), b.ID(), ts, strings.Repeat("0", 64)), ErrHandoffAuth},
+		{msg(a.ID(), b.ID(), old, a.sign(a.ID(), b.ID(), old, payload)), ErrHandoffStale},
+		{msg(a.ID(), a.ID(), ts, a.sign(a.ID(), a.ID(), ts, payload)), ErrNotOwner},
+		{msg(strings.Repeat("f", 40), b.ID(), ts, a.sign(strings.Repeat("f", 40), b.ID(), ts, payload)), ErrUnknownPeer},
+		{msg(a.ID(), b.ID(), ts, good), nil},
+		{msg(a.ID(), b.ID(), ts, good), ErrHandoffStale}, // a replay
+	} {
+		if err := b.Import(tc.args); !errorsIs(err, tc.want) {
+			t.Errorf("Import: got %v, want %v", err, tc.want)
+		}
+	}
+}
+
+func errorsIs(err, target error) bool {
+	if target == nil {
+		return err == nil
+	}
+	return err != nil && strings.Contains(err.Error(), target.Error())
+}
+
+func TestGossipAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:7000":       "127.0.0.1:17000",
+		"127.0.0.1:7000@7100":  "127.0.0.1:7100",
+		"[::1]:7000":           "[::1]:17000",
+		"host:60000":           "",
+		"host:60000@60001":     "host:60001",
+		"no-port":              "",
+		"127.0.0.1:7000@bogus": "",
+	} {
+		got, err := GossipAddr(in)
+		if want == "" && err == nil || want != "" && got != want {
+			t.Errorf("GossipAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
