@@ -478,7 +478,7 @@ func (n *Node) handoff(to string, slots []int) {
 		}
 		err := n.send(addr, to, payload)
 		if err != nil {
-			n.logf("warning", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
+			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
 			return false
 		}
 		for _, s := range batch {

@@ -51,6 +51,9 @@ type ClusterTopology struct {
 	Nodes []ClusterNode
 	// SlotsOK is how many slots have a live owner.
 	SlotsOK int
+	// KeysOut and KeysIn count the keys this node has handed to other
+	// nodes and received from them, for INFO.
+	KeysOut, KeysIn int64
 }
 
 // ClusterNode is one member of the cluster.

@@ -311,4 +311,9 @@ func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 		enabled = 1
 	}
 	field(b, "cluster_enabled", enabled)
+	if enabled == 1 {
+		top := c.table.router.Topology()
+		field(b, "cluster_keys_handed_out", top.KeysOut)
+		field(b, "cluster_keys_handed_in", top.KeysIn)
+	}
 }

@@ -46,6 +46,30 @@ type Config struct {
 	Threads int
 	// ConfigFile is the file the settings came from, for INFO. Default: "".
 	ConfigFile string
+
+	// Cluster mode's settings, which cmd/cellserver hands to package
+	// cluster (see its Config for what each does).
+	// ClusterEnabled turns cluster mode on. Default: false.
+	ClusterEnabled bool
+	// ClusterPort is the gossip port. Default: 0, meaning Port+10000.
+	ClusterPort int
+	// ClusterAnnounceIP is the address announced to clients and peers.
+	// Default: "", meaning the first of Bind.
+	ClusterAnnounceIP string
+	// ClusterAnnouncePort is the client port announced. Default: 0, Port.
+	ClusterAnnouncePort int
+	// ClusterJoin is the members to join at start, host:port (their client
+	// port) or host:port@busport. Default: none.
+	ClusterJoin []string
+	// ClusterSecret is the shared secret of gossip and hand-offs; required
+	// with cluster mode. Default: "".
+	ClusterSecret string
+	// ClusterWeight is this node's share of slots relative to the others'.
+	// Default: 1.
+	ClusterWeight float64
+	// Router is cluster mode's router, which cmd/cellserver builds from
+	// the settings above; nil turns cluster mode off. Not a setting.
+	Router commands.Router
 }
 
 // DefaultConfig returns the configuration cellserver runs with when given
@@ -60,6 +84,7 @@ func DefaultConfig() Config {
 		LogLevel:         "notice",
 		Dir:              ".",
 		Shards:           engine.DefaultShards,
+		ClusterWeight:    1,
 	}
 }
 
@@ -223,6 +248,39 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(int64(c.Threads), 0, 1024)
 		}},
+	{name: "cluster-enabled",
+		get: func(c *Config) string { return yesNo(c.ClusterEnabled) },
+		set: boolSetting(func(c *Config, b bool) { c.ClusterEnabled = b })},
+	{name: "cluster-port",
+		get:   func(c *Config) string { return strconv.Itoa(c.ClusterPort) },
+		set:   intSetting(func(c *Config, n int64) { c.ClusterPort = int(n) }),
+		check: func(c *Config) error { return between(int64(c.ClusterPort), 0, 65535) }},
+	{name: "cluster-announce-ip",
+		get: func(c *Config) string { return c.ClusterAnnounceIP },
+		set: func(c *Config, v string) error { c.ClusterAnnounceIP = v; return nil }},
+	{name: "cluster-announce-port",
+		get:   func(c *Config) string { return strconv.Itoa(c.ClusterAnnouncePort) },
+		set:   intSetting(func(c *Config, n int64) { c.ClusterAnnouncePort = int(n) }),
+		check: func(c *Config) error { return between(int64(c.ClusterAnnouncePort), 0, 65535) }},
+	{name: "cluster-join",
+		get: func(c *Config) string { return strings.Join(c.ClusterJoin, ",") },
+		set: func(c *Config, v string) error {
+			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+			return nil
+		}},
+	{name: "cluster-secret",
+		get: func(c *Config) string { return c.ClusterSecret },
+		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	{name: "cluster-weight",
+		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
+		set: func(c *Config, v string) error {
+			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || w < 0 || w > 1e6 {
+				return errors.New("argument must be a number from 0 to 1000000")
+			}
+			c.ClusterWeight = w
+			return nil
+		}},
 	// Read-only facts clients ask about (redis-benchmark reads save and
 	// appendonly before it starts).
 	{name: "save", get: func(*Config) string { return "" }},
@@ -274,6 +332,20 @@ func memSetting(store func(*Config, int64)) func(*Config, string) error {
 			return errors.New("argument must be a memory value")
 		}
 		store(c, n*mul)
+		return nil
+	}
+}
+
+func boolSetting(store func(*Config, bool)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "yes":
+			store(c, true)
+		case "no":
+			store(c, false)
+		default:
+			return errors.New("argument must be 'yes' or 'no'")
+		}
 		return nil
 	}
 }

@@ -86,7 +86,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, Router: cfg.Router})
 	s.storeLimits(&cfg)
 	s.nowSec.Store(time.Now().Unix())
 	eng.Start()

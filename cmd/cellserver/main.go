@@ -60,9 +60,22 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		// after expiry at GOGC=100, +8% at 25).
 		debug.SetGCPercent(gcPercent)
 	}
-	srv, err := server.New(cfg)
+	var srv *server.Server
+	node, err := newClusterNode(&cfg, func(level, format string, args ...any) { srv.Logf(level, format, args...) })
 	if err != nil {
 		return err
+	}
+	srv, err = server.New(cfg)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		// The node logs only once started, when srv is set.
+		if err := node.Start(srv.Engine()); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer node.Close()
 	}
 	go func() {
 		var sig os.Signal
@@ -72,6 +85,13 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 			return
 		}
 		srv.Logf("warning", "Received %s, scheduling shutdown...", sig)
+		if node != nil {
+			// A graceful stop hands this node's slots, with their keys, to
+			// the others first.
+			if err := node.Leave(); err != nil {
+				srv.Logf("warning", "cluster: leaving: %v", err)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
@@ -95,7 +115,9 @@ Examples:
 
 Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
 proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
-threads, enable-debug-command.
+threads, enable-debug-command; cluster mode: cluster-enabled, cluster-port,
+cluster-announce-ip, cluster-announce-port, cluster-join, cluster-secret,
+cluster-weight.
 `
 
 // parseArgs builds the configuration from a config file (the first
