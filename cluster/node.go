@@ -55,6 +55,7 @@ type meta struct {
 	BusPort int     `json:"bus"`
 	Weight  float64 `json:"w"`
 	Leaving bool    `json:"leaving,omitempty"`
+	Started int64   `json:"started"` // Unix ms the node started at
 }
 
 // topology is the slot map and the members it was computed from, as
@@ -118,7 +119,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, seen: map[string]int64{}, peers: map[string]*redis.Client{},
 		handoffKey: k[:], kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight},
+		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
 	n.top.Store(&topology{m: Assign(nil), members: map[string]meta{}})
 	return n, nil
@@ -392,6 +393,9 @@ func (n *Node) planHandoffs() map[string][]int {
 		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
 	}
 	n.top.Store(t)
+	if len(old.members) == 1 && len(members) > 1 {
+		n.metLocked(members)
+	}
 	now := time.Now()
 	plan := map[string][]int{}
 	for s := range n.slots {
@@ -432,6 +436,38 @@ func (n *Node) planHandoffs() map[string][]int {
 	}
 	n.prev = m
 	return plan
+}
+
+// metLocked runs when a node that was alone meets others (CLUSTER MEET,
+// either way). If it holds no keys and another member started before it,
+// it becomes what a node started with cluster-join is: it serves nothing
+// until the others hand its slots over. Otherwise it keeps serving what
+// it owns, and keys the others hand over are merged in.
+func (n *Node) metLocked(members map[string]meta) {
+	if n.eng.NewView().DBSize() != 0 {
+		return
+	}
+	older := false
+	var others []Member
+	for id, md := range members {
+		if id == n.cfg.ID {
+			continue
+		}
+		if md.Started < n.self.Started || md.Started == n.self.Started && id < n.cfg.ID {
+			older = true
+		}
+		if !md.Leaving {
+			others = append(others, Member{ID: id, Weight: md.Weight})
+		}
+	}
+	if !older || len(others) == 0 {
+		return
+	}
+	n.prev = Assign(others)
+	for s := range n.slots {
+		n.slots[s].state.CompareAndSwap(serving, notMine)
+	}
+	n.logf("notice", "cluster: met %d members; serving no slot until they hand them over", len(others))
 }
 
 // Close's stop also ends a wait for in-flight commands.

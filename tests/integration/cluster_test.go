@@ -1,0 +1,390 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster tests start real cellserver processes on loopback, each on
+// its client port p and gossip port p+10000, with DEBUG CLOCK on.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/cellserver once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cellserver-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "cellserver")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/cellserver").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// clusterPort returns a client port p whose p+10000 is free too (TCP and
+// UDP), for a node's gossip.
+func clusterPort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		bus := fmt.Sprintf("127.0.0.1:%d", p+10000)
+		if lt, err := net.Listen("tcp", bus); err == nil {
+			lt.Close()
+			if lu, err := net.ListenPacket("udp", bus); err == nil {
+				lu.Close()
+				return p
+			}
+		}
+	}
+	t.Fatal("no free pair of ports")
+	return 0
+}
+
+// proc is one cellserver process of a cluster.
+type proc struct {
+	Port   int
+	Addr   string
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan error
+	rdb    *redis.Client
+}
+
+// startNode starts a cluster node that joins the members of join (client
+// addresses), and freezes its clock at t0.
+func startNode(t *testing.T, join ...string) *proc {
+	t.Helper()
+	port := clusterPort(t)
+	args := []string{"--port", strconv.Itoa(port), "--cluster-enabled", "yes", "--cluster-secret", "test-secret",
+		"--enable-debug-command", "yes", "--loglevel", "verbose"}
+	if len(join) > 0 {
+		args = append(args, "--cluster-join", strings.Join(join, ","))
+	}
+	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary(t), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, log: logf, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("log of node %d:\n%s", port, tail(string(b), 40))
+		}
+		logf.Close()
+	})
+	p.rdb = redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: ioTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = p.rdb.Close() })
+	waitFor(t, fmt.Sprintf("node %d to answer", port), func() bool { return p.rdb.Ping(ctx).Err() == nil })
+	setClock(t, p.rdb, t0)
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// stop sends SIGTERM and waits for the process to exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("node %d exited with %v", p.Port, err)
+		}
+		p.exited <- err // for Cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatalf("node %d did not exit in 20 s after SIGTERM", p.Port)
+	}
+}
+
+// slotOwners returns, per slot, the address CLUSTER SLOTS names on p.
+func slotOwners(t *testing.T, p *proc) []string {
+	t.Helper()
+	slots, err := p.rdb.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER SLOTS on %d: %v", p.Port, err)
+	}
+	out := make([]string, 16384)
+	for _, s := range slots {
+		for i := s.Start; i <= s.End; i++ {
+			out[i] = s.Nodes[0].Addr
+		}
+	}
+	return out
+}
+
+// settle waits until every node of nodes names the same owner for every
+// slot, each one of nodes, and every node serves a key of each of its
+// slots it is asked about (no TRYAGAIN left for the probe keys).
+func settle(t *testing.T, nodes ...*proc) []string {
+	t.Helper()
+	var owners []string
+	addrs := map[string]bool{}
+	for _, n := range nodes {
+		addrs[n.Addr] = true
+	}
+	waitFor(t, fmt.Sprintf("%d nodes to agree on the slot map", len(nodes)), func() bool {
+		owners = slotOwners(t, nodes[0])
+		for _, o := range owners {
+			if !addrs[o] {
+				return false
+			}
+		}
+		for _, n := range nodes[1:] {
+			if !reflect.DeepEqual(slotOwners(t, n), owners) {
+				return false
+			}
+		}
+		// Every node answers for its slots (hand-offs done).
+		for _, n := range nodes {
+			info, err := n.rdb.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r\n", len(nodes))) {
+				return false
+			}
+		}
+		return true
+	})
+	return owners
+}
+
+// clusterClient returns a go-redis ClusterClient seeded with p.
+func clusterClient(t *testing.T, nodes ...*proc) *redis.ClusterClient {
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: ioTimeout,
+		MaxRedirects: 16, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestCluster runs a cluster of real processes: three nodes serve the
+// limiter commands through go-redis's ClusterClient with the same replies
+// as a single server; limits are exact with clients spread over every
+// node; a fourth node joins and takes about a quarter of the slots, with
+// the keys' state; a node stops on SIGTERM and loses nothing; redis-cli -c
+// and redis-benchmark --cluster work.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	a := startNode(t)
+	b := startNode(t, a.Addr)
+	c := startNode(t, a.Addr)
+	owners := settle(t, a, b, c)
+	counts := map[string]int{}
+	for _, o := range owners {
+		counts[o]++
+	}
+	for addr, n := range counts {
+		if n < 4800 || n > 6100 {
+			t.Errorf("%s owns %d slots, want about 16384/3", addr, n)
+		}
+	}
+	cc := clusterClient(t, a)
+	ref := startServer(t) // the single-server reference
+	refc := ref.client(t)
+	setClock(t, refc, t0)
+
+	t.Run("replies", func(t *testing.T) {
+		for _, args := range [][]any{
+			{"CL.THROTTLE", "user123", 15, 30, 60},
+			{"CL.THROTTLE", "user123", 15, 30, 60, 20},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10, 4},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10},
+			{"SW.HIT", "{u1}:sw", 3, 60},
+			{"SW.HIT", "{u1}:sw", 3, 60, 2},
+			{"SW.HIT", "{u1}:sw", 3, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"GET", "{u2}:fw"},
+			{"PTTL", "{u2}:fw"},
+		} {
+			want, werr := refc.Do(ctx, args...).Result()
+			got, gerr := cc.Do(ctx, args...).Result()
+			if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+				t.Errorf("%v: cluster %#v, %v; single server %#v, %v", args, got, gerr, want, werr)
+			}
+		}
+		wantInts(t, cc, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user456", 15, 30, 60)
+		wantErr(t, cc, "CROSSSLOT Keys in request don't hash to the same slot", "DEL", "{u1}:tb", "{u2}:fw")
+		wantVal(t, cc, int64(2), "DEL", "{u1}:tb", "{u1}:sw")
+		// A node that does not own a key answers MOVED to its owner.
+		slot := int(do(t, a.rdb, "CLUSTER", "KEYSLOT", "{u2}:fw").(int64))
+		for _, n := range []*proc{a, b, c} {
+			if owners[slot] != n.Addr {
+				wantErr(t, n.rdb, fmt.Sprintf("MOVED %d %s", slot, owners[slot]), "FW.INCR", "{u2}:fw", 2, 60)
+			}
+		}
+	})
+
+	// Clients spread over every node admit exactly the limit per key.
+	const keys, limit, perClient = 30, 7, 10
+	exact := func(t *testing.T, prefix string) {
+		var wg sync.WaitGroup
+		allowed := make([][keys]int64, 6)
+		for i := range allowed {
+			cl := clusterClient(t, []*proc{a, b, c}[i%3])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range perClient {
+					for k := range keys {
+						v, err := cl.Do(ctx, "FW.INCR", fmt.Sprintf("{%s%d}:min", prefix, k), limit, 60).Int64Slice()
+						if err != nil {
+							t.Errorf("FW.INCR: %v", err)
+							return
+						}
+						if v[0] == 0 {
+							allowed[i][k]++
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for k := range keys {
+			var sum int64
+			for i := range allowed {
+				sum += allowed[i][k]
+			}
+			if sum != limit {
+				t.Errorf("key %d: %d hits allowed across the cluster, want exactly %d", k, sum, limit)
+			}
+		}
+	}
+	t.Run("exact", func(t *testing.T) { exact(t, "x") })
+
+	// Every key of the exact run has spent its budget.
+	spent := func(t *testing.T, cl *redis.ClusterClient, when string) {
+		t.Helper()
+		for k := range keys {
+			wantInts(t, cl, ints(1, limit, 0, 60, 60), "FW.INCR", fmt.Sprintf("{x%d}:min", k), limit, 60)
+		}
+	}
+
+	var d *proc
+	top := t // the nodes live as long as the whole test
+	t.Run("join", func(t *testing.T) {
+		// d starts alone, so that its clock is frozen before it takes
+		// keys, then meets the cluster through b (gossip port +10000).
+		d = startNode(top)
+		wantOK(t, d.rdb, "CLUSTER", "MEET", "127.0.0.1", b.Port)
+		after := settle(t, a, b, c, d)
+		moved := 0
+		for s := range after {
+			if after[s] != owners[s] {
+				moved++
+				if after[s] != d.Addr {
+					t.Fatalf("slot %d moved from %s to %s, not to the new node", s, owners[s], after[s])
+				}
+			}
+		}
+		if moved < 3400 || moved > 4800 {
+			t.Errorf("%d slots moved to the 4th node, want about 16384/4", moved)
+		}
+		owners = after
+		cc.ReloadState(ctx)
+		spent(t, cc, "after the join")
+		if n := do(t, d.rdb, "DBSIZE").(int64); n == 0 {
+			t.Errorf("the new node holds no keys")
+		}
+		info := do(t, d.rdb, "INFO", "cluster").(string)
+		if !strings.Contains(info, "cluster_enabled:1") || strings.Contains(info, "cluster_keys_handed_in:0\r\n") {
+			t.Errorf("INFO cluster on the new node: %q", info)
+		}
+	})
+
+	t.Run("leave", func(t *testing.T) {
+		var before int64
+		for _, n := range []*proc{a, b, c, d} {
+			before += do(t, n.rdb, "DBSIZE").(int64)
+		}
+		b.stop(t)
+		settle(t, a, c, d)
+		var after int64
+		for _, n := range []*proc{a, c, d} {
+			after += do(t, n.rdb, "DBSIZE").(int64)
+		}
+		if after != before {
+			t.Errorf("%d keys before b left, %d after", before, after)
+		}
+		cc.ReloadState(ctx)
+		spent(t, cc, "after the leave")
+	})
+
+	t.Run("redis-cli -c", func(t *testing.T) {
+		cli := lookTool(t, "redis-cli")
+		for _, n := range []*proc{a, c, d} {
+			out, errOut, err := runTool(t, cli, "-c", "-p", strconv.Itoa(n.Port), "FW.INCR", "{cli}:k", "10", "60")
+			if err != nil || errOut != "" {
+				t.Fatalf("redis-cli -c: %v %q", err, errOut)
+			}
+			_ = out
+		}
+		out, _, err := runTool(t, cli, "-c", "-p", strconv.Itoa(a.Port), "FW.INCR", "{cli}:k", "10", "60")
+		if want := "0\n10\n6\n-1\n60\n"; err != nil || out != want {
+			t.Errorf("redis-cli -c, 4th call: %q, %v; want %q", out, err, want)
+		}
+	})
+
+	t.Run("redis-benchmark --cluster", func(t *testing.T) {
+		bench := lookTool(t, "redis-benchmark")
+		args := []string{"--cluster", "-p", strconv.Itoa(c.Port), "-n", "3000", "-c", "6", "-r", "1000", "-q",
+			"FW.INCR", "{tag}:__rand_int__", "1000000", "60"}
+		out, errOut, err := runTool(t, bench, args...)
+		all := out + errOut
+		if err != nil || strings.Contains(all, "rror") || !strings.Contains(out, "requests per second") {
+			t.Fatalf("redis-benchmark %q: %v\n%s", args, err, tail(all, 10))
+		}
+	})
+	_ = errors.New
+}
