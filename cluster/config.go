@@ -46,7 +46,12 @@ type Config struct {
 	// Password is what the hand-off connection sends with AUTH to a peer
 	// (requirepass; every node is assumed to share it). Default: none.
 	Password string
-	// HandoffTimeout bounds one hand-off message's round trip. Default: 10 s.
+	// Forward makes the node relay a command for a slot it does not serve
+	// to the slot's owner and return the owner's reply unchanged, instead
+	// of answering MOVED (cluster-forward). Default: false.
+	Forward bool
+	// HandoffTimeout bounds one hand-off message's round trip, and one
+	// forwarded command's. Default: 10 s.
 	HandoffTimeout time.Duration
 	// PendingTimeout is how long a node that has gained a slot waits for
 	// its previous owner, still alive, to hand it over before serving it

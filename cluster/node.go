@@ -91,6 +91,7 @@ type Node struct {
 	handoffKey []byte
 	peersMu    sync.Mutex
 	peers      map[string]*redis.Client
+	fwd        map[string]chan *fwdConn // forwarding's idle connections, by owner address
 
 	moved   atomic.Int64 // keys handed to other nodes
 	gained  atomic.Int64 // keys received from other nodes
@@ -116,7 +117,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, seen: map[string]int64{}, peers: map[string]*redis.Client{},
+		cfg: cfg, seen: map[string]int64{}, peers: map[string]*redis.Client{}, fwd: map[string]chan *fwdConn{},
 		handoffKey: k[:], kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
@@ -308,6 +309,11 @@ func (n *Node) Close() error {
 	n.peersMu.Lock()
 	for _, p := range n.peers {
 		_ = p.Close()
+	}
+	for _, pool := range n.fwd {
+		for len(pool) > 0 {
+			(<-pool).c.Close()
+		}
 	}
 	n.peersMu.Unlock()
 	return nil

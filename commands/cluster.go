@@ -57,6 +57,7 @@ func (t *Table) routed(c *Client, cmd *Command, args [][]byte, key ahead.Hint) {
 		t.refuse(c, cmd, errCrossSlot)
 		return
 	}
+	asking := c.asking
 	c.asking = false
 	if c.multi && cmd.Flags&FlagNoMulti == 0 {
 		if c.multiSlot >= 0 && c.multiSlot != slot {
@@ -71,8 +72,19 @@ func (t *Table) routed(c *Client, cmd *Command, args [][]byte, key ahead.Hint) {
 		c.enqueue(cmd, args)
 		return
 	}
-	if !t.acquire(c, slot) {
+	r, addr := t.router.Acquire(slot)
+	if r != RouteLocal {
+		// A command after ASKING is not forwarded: it may be a forwarded
+		// one already.
+		if r == RouteMoved && !asking {
+			if reply, err := t.router.Forward(addr, args); err == nil && reply != nil {
+				c.stats.calls[cmd.id].Add(1)
+				c.W.WriteRaw(reply)
+				return
+			}
+		}
 		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(routeError(r, slot, addr))
 		return
 	}
 	c.expect.Expect(key)

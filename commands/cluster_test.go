@@ -16,6 +16,7 @@ type fakeRouter struct {
 	mine, moving, down map[int]bool
 	held               map[int]int // Acquire minus Release, by slot
 	imported           [][]byte
+	forward            bool
 }
 
 var _ Router = (*fakeRouter)(nil)
@@ -58,6 +59,13 @@ func (r *fakeRouter) Meet(host string, port, bus int) error {
 
 func (r *fakeRouter) Leave() error { return nil }
 
+func (r *fakeRouter) Forward(addr string, args [][]byte) ([]byte, error) {
+	if !r.forward {
+		return nil, nil
+	}
+	return []byte("+forwarded to " + addr + ": " + string(bytes.Join(args, []byte(" "))) + "\r\n"), nil
+}
+
 func (r *fakeRouter) Import(args [][]byte) error {
 	r.imported = append(r.imported, bytes.Join(args, []byte(" ")))
 	return nil
@@ -99,6 +107,15 @@ func TestClusterRouting(t *testing.T) {
 			t.Errorf("%v: got %q, want %q", tc.args, got, tc.want)
 		}
 	}
+	r.forward = true
+	if got, want := h.do("FW.INCR", "bar", "10", "60"), "+forwarded to 127.0.0.1:7001: FW.INCR bar 10 60\r\n"; got != want {
+		t.Errorf("forwarded: got %q, want %q", got, want)
+	}
+	h.do("ASKING")
+	if got := h.do("FW.INCR", "bar", "10", "60"); got != errReply("MOVED 5061 127.0.0.1:7001") {
+		t.Errorf("after ASKING, not forwarded: got %q", got)
+	}
+	r.forward = false
 	r.moving[bar] = true
 	if got := h.do("FW.INCR", "bar", "10", "60"); got != errReply(errTryAgain) {
 		t.Errorf("a moving slot: got %q", got)

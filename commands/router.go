@@ -39,6 +39,11 @@ type Router interface {
 	// Leave hands every slot this node serves to the other nodes, then
 	// leaves the cluster; it returns when the slots are handed over.
 	Leave() error
+	// Forward relays args to the owner at addr (what Acquire returned with
+	// RouteMoved) and returns its raw reply, which the client gets as is;
+	// it returns nil, nil when forwarding is off, and the command is then
+	// answered MOVED, as it is when forwarding fails.
+	Forward(addr string, args [][]byte) ([]byte, error)
 	// Import takes a hand-off message from a peer: CLUSTER IMPORT's
 	// arguments after the subcommand.
 	Import(args [][]byte) error

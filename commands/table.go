@@ -219,9 +219,12 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		c.W.WriteError(cmd.arityError())
 		return
 	}
-	if t.router != nil && cmd.FirstKey > 0 {
-		t.routed(c, cmd, args, key)
-		return
+	if t.router != nil {
+		if cmd.FirstKey > 0 {
+			t.routed(c, cmd, args, key)
+			return
+		}
+		c.asking = false // ASKING holds for the next command only
 	}
 	if c.multi && cmd.Flags&FlagNoMulti == 0 {
 		c.enqueue(cmd, args)

@@ -67,6 +67,9 @@ type Config struct {
 	// ClusterWeight is this node's share of slots relative to the others'.
 	// Default: 1.
 	ClusterWeight float64
+	// ClusterForward makes a node relay commands for slots it does not
+	// serve to their owners instead of answering MOVED. Default: false.
+	ClusterForward bool
 	// Router is cluster mode's router, which cmd/cellserver builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
@@ -271,6 +274,9 @@ var settings = []setting{
 	{name: "cluster-secret",
 		get: func(c *Config) string { return c.ClusterSecret },
 		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	{name: "cluster-forward",
+		get: func(c *Config) string { return yesNo(c.ClusterForward) },
+		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
 	{name: "cluster-weight",
 		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
 		set: func(c *Config, v string) error {

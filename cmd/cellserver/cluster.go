@@ -35,7 +35,7 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 		cc.BusPort = cfg.Port + cluster.BusPortOffset
 	}
 	cc.Join, cc.Secret, cc.Weight = cfg.ClusterJoin, cfg.ClusterSecret, cfg.ClusterWeight
-	cc.Password = cfg.RequirePass
+	cc.Password, cc.Forward = cfg.RequirePass, cfg.ClusterForward
 	cc.Local = isLoopback(cc.IP)
 	cc.Logf = logf
 	n, err := cluster.New(cc)

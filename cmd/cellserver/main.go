@@ -117,7 +117,7 @@ Settings (redis.conf names): bind, port, requirepass, maxclients, timeout,
 proto-max-bulk-len, client-query-buffer-limit, loglevel, dir, shards,
 threads, enable-debug-command; cluster mode: cluster-enabled, cluster-port,
 cluster-announce-ip, cluster-announce-port, cluster-join, cluster-secret,
-cluster-weight.
+cluster-weight, cluster-forward.
 `
 
 // parseArgs builds the configuration from a config file (the first

@@ -89,12 +89,19 @@ type proc struct {
 // addresses), and freezes its clock at t0.
 func startNode(t *testing.T, join ...string) *proc {
 	t.Helper()
+	return startNodeArgs(t, nil, join...)
+}
+
+// startNodeArgs is startNode with more settings.
+func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
+	t.Helper()
 	port := clusterPort(t)
 	args := []string{"--port", strconv.Itoa(port), "--cluster-enabled", "yes", "--cluster-secret", "test-secret",
 		"--enable-debug-command", "yes", "--loglevel", "verbose"}
 	if len(join) > 0 {
 		args = append(args, "--cluster-join", strings.Join(join, ","))
 	}
+	args = append(args, extra...)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +231,7 @@ func TestCluster(t *testing.T) {
 	}
 	a := startNode(t)
 	b := startNode(t, a.Addr)
-	c := startNode(t, a.Addr)
+	c := startNodeArgs(t, []string{"--cluster-forward", "yes"}, a.Addr)
 	owners := settle(t, a, b, c)
 	counts := map[string]int{}
 	for _, o := range owners {
@@ -265,9 +272,10 @@ func TestCluster(t *testing.T) {
 		wantInts(t, cc, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user456", 15, 30, 60)
 		wantErr(t, cc, "CROSSSLOT Keys in request don't hash to the same slot", "DEL", "{u1}:tb", "{u2}:fw")
 		wantVal(t, cc, int64(2), "DEL", "{u1}:tb", "{u1}:sw")
-		// A node that does not own a key answers MOVED to its owner.
+		// A node that does not own a key answers MOVED to its owner (c
+		// forwards instead: see below).
 		slot := int(do(t, a.rdb, "CLUSTER", "KEYSLOT", "{u2}:fw").(int64))
-		for _, n := range []*proc{a, b, c} {
+		for _, n := range []*proc{a, b} {
 			if owners[slot] != n.Addr {
 				wantErr(t, n.rdb, fmt.Sprintf("MOVED %d %s", slot, owners[slot]), "FW.INCR", "{u2}:fw", 2, 60)
 			}
@@ -375,6 +383,23 @@ func TestCluster(t *testing.T) {
 		}
 		cc.ReloadState(ctx)
 		spent(t, cc, "after the leave")
+	})
+
+	t.Run("forward", func(t *testing.T) {
+		// c relays what others own; a, without cluster-forward, redirects.
+		moved, owners := 0, slotOwners(t, a)
+		for k := range keys {
+			key := fmt.Sprintf("{x%d}:min", k)
+			wantInts(t, c.rdb, ints(1, limit, 0, 60, 60), "FW.INCR", key, limit, 60)
+			slot := int(do(t, a.rdb, "CLUSTER", "KEYSLOT", key).(int64))
+			if owner := owners[slot]; owner != a.Addr {
+				moved++
+				wantErr(t, a.rdb, fmt.Sprintf("MOVED %d %s", slot, owner), "FW.INCR", key, limit, 60)
+			}
+		}
+		if moved == 0 {
+			t.Errorf("no key of %d lives off node a", keys)
+		}
 	})
 
 	t.Run("redis-cli -c", func(t *testing.T) {
