@@ -6,7 +6,9 @@
 //
 // Package commands knows nothing of sockets: it writes replies to a
 // *Writer and reaches server-wide state (clients, settings, stats,
-// shutdown) through the Host interface. It imports engine, limiter and
-// packages under internal/ only; never server, nor any package that wires
-// in persistence or cluster mode (those reach it through Host).
+// shutdown) through the Host interface, and cluster mode (is this slot
+// served here? where else?) through the Router interface, nil when
+// cluster mode is off. It imports engine, limiter and packages under
+// internal/ only; never server, cluster, nor any package that wires in
+// persistence or cluster mode (those reach it through Host and Router).
 package commands
