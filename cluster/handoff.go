@@ -16,16 +16,18 @@ import (
 
 // A hand-off message is one RESP command to the new owner's client port:
 //
-//	CLUSTER IMPORT <from-id> <to-id> <unix-ms> <payload> <mac>
+//	CLUSTER IMPORT <from-id> <to-id> <unix-ms> <flag> <payload> <mac>
 //
+// flag is "leaving" when the sender is leaving the cluster, else "-";
 // payload is, per slot, the slot and its record count as uvarints, then
 // the records (engine.Record.AppendBinary); mac is the hex HMAC-SHA256,
-// keyed by a hash of the cluster secret, of from-id, to-id, unix-ms and
-// payload. The receiver takes a message only if the MAC is right, it is
+// keyed by a hash of the cluster secret, of from-id, to-id, unix-ms, flag
+// and payload. The receiver takes a message only if the MAC is right, it is
 // the to-id, the time is within maxSkew of its own and the MAC has not
 // been seen before (no replays), the sender is a live member, and every
 // slot in it is one the receiver owns; then it imports every record and
-// serves the slots.
+// serves the slots. A leaving sender's flag counts as its gossiped
+// leave, which may not have reached the receiver yet.
 
 // maxSkew is how far a hand-off message's time may be from the receiver's.
 const maxSkew = 60 * time.Second
@@ -83,9 +85,9 @@ func decodePayload(b []byte) ([]slotRecords, error) {
 }
 
 // sign returns the hex MAC of a hand-off message.
-func (n *Node) sign(from, to, ts string, payload []byte) string {
+func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
 	h := hmac.New(sha256.New, n.handoffKey)
-	for _, part := range [][]byte{[]byte(from), []byte(to), []byte(ts)} {
+	for _, part := range [][]byte{[]byte(from), []byte(to), []byte(ts), []byte(flag)} {
 		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
 		h.Write(part)
 	}
@@ -94,15 +96,15 @@ func (n *Node) sign(from, to, ts string, payload []byte) string {
 }
 
 // Import takes a hand-off message (CLUSTER IMPORT's arguments after
-// IMPORT: from-id, to-id, unix-ms, payload, mac), checks it as the
+// IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
 // comment above describes, imports its records and serves its slots. It
 // takes all of it or nothing.
 func (n *Node) Import(args [][]byte) error {
-	if len(args) != 5 {
+	if len(args) != 6 {
 		return ErrBadHandoff
 	}
-	from, to, ts, payload, mac := string(args[0]), string(args[1]), string(args[2]), args[3], args[4]
-	if !hmac.Equal([]byte(n.sign(from, to, ts, payload)), mac) {
+	from, to, ts, flag, payload, mac := string(args[0]), string(args[1]), string(args[2]), string(args[3]), args[4], args[5]
+	if !hmac.Equal([]byte(n.sign(from, to, ts, flag, payload)), mac) {
 		return ErrHandoffAuth
 	}
 	if to != n.cfg.ID {
@@ -128,8 +130,15 @@ func (n *Node) Import(args [][]byte) error {
 		return ErrHandoffStale
 	}
 	members := n.membersLocked()
-	if _, ok := members[from]; !ok {
+	sender, ok := members[from]
+	if !ok {
 		return ErrUnknownPeer
+	}
+	if flag == "leaving" && !sender.Leaving {
+		n.leavers[from] = true
+		sender.Leaving = true
+		members[from] = sender
+		n.poke()
 	}
 	// This node's own view may lag the sender's: check against the map of
 	// the members as they are now.

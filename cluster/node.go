@@ -84,9 +84,16 @@ type Node struct {
 	holder       [engine.SlotCount]string
 	pendingSince [engine.SlotCount]time.Time
 	leaving      bool
-	epoch        int64
 	seen         map[string]int64 // hand-off MACs accepted, by their time, against replays
-	self         meta
+	leavers      map[string]bool  // members whose hand-off said they are leaving, ahead of gossip
+
+	// knownMu guards the members as memberlist's events report them (its
+	// Members' nodes are changed in place, so they are copied in the
+	// events) and this node's own metadata. It is never held while
+	// calling memberlist, which calls the events with its own lock held.
+	knownMu sync.Mutex
+	known   map[string]meta
+	self    meta
 
 	handoffKey []byte
 	peersMu    sync.Mutex
@@ -117,7 +124,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, seen: map[string]int64{}, peers: map[string]*redis.Client{}, fwd: map[string]chan *fwdConn{},
+		cfg: cfg, seen: map[string]int64{}, leavers: map[string]bool{}, known: map[string]meta{}, peers: map[string]*redis.Client{}, fwd: map[string]chan *fwdConn{},
 		handoffKey: k[:], kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
@@ -255,16 +262,15 @@ func (n *Node) Leave() error {
 		return ErrClosed
 	}
 	n.mu.Lock()
-	n.leaving = true
-	n.self.Leaving = true
-	alone := len(n.membersLocked()) <= 1
-	n.mu.Unlock()
-	if alone {
-		n.mu.Lock()
-		n.leaving, n.self.Leaving = false, false
+	if len(n.membersLocked()) <= 1 {
 		n.mu.Unlock()
 		return ErrAlone
 	}
+	n.leaving = true
+	n.knownMu.Lock()
+	n.self.Leaving = true
+	n.knownMu.Unlock()
+	n.mu.Unlock()
 	if err := n.ml.UpdateNode(n.cfg.HandoffTimeout); err != nil {
 		n.logf("warning", "cluster: announcing the leave: %v", err)
 	}
@@ -344,19 +350,18 @@ func (n *Node) loop() {
 // membersLocked returns every live member with its metadata, this node
 // included.
 func (n *Node) membersLocked() map[string]meta {
-	out := map[string]meta{n.cfg.ID: n.self}
-	if n.ml == nil {
-		return out
+	n.knownMu.Lock()
+	out := make(map[string]meta, len(n.known)+1)
+	for id, md := range n.known {
+		md.Leaving = md.Leaving || n.leavers[id]
+		out[id] = md
 	}
-	for _, m := range n.ml.Members() {
-		if m.Name == n.cfg.ID {
-			continue
+	out[n.cfg.ID] = n.self
+	n.knownMu.Unlock()
+	for id := range n.leavers {
+		if _, ok := out[id]; !ok {
+			delete(n.leavers, id)
 		}
-		var md meta
-		if json.Unmarshal(m.Meta, &md) != nil || md.Port == 0 {
-			continue // not a cellserver node
-		}
-		out[m.Name] = md
 	}
 	return out
 }
@@ -571,10 +576,16 @@ func (n *Node) send(addr, to string, payload []byte) error {
 	}
 	n.peersMu.Unlock()
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	mac := n.sign(n.cfg.ID, to, ts, payload)
+	n.mu.Lock()
+	flag := "-"
+	if n.leaving {
+		flag = "leaving"
+	}
+	n.mu.Unlock()
+	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
 	defer cancel()
-	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, payload, mac).Err()
+	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
 }
 
 // delegate is Node as memberlist's Delegate and EventDelegate.
@@ -582,9 +593,9 @@ type delegate Node
 
 func (d *delegate) NodeMeta(limit int) []byte {
 	n := (*Node)(d)
-	n.mu.Lock()
+	n.knownMu.Lock()
 	b, _ := json.Marshal(n.self)
-	n.mu.Unlock()
+	n.knownMu.Unlock()
 	if len(b) > limit {
 		return nil
 	}
@@ -599,15 +610,31 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 
 func (d *delegate) NotifyJoin(m *memberlist.Node) {
 	(*Node)(d).logf("notice", "cluster: member %s joined at %s", m.Name, m.Address())
-	(*Node)(d).poke()
+	d.NotifyUpdate(m)
 }
 
 func (d *delegate) NotifyLeave(m *memberlist.Node) {
-	(*Node)(d).logf("notice", "cluster: member %s left or failed", m.Name)
-	(*Node)(d).poke()
+	n := (*Node)(d)
+	n.logf("notice", "cluster: member %s left or failed", m.Name)
+	n.knownMu.Lock()
+	delete(n.known, m.Name)
+	n.knownMu.Unlock()
+	n.poke()
 }
 
-func (d *delegate) NotifyUpdate(m *memberlist.Node) { (*Node)(d).poke() }
+// NotifyUpdate records m's metadata; a node without cellserver's
+// metadata is ignored.
+func (d *delegate) NotifyUpdate(m *memberlist.Node) {
+	n := (*Node)(d)
+	var md meta
+	if m.Name == n.cfg.ID || json.Unmarshal(m.Meta, &md) != nil || md.Port == 0 {
+		return
+	}
+	n.knownMu.Lock()
+	n.known[m.Name] = md
+	n.knownMu.Unlock()
+	n.poke()
+}
 
 func (n *Node) logf(level, format string, args ...any) {
 	if n.cfg.Logf != nil {

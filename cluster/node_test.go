@@ -218,18 +218,20 @@ func TestImportRefusesForgeriesAndReplays(t *testing.T) {
 	payload := appendSlot(nil, slot, nil)
 	ts := fmt.Sprint(time.Now().UnixMilli())
 	msg := func(from, to, ts string, mac string) [][]byte {
-		return [][]byte{[]byte(from), []byte(to), []byte(ts), payload, []byte(mac)}
+		return [][]byte{[]byte(from), []byte(to), []byte(ts), []byte("-"), payload, []byte(mac)}
 	}
-	good := a.sign(a.ID(), b.ID(), ts, payload)
+	sign := func(from, to, ts string) string { return a.sign(from, to, ts, "-", payload) }
+	good := sign(a.ID(), b.ID(), ts)
 	old := fmt.Sprint(time.Now().Add(-2 * maxSkew).UnixMilli())
 	for _, tc := range []struct {
 		args [][]byte
 		want error
 	}{
 		{msg(a.ID(), b.ID(), ts, strings.Repeat("0", 64)), ErrHandoffAuth},
-		{msg(a.ID(), b.ID(), old, a.sign(a.ID(), b.ID(), old, payload)), ErrHandoffStale},
-		{msg(a.ID(), a.ID(), ts, a.sign(a.ID(), a.ID(), ts, payload)), ErrNotOwner},
-		{msg(strings.Repeat("f", 40), b.ID(), ts, a.sign(strings.Repeat("f", 40), b.ID(), ts, payload)), ErrUnknownPeer},
+		{msg(a.ID(), b.ID(), old, sign(a.ID(), b.ID(), old)), ErrHandoffStale},
+		{msg(a.ID(), a.ID(), ts, sign(a.ID(), a.ID(), ts)), ErrNotOwner},
+		{msg(strings.Repeat("f", 40), b.ID(), ts, sign(strings.Repeat("f", 40), b.ID(), ts)), ErrUnknownPeer},
+		{[][]byte{[]byte(a.ID()), []byte(b.ID()), []byte(ts), []byte("leaving"), payload, []byte(good)}, ErrHandoffAuth}, // the flag is signed
 		{msg(a.ID(), b.ID(), ts, good), nil},
 		{msg(a.ID(), b.ID(), ts, good), ErrHandoffStale}, // a replay
 	} {

@@ -144,8 +144,8 @@ func (p *proc) stop(t *testing.T) {
 			t.Fatalf("node %d exited with %v", p.Port, err)
 		}
 		p.exited <- err // for Cleanup
-	case <-time.After(20 * time.Second):
-		t.Fatalf("node %d did not exit in 20 s after SIGTERM", p.Port)
+	case <-time.After(40 * time.Second):
+		t.Fatalf("node %d did not exit in 40 s after SIGTERM", p.Port)
 	}
 }
 
