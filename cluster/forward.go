@@ -17,7 +17,7 @@ import (
 // lags answers MOVED instead), so a request crosses at most one hop.
 
 // maxForwardConns is how many idle connections to one owner are kept.
-const maxForwardConns = 8
+const maxForwardConns = 64
 
 // ErrForwardReply reports a reply from the owner that is not valid RESP.
 var ErrForwardReply = errors.New("cluster: malformed reply from the owner")

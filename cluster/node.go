@@ -280,6 +280,10 @@ func (n *Node) Leave() error {
 		if n.servedSlots() == 0 {
 			break
 		}
+		if n.top.Load().m.Owner[0] < 0 {
+			// Every other member is leaving too: nobody can take the slots.
+			return ErrAlone
+		}
 		if time.Now().After(deadline) {
 			return ErrLeaveTime
 		}
