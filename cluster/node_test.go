@@ -264,3 +264,33 @@ func TestGossipAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashedNodeSlotsStartEmpty: a node that stops without leaving is
+// declared dead by memberlist; the survivors take its slots and serve
+// them empty.
+func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	var key string
+	for i := 0; ; i++ {
+		key = fmt.Sprintf("crash%d", i)
+		if owner(t, key, a, b) == b {
+			break
+		}
+	}
+	for range 5 {
+		spend(t, b, key)
+	}
+	_ = b.Close() // no leave, no hand-off
+	deadline := time.Now().Add(20 * time.Second)
+	for a.servedSlots() != engine.SlotCount {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the crash a serves %d slots", a.servedSlots())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := spend(t, a, key); r.Limited || r.Remaining != 4 {
+		t.Errorf("%s on the survivor: %+v, want a fresh key (remaining 4)", key, r)
+	}
+}

@@ -270,6 +270,19 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		wantInts(t, cc, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user456", 15, 30, 60)
+		// go-redis parses CLUSTER SHARDS and CLUSTER NODES too.
+		shards, err := a.rdb.ClusterShards(ctx).Result()
+		if err != nil || len(shards) != 3 || len(shards[0].Nodes) != 1 || shards[0].Nodes[0].Role != "master" {
+			t.Errorf("CLUSTER SHARDS: %+v, %v", shards, err)
+		}
+		id := do(t, a.rdb, "CLUSTER", "MYID").(string)
+		self := fmt.Sprintf("%s %s@%d myself,master - ", id, a.Addr, a.Port+10000)
+		if nodes, err := a.rdb.ClusterNodes(ctx).Result(); err != nil || len(id) != 40 || strings.Count(nodes, "\n") != 3 || !strings.Contains(nodes, self) {
+			t.Errorf("CLUSTER NODES: %.300q, %v; want a line starting %q", nodes, err, self)
+		}
+		if info := do(t, a.rdb, "CLUSTER", "INFO").(string); !strings.HasPrefix(info, "cluster_state:ok\r\ncluster_slots_assigned:16384\r\n") {
+			t.Errorf("CLUSTER INFO: %q", info)
+		}
 		wantErr(t, cc, "CROSSSLOT Keys in request don't hash to the same slot", "DEL", "{u1}:tb", "{u2}:fw")
 		wantVal(t, cc, int64(2), "DEL", "{u1}:tb", "{u1}:sw")
 		// A node that does not own a key answers MOVED to its owner (c
