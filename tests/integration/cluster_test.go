@@ -152,14 +152,19 @@ func (p *proc) stop(t *testing.T) {
 // slotOwners returns, per slot, the address CLUSTER SLOTS names on p.
 func slotOwners(t *testing.T, p *proc) []string {
 	t.Helper()
-	slots, err := p.rdb.ClusterSlots(ctx).Result()
+	// Read as a raw reply (go-redis's ClusterSlots is deprecated): each
+	// range is [first, last, [ip, port, id, {}]].
+	slots, err := p.rdb.Do(ctx, "CLUSTER", "SLOTS").Slice()
 	if err != nil {
 		t.Fatalf("CLUSTER SLOTS on %d: %v", p.Port, err)
 	}
 	out := make([]string, 16384)
-	for _, s := range slots {
-		for i := s.Start; i <= s.End; i++ {
-			out[i] = s.Nodes[0].Addr
+	for _, r := range slots {
+		r := r.([]any)
+		node := r[2].([]any)
+		addr := fmt.Sprintf("%s:%d", node[0], node[1])
+		for i := r[0].(int64); i <= r[1].(int64); i++ {
+			out[i] = addr
 		}
 	}
 	return out
