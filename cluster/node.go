@@ -138,8 +138,9 @@ func (n *Node) ID() string { return n.cfg.ID }
 
 // Start starts gossip on the bus port, joins the members of Config.Join
 // (when any answers) and begins serving eng's slots as the map gives
-// them: a node that joined others waits for their hand-offs; a node alone
-// serves every slot.
+// them: a node that joined others drops any keys eng holds (a restored
+// snapshot is older than the live owners' state) and waits for their
+// hand-offs; a node alone serves every slot, with eng's keys.
 func (n *Node) Start(eng *engine.Engine) error {
 	n.eng = eng
 	mc := memberlist.DefaultLANConfig()
@@ -182,6 +183,15 @@ func (n *Node) Start(eng *engine.Engine) error {
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
 		n.prev = Assign(others)
+		// Keys this node holds already (restored from a snapshot) are older
+		// than the serving owners' copies, which come by hand-off: drop them.
+		if v := eng.NewView(); v.DBSize() > 0 {
+			dropped := 0
+			for s := range n.slots {
+				dropped += v.DeleteSlot(s)
+			}
+			n.logf("notice", "cluster: dropped %d keys held at start; their slots' owners hand over theirs", dropped)
+		}
 	} else {
 		n.prev = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
 		for s := range n.slots {

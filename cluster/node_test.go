@@ -44,9 +44,18 @@ func freePort(t *testing.T) int {
 
 func startNode(t *testing.T, join ...string) *testNode {
 	t.Helper()
+	return startNodeWith(t, nil, join...)
+}
+
+// startNodeWith is startNode with fill run on the engine before Start.
+func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
+	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fill != nil {
+		fill(eng)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -292,5 +301,33 @@ func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
 	}
 	if r := spend(t, a, key); r.Limited || r.Remaining != 4 {
 		t.Errorf("%s on the survivor: %+v, want a fresh key (remaining 4)", key, r)
+	}
+}
+
+// TestJoinDropsKeysHeldAtStart: a node that joins others with keys
+// already in its engine (a restored snapshot) drops them; the slots it
+// gains come with the live owner's state.
+func TestJoinDropsKeysHeldAtStart(t *testing.T) {
+	a := startNode(t)
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("snap%d", i))
+		for range 5 {
+			spend(t, a, keys[i]) // spent on the live owner
+		}
+	}
+	b := startNodeWith(t, func(e *engine.Engine) {
+		v := e.NewView()
+		for _, k := range keys { // stale: one hit each
+			if _, err := v.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, a.member())
+	settled(t, a, b)
+	for _, k := range keys {
+		if r := spend(t, owner(t, k, a, b), k); !r.Limited {
+			t.Errorf("%s: %+v, want the live owner's spent state", k, r)
+		}
 	}
 }
