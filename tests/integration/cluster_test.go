@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -212,6 +214,52 @@ func settle(t *testing.T, nodes ...*proc) []string {
 	return owners
 }
 
+// nodeModules installs tests/integration/nodeclients' packages (ioredis,
+// node-redis) with npm once, in the user's cache directory, and returns
+// their node_modules. Without node and npm it skips the test; when npm
+// cannot install them it skips it too, or fails it on CI.
+func nodeModules(t *testing.T) string {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	pkg, err := os.ReadFile("nodeclients/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, fmt.Sprintf("cellserver-nodeclients-%x", sha256.Sum256(pkg)))
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, ".installed")); err == nil {
+		return modules
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--silent")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		skip("npm install: %v\n%s", err, out)
+	}
+	_ = os.WriteFile(filepath.Join(modules, ".installed"), nil, 0o644)
+	return modules
+}
+
 // clusterClient returns a go-redis ClusterClient seeded with p.
 func clusterClient(t *testing.T, nodes ...*proc) *redis.ClusterClient {
 	var addrs []string
@@ -296,6 +344,37 @@ func TestCluster(t *testing.T) {
 		for _, n := range []*proc{a, b} {
 			if owners[slot] != n.Addr {
 				wantErr(t, n.rdb, fmt.Sprintf("MOVED %d %s", slot, owners[slot]), "FW.INCR", "{u2}:fw", 2, 60)
+			}
+		}
+	})
+
+	t.Run("ioredis and node-redis", func(t *testing.T) {
+		modules := nodeModules(t)
+		cmd := exec.Command("node", "nodeclients/cluster.js", strconv.Itoa(a.Port))
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("node nodeclients/cluster.js: %v\n%s", err, out)
+		}
+		var got map[string][][]int64
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for client, prefix := range map[string]string{"ioredis": "io", "noderedis": "nr"} {
+			var want [][]int64
+			for _, c := range [][]any{
+				{"CL.THROTTLE", "{js}:gcra", 15, 30, 60}, {"TB.TAKE", "{js}:tb", 5, 1, 10},
+				{"SW.HIT", "{js}:sw", 3, 60}, {"FW.INCR", "{js}:fw", 2, 60},
+			} {
+				c[1] = prefix + c[1].(string)
+				v, err := refc.Do(ctx, c...).Int64Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, v)
+			}
+			if !reflect.DeepEqual(got[client], want) {
+				t.Errorf("%s: %v, want %v (a single server's)", client, got[client], want)
 			}
 		}
 	})
