@@ -86,6 +86,7 @@ type Node struct {
 	leaving      bool
 	seen         map[string]int64 // hand-off MACs accepted, by their time, against replays
 	leavers      map[string]bool  // members whose hand-off said they are leaving, ahead of gossip
+	fresh        bool             // met others while alone and empty: the next reconcile sets prev from them
 
 	// knownMu guards the members as memberlist's events report them (its
 	// Members' nodes are changed in place, so they are copied in the
@@ -418,8 +419,14 @@ func (n *Node) planHandoffs() map[string][]int {
 		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
 	}
 	n.top.Store(t)
-	if len(old.members) == 1 && len(members) > 1 {
-		n.metLocked(members)
+	if n.fresh {
+		var others []Member
+		for id, md := range members {
+			if id != n.cfg.ID && !md.Leaving {
+				others = append(others, Member{ID: id, Weight: md.Weight})
+			}
+		}
+		n.prev, n.fresh = Assign(others), false
 	}
 	now := time.Now()
 	plan := map[string][]int{}
@@ -463,36 +470,31 @@ func (n *Node) planHandoffs() map[string][]int {
 	return plan
 }
 
-// metLocked runs when a node that was alone meets others (CLUSTER MEET,
-// either way). If it holds no keys and another member started before it,
-// it becomes what a node started with cluster-join is: it serves nothing
-// until the others hand its slots over. Otherwise it keeps serving what
-// it owns, and keys the others hand over are merged in.
-func (n *Node) metLocked(members map[string]meta) {
+// met runs when memberlist reports a new member (CLUSTER MEET, either
+// way, or a join). If this node was alone, holds no keys, and the member
+// started before it, it stops serving at once, before any client can
+// learn of it from the others, and becomes what a node started with
+// cluster-join is: it serves nothing until the previous owners hand its
+// slots over (the next reconcile takes them as the previous owners).
+// Otherwise it keeps serving what it owns, and keys handed over are
+// merged in.
+func (n *Node) met(id string, md meta) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.eng == nil || n.fresh || len(n.top.Load().members) != 1 {
+		return
+	}
+	if !(md.Started < n.self.Started || md.Started == n.self.Started && id < n.cfg.ID) {
+		return
+	}
 	if n.eng.NewView().DBSize() != 0 {
 		return
 	}
-	older := false
-	var others []Member
-	for id, md := range members {
-		if id == n.cfg.ID {
-			continue
-		}
-		if md.Started < n.self.Started || md.Started == n.self.Started && id < n.cfg.ID {
-			older = true
-		}
-		if !md.Leaving {
-			others = append(others, Member{ID: id, Weight: md.Weight})
-		}
-	}
-	if !older || len(others) == 0 {
-		return
-	}
-	n.prev = Assign(others)
 	for s := range n.slots {
 		n.slots[s].state.CompareAndSwap(serving, notMine)
 	}
-	n.logf("notice", "cluster: met %d members; serving no slot until they hand them over", len(others))
+	n.fresh = true
+	n.logf("notice", "cluster: met member %s; serving no slot until the owners hand them over", id)
 }
 
 // Close's stop also ends a wait for in-flight commands.
@@ -623,7 +625,12 @@ func (d *delegate) LocalState(join bool) []byte                { return nil }
 func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 
 func (d *delegate) NotifyJoin(m *memberlist.Node) {
-	(*Node)(d).logf("notice", "cluster: member %s joined at %s", m.Name, m.Address())
+	n := (*Node)(d)
+	n.logf("notice", "cluster: member %s joined at %s", m.Name, m.Address())
+	var md meta
+	if m.Name != n.cfg.ID && json.Unmarshal(m.Meta, &md) == nil && md.Port != 0 {
+		n.met(m.Name, md) // before the member counts for Import
+	}
 	d.NotifyUpdate(m)
 }
 
