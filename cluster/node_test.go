@@ -168,7 +168,9 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		}
 	}
 	b := startNode(t, a.member())
+	stop := watchOverlap(t, a, b)
 	settled(t, a, b)
+	stop()
 	counts := a.top.Load().m.Count()
 	if c := counts[b.ID()]; c < 7000 || c > 9400 {
 		t.Errorf("the joiner owns %d slots, want about half", c)
@@ -196,9 +198,11 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	if out, _ := a.Moved(); out != int64(onB) {
 		t.Errorf("a handed over %d keys, want %d", out, onB)
 	}
+	stop = watchOverlap(t, a, b)
 	if err := b.Leave(); err != nil {
 		t.Fatal(err)
 	}
+	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
 	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount {
 		if time.Now().After(deadline) {
@@ -330,4 +334,35 @@ func TestJoinDropsKeysHeldAtStart(t *testing.T) {
 			t.Errorf("%s: %+v, want the live owner's spent state", k, r)
 		}
 	}
+}
+
+// watchOverlap checks, until the returned stop is called, that no slot is
+// served by two nodes at one instant: for each slot it reads x, then y,
+// then x again, and reports a slot x served at the first and third reads
+// and y at the second.
+func watchOverlap(t *testing.T, x, y *testNode) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for s := range engine.SlotCount {
+				if st, _ := x.Peek(s); st != StatusLocal {
+					continue
+				}
+				if st, _ := y.Peek(s); st != StatusLocal {
+					continue
+				}
+				if st, _ := x.Peek(s); st == StatusLocal {
+					t.Errorf("slot %d is served by both nodes", s)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
