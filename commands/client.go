@@ -201,6 +201,8 @@ type Client struct {
 	run           [runMax]*Command
 	runN          int      // fast commands in run, run since mark and not timed yet
 	runArgs       [][]byte // the arguments of the one in run, while runN is 1
+	asking        bool     // ASKING was the previous command (cluster mode)
+	multiSlot     int      // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
 
 	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]

@@ -170,3 +170,23 @@ func clip(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+// Cluster mode's replies.
+const (
+	errCrossSlot         = "CROSSSLOT Keys in request don't hash to the same slot"
+	errTryAgain          = "TRYAGAIN Hash slot is being handed over to another node, try again"
+	errClusterDown       = "CLUSTERDOWN Hash slot not served"
+	errClusterDisabled   = "ERR This instance has cluster support disabled"
+	errInvalidSlot       = "ERR Invalid slot"
+	errInvalidSlotOrKeys = "ERR Invalid slot or number of keys"
+)
+
+func errMoved(slot int, addr string) string { return "MOVED " + strconv.Itoa(slot) + " " + addr }
+
+func errInvalidPort(b []byte) string { return "ERR Invalid base port specified: " + clip(b, 128) }
+
+func errMeet(host string, port int, err error) string {
+	return "ERR Invalid node address specified: " + host + ":" + strconv.Itoa(port) + " (" + err.Error() + ")"
+}
+
+func errImport(err error) string { return "ERR cluster import refused: " + err.Error() }

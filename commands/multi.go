@@ -39,6 +39,7 @@ func multi(c *Client, _ [][]byte) {
 		return
 	}
 	c.multi, c.multiDirty, c.queue, c.queueBytes = true, false, nil, 0
+	c.multiSlot = -1
 	c.writeOK()
 }
 
@@ -80,6 +81,13 @@ func exec(c *Client, _ [][]byte) {
 	if dirty {
 		c.fail(errExecAbort)
 		return
+	}
+	if slot := c.multiSlot; c.table.router != nil && slot >= 0 {
+		// The queued commands' slot stays here until they have run.
+		if !c.table.acquire(c, slot) {
+			return
+		}
+		defer c.table.router.Release(slot)
 	}
 	batch := c.batch
 	c.batch = false // each queued command is timed on its own
@@ -153,6 +161,9 @@ func (cmd *Command) keyspaceWide() bool {
 func (cmd *Command) appendKeys(keys, args [][]byte) [][]byte {
 	if cmd.FirstKey == 0 {
 		return keys
+	}
+	if cmd.Flags&FlagMovableKeys != 0 && cmd.Keys != nil {
+		return append(keys, cmd.Keys(args)...) // ML.THROTTLE: every limit's key
 	}
 	last := cmd.LastKey
 	if last < 0 {

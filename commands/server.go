@@ -222,6 +222,7 @@ var infoSections = []struct {
 	{"stats", true, infoStats},
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
+	{"cluster", true, infoCluster},
 	{"keyspace", true, infoKeyspace},
 }
 
@@ -403,3 +404,16 @@ func (t *Table) Names() []string {
 // clients and those that have gone (st.CommandsRetired), indexed like
 // Names.
 func (t *Table) Counts(st HostStats) []CommandCounts { return t.countsAll(t.host, st) }
+
+func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
+	enabled := 0
+	if c.table.router != nil {
+		enabled = 1
+	}
+	field(b, "cluster_enabled", enabled)
+	if enabled == 1 {
+		top := c.table.router.Topology()
+		field(b, "cluster_keys_handed_out", top.KeysOut)
+		field(b, "cluster_keys_handed_in", top.KeysIn)
+	}
+}

@@ -95,6 +95,7 @@ type Table struct {
 	authLog authLog
 	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
+	router  Router // nil when cluster mode is off
 }
 
 // SetLoading sets whether the server is loading its keys from disk: while
@@ -143,12 +144,15 @@ type Options struct {
 	// Sleep waits d, or until stop is closed, to slow down a connection's
 	// repeated failed AUTH. Default: a timer.
 	Sleep func(d time.Duration, stop <-chan struct{})
+	// Router, when set, turns cluster mode on: keyed commands run only
+	// for the slots it says this node serves. Default: nil, off.
+	Router Router
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router}
 	if t.now == nil {
 		t.now = time.Now
 	}
@@ -165,6 +169,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerPersistence(t)
 	registerSlowlog(t)
 	registerMulti(t)
+	registerCluster(t)
 	if opt.EnableDebug {
 		registerDebug(t, opt.DebugLocalOnly)
 	}
@@ -349,6 +354,13 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		c.stats.rejected[cmd.id].Add(1)
 		c.W.WriteError(errNotInMulti)
 		return
+	}
+	if t.router != nil {
+		if cmd.FirstKey > 0 {
+			t.routed(c, cmd, args, key)
+			return
+		}
+		c.asking = false // ASKING holds for the next command only
 	}
 	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
 		c.enqueue(cmd, args)

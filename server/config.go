@@ -133,6 +133,33 @@ type Config struct {
 	// (refused with -OOM), volatile-ttl, allkeys-lru or allkeys-random
 	// (evict), or an alias of one (maxMemoryPolicies). Default: noeviction.
 	MaxMemoryPolicy string
+
+	// Cluster mode's settings, which cmd/cellserver hands to package
+	// cluster (see its Config for what each does).
+	// ClusterEnabled turns cluster mode on. Default: false.
+	ClusterEnabled bool
+	// ClusterPort is the gossip port. Default: 0, meaning Port+10000.
+	ClusterPort int
+	// ClusterAnnounceIP is the address announced to clients and peers.
+	// Default: "", meaning the first of Bind.
+	ClusterAnnounceIP string
+	// ClusterAnnouncePort is the client port announced. Default: 0, Port.
+	ClusterAnnouncePort int
+	// ClusterJoin is the members to join at start, host:port (their client
+	// port) or host:port@busport. Default: none.
+	ClusterJoin []string
+	// ClusterSecret is the shared secret of gossip and hand-offs; required
+	// with cluster mode. Default: "".
+	ClusterSecret string
+	// ClusterWeight is this node's share of slots relative to the others'.
+	// Default: 1.
+	ClusterWeight float64
+	// ClusterForward makes a node relay commands for slots it does not
+	// serve to their owners instead of answering MOVED. Default: false.
+	ClusterForward bool
+	// Router is cluster mode's router, which cmd/cellserver builds from
+	// the settings above; nil turns cluster mode off. Not a setting.
+	Router commands.Router
 }
 
 // maxMemoryPolicies are the maxmemory-policy names cellserver accepts.
@@ -184,6 +211,7 @@ func DefaultConfig() Config {
 			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
 		},
+		ClusterWeight: 1,
 	}
 }
 
@@ -564,6 +592,42 @@ var settings = []setting{
 			}
 			return errors.New("must be one of noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
 		}},
+	{name: "cluster-enabled",
+		get: func(c *Config) string { return yesNo(c.ClusterEnabled) },
+		set: boolSetting(func(c *Config, b bool) { c.ClusterEnabled = b })},
+	{name: "cluster-port",
+		get:   func(c *Config) string { return strconv.Itoa(c.ClusterPort) },
+		set:   intSetting(func(c *Config, n int64) { c.ClusterPort = int(n) }),
+		check: func(c *Config) error { return between(int64(c.ClusterPort), 0, 65535) }},
+	{name: "cluster-announce-ip",
+		get: func(c *Config) string { return c.ClusterAnnounceIP },
+		set: func(c *Config, v string) error { c.ClusterAnnounceIP = v; return nil }},
+	{name: "cluster-announce-port",
+		get:   func(c *Config) string { return strconv.Itoa(c.ClusterAnnouncePort) },
+		set:   intSetting(func(c *Config, n int64) { c.ClusterAnnouncePort = int(n) }),
+		check: func(c *Config) error { return between(int64(c.ClusterAnnouncePort), 0, 65535) }},
+	{name: "cluster-join",
+		get: func(c *Config) string { return strings.Join(c.ClusterJoin, ",") },
+		set: func(c *Config, v string) error {
+			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+			return nil
+		}},
+	{name: "cluster-secret",
+		get: func(c *Config) string { return c.ClusterSecret },
+		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	{name: "cluster-forward",
+		get: func(c *Config) string { return yesNo(c.ClusterForward) },
+		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
+	{name: "cluster-weight",
+		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
+		set: func(c *Config, v string) error {
+			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || w < 0 || w > 1e6 {
+				return errors.New("argument must be a number from 0 to 1000000")
+			}
+			c.ClusterWeight = w
+			return nil
+		}},
 	{name: "databases", get: func(*Config) string { return "1" }},
 }
 
@@ -741,4 +805,18 @@ func setOutputLimits(c *Config, v string) error {
 	}
 	c.OutputLimits = next
 	return nil
+}
+
+func boolSetting(store func(*Config, bool)) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "yes":
+			store(c, true)
+		case "no":
+			store(c, false)
+		default:
+			return errors.New("argument must be 'yes' or 'no'")
+		}
+		return nil
+	}
 }

@@ -95,12 +95,28 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 			return err
 		}
 	}
-	srv, err := server.New(cfg)
+	var srv *server.Server
+	node, err := newClusterNode(&cfg, func(level, format string, args ...any) { srv.Logf(level, format, args...) })
 	if err != nil {
 		if store != nil {
 			store.Close()
 		}
 		return err
+	}
+	srv, err = server.New(cfg)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return err
+	}
+	if node != nil {
+		// The node logs only once started, when srv is set.
+		if err := node.Start(srv.Engine()); err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer node.Close()
 	}
 	if cfg.PidFile != "" {
 		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -131,6 +147,13 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 			return
 		}
 		srv.Logf("warning", "Received %s, scheduling shutdown...", sig)
+		if node != nil {
+			// A graceful stop hands this node's slots, with their keys, to
+			// the others first.
+			if err := node.Leave(); err != nil {
+				srv.Logf("warning", "cluster: leaving: %v", err)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
@@ -273,6 +296,7 @@ Examples:
   cellserver --dir /var/lib/cellserver   snapshots on disk (save 1 1)
 
 rename-command name newname (any number of times) renames or disables a command.
+Cluster mode: cluster-enabled yes with cluster-secret, cluster-join host:port,...
 
 Settings (redis.conf names), with their defaults; * marks those CONFIG SET
 can change while running:

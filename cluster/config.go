@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// BusPortOffset is what a node's gossip port adds to its client port
+// unless it is set: Redis Cluster's bus port convention.
+const BusPortOffset = 10000
+
+// Config configures a Node. Start from DefaultConfig and set IP, Port and
+// Secret at least.
+type Config struct {
+	// ID is this node's id, 40 hex characters as Redis's. Default: random.
+	ID string
+	// IP is the address clients and peers reach this node at
+	// (cluster-announce-ip). Required.
+	IP string
+	// Port is the client port clients and peers reach this node at
+	// (cluster-announce-port). Required.
+	Port int
+	// BindAddr is the address memberlist listens on. Default: IP.
+	BindAddr string
+	// BusPort is the gossip port (cluster-port), TCP and UDP, on BindAddr
+	// and announced with IP. Default: Port + BusPortOffset.
+	BusPort int
+	// Join is the members to join through at start (cluster-join), each
+	// "host:port" naming a member's client port, whose gossip port is
+	// port + BusPortOffset, or "host:port@busport". Default: none, and the
+	// node starts as a cluster of one that serves every slot.
+	Join []string
+	// Secret is the shared cluster secret (cluster-secret): memberlist's
+	// keyring key (AES-256-GCM gossip) and the HMAC key that
+	// authenticates hand-offs. Required.
+	Secret string
+	// Weight is this node's share of the slots relative to the others'
+	// (1 each by default); 0 owns none.
+	Weight float64
+	// Password is what the hand-off connection sends with AUTH to a peer
+	// (requirepass; every node is assumed to share it). Default: none.
+	Password string
+	// Forward makes the node relay a command for a slot it does not serve
+	// to the slot's owner and return the owner's reply unchanged, instead
+	// of answering MOVED (cluster-forward). Default: false.
+	Forward bool
+	// HandoffTimeout bounds one hand-off message's round trip, and one
+	// forwarded command's. Default: 10 s.
+	HandoffTimeout time.Duration
+	// PendingTimeout is how long a node that has gained a slot waits for
+	// its previous owner, still alive, to hand it over before serving it
+	// empty. Default: 30 s.
+	PendingTimeout time.Duration
+	// LeaveTimeout bounds Leave's hand-over of every slot. Default: 30 s.
+	LeaveTimeout time.Duration
+	// Local tunes gossip for one machine or a fast network (memberlist's
+	// DefaultLocalConfig: faster probes and failure detection) instead of
+	// a LAN (DefaultLANConfig). Default: false.
+	Local bool
+	// Logf, when set, receives the node's log lines at a level ("debug",
+	// "verbose", "notice", "warning"). Default: nil, discarded.
+	Logf func(level, format string, args ...any)
+}
+
+// DefaultConfig returns a complete configuration but for IP, Port and
+// Secret.
+func DefaultConfig() Config {
+	return Config{
+		Weight:         1,
+		HandoffTimeout: 10 * time.Second,
+		PendingTimeout: 30 * time.Second,
+		LeaveTimeout:   30 * time.Second,
+	}
+}
+
+// ErrConfig is wrapped by every error Validate returns.
+var ErrConfig = errors.New("cluster: bad configuration")
+
+// EnsureDefaults fills in the settings whose defaults derive from others:
+// ID, BindAddr and BusPort.
+func (c *Config) EnsureDefaults() {
+	if c.ID == "" {
+		var b [20]byte
+		_, _ = rand.Read(b[:])
+		c.ID = hex.EncodeToString(b[:])
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = c.IP
+	}
+	if c.BusPort == 0 && c.Port > 0 && c.Port+BusPortOffset <= 65535 {
+		c.BusPort = c.Port + BusPortOffset
+	}
+}
+
+// Validate reports the first setting out of range.
+func (c *Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
+	}
+	if len(c.ID) != 40 || strings.Trim(strings.ToLower(c.ID), "0123456789abcdef") != "" {
+		return bad("node id %q is not 40 hex characters", c.ID)
+	}
+	if net.ParseIP(c.IP) == nil {
+		return bad("announce ip %q is not an IP address", c.IP)
+	}
+	if c.Port <= 0 || c.Port > 65535 || c.BusPort <= 0 || c.BusPort > 65535 {
+		return bad("ports %d (clients) and %d (gossip) must be from 1 to 65535", c.Port, c.BusPort)
+	}
+	if c.Secret == "" {
+		return bad("a cluster secret is required")
+	}
+	if c.Weight < 0 {
+		return bad("weight %v is negative", c.Weight)
+	}
+	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 {
+		return bad("timeouts must be positive")
+	}
+	for _, j := range c.Join {
+		if _, err := GossipAddr(j); err != nil {
+			return bad("%v", err)
+		}
+	}
+	return nil
+}
+
+// GossipAddr turns a member's address as cluster-join names it,
+// "host:port" (client port) or "host:port@busport", into its gossip
+// address: host:busport, busport defaulting to port + BusPortOffset.
+func GossipAddr(member string) (string, error) {
+	addr, bus, hasBus := strings.Cut(member, "@")
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("member %q: %w", member, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return "", fmt.Errorf("member %q: bad port", member)
+	}
+	b := p + BusPortOffset
+	if hasBus {
+		if b, err = strconv.Atoi(bus); err != nil || b <= 0 {
+			return "", fmt.Errorf("member %q: bad bus port", member)
+		}
+	}
+	if b > 65535 {
+		return "", fmt.Errorf("member %q: port+%d is over 65535; name the bus port as host:port@busport", member, BusPortOffset)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(b)), nil
+}

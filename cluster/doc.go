@@ -1,0 +1,12 @@
+// Package cluster owns cluster mode: membership and failure detection
+// (github.com/hashicorp/memberlist, gossip encrypted with the shared
+// secret), the slot map (rendezvous hashing of slot and node id over the
+// live members), and the hand-off of a slot's keys, with their limiter
+// state, when its owner changes while the old owner is alive.
+//
+// Package cluster imports engine (a slot's records go out with ExportSlot
+// and come in with Import), memberlist and go-redis (the hand-off
+// connection to a peer's client port). It must not import commands,
+// server or cmd/cellserver: commands reaches it through its Router
+// interface, which cmd/cellserver adapts a *Node to.
+package cluster

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Forwarding (Config.Forward) relays a command for a slot this node does
+// not serve to its owner and returns the owner's reply byte for byte, so
+// that clients that do not follow MOVED can use any node. Each owner gets
+// a small pool of connections; every forwarded command is sent after
+// ASKING, which tells the owner not to forward it again (a node whose map
+// lags answers MOVED instead), so a request crosses at most one hop.
+
+// maxForwardConns is how many idle connections to one owner are kept.
+const maxForwardConns = 64
+
+// ErrForwardReply reports a reply from the owner that is not valid RESP.
+var ErrForwardReply = errors.New("cluster: malformed reply from the owner")
+
+type fwdConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+// Forward sends args to the node at addr and returns its raw reply; it
+// returns nil, nil when forwarding is off.
+func (n *Node) Forward(addr string, args [][]byte) ([]byte, error) {
+	if !n.cfg.Forward {
+		return nil, nil
+	}
+	fc, err := n.fwdGet(addr)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(n.cfg.HandoffTimeout)
+	_ = fc.c.SetDeadline(deadline)
+	req := appendCommand(nil, [][]byte{[]byte("ASKING")})
+	req = appendCommand(req, args)
+	if _, err := fc.c.Write(req); err != nil {
+		fc.c.Close()
+		return nil, err
+	}
+	if _, err := readReply(fc.r, nil); err != nil { // ASKING's +OK
+		fc.c.Close()
+		return nil, err
+	}
+	reply, err := readReply(fc.r, nil)
+	if err != nil {
+		fc.c.Close()
+		return nil, err
+	}
+	n.fwdPut(addr, fc)
+	return reply, nil
+}
+
+func (n *Node) fwdGet(addr string) (*fwdConn, error) {
+	n.peersMu.Lock()
+	pool := n.fwd[addr]
+	if pool == nil {
+		pool = make(chan *fwdConn, maxForwardConns)
+		n.fwd[addr] = pool
+	}
+	n.peersMu.Unlock()
+	select {
+	case fc := <-pool:
+		return fc, nil
+	default:
+	}
+	c, err := net.DialTimeout("tcp", addr, n.cfg.HandoffTimeout)
+	if err != nil {
+		return nil, err
+	}
+	fc := &fwdConn{c: c, r: bufio.NewReader(c)}
+	if n.cfg.Password != "" {
+		_ = c.SetDeadline(time.Now().Add(n.cfg.HandoffTimeout))
+		if _, err := c.Write(appendCommand(nil, [][]byte{[]byte("AUTH"), []byte(n.cfg.Password)})); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if r, err := readReply(fc.r, nil); err != nil || len(r) == 0 || r[0] == '-' {
+			c.Close()
+			return nil, fmt.Errorf("cluster: AUTH to %s failed: %q %v", addr, r, err)
+		}
+	}
+	return fc, nil
+}
+
+func (n *Node) fwdPut(addr string, fc *fwdConn) {
+	n.peersMu.Lock()
+	pool := n.fwd[addr]
+	n.peersMu.Unlock()
+	select {
+	case pool <- fc:
+	default:
+		fc.c.Close()
+	}
+}
+
+// appendCommand appends args as a RESP array of bulk strings.
+func appendCommand(b []byte, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// readReply appends one whole RESP2 or RESP3 reply from r to b, as sent.
+func readReply(r *bufio.Reader, b []byte) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		return b, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return b, ErrForwardReply
+	}
+	b = append(b, line...)
+	body := string(line[1 : len(line)-2])
+	switch line[0] {
+	case '+', '-', ':', ',', '#', '_', '(':
+		return b, nil
+	case '$', '=', '!': // bulk, verbatim, bulk error: length then bytes
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return b, ErrForwardReply
+		}
+		if n == -1 {
+			return b, nil
+		}
+		start := len(b)
+		b = append(b, make([]byte, n+2)...)
+		if _, err := ioReadFull(r, b[start:]); err != nil {
+			return b, err
+		}
+		return b, nil
+	case '*', '~', '>', '%', '|': // aggregates: count then elements
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return b, ErrForwardReply
+		}
+		if line[0] == '%' || line[0] == '|' {
+			n *= 2
+		}
+		for range max(n, 0) {
+			if b, err = readReply(r, b); err != nil {
+				return b, err
+			}
+		}
+		return b, nil
+	}
+	return b, ErrForwardReply
+}
+
+func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := r.Read(b[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// A hand-off message is one RESP command to the new owner's client port:
+//
+//	CLUSTER IMPORT <from-id> <to-id> <unix-ms> <flag> <payload> <mac>
+//
+// flag is "leaving" when the sender is leaving the cluster, else "-";
+// payload is, per slot, the slot and its record count as uvarints, then
+// the records (engine.Record.AppendBinary); mac is the hex HMAC-SHA256,
+// keyed by a hash of the cluster secret, of from-id, to-id, unix-ms, flag
+// and payload. The receiver takes a message only if the MAC is right, it is
+// the to-id, the time is within maxSkew of its own and the MAC has not
+// been seen before (no replays), the sender is a live member, and every
+// slot in it is one the receiver owns; then it imports every record and
+// serves the slots. A leaving sender's flag counts as its gossiped
+// leave, which may not have reached the receiver yet.
+
+// maxSkew is how far a hand-off message's time may be from the receiver's.
+const maxSkew = 60 * time.Second
+
+// Errors Import returns.
+var (
+	ErrBadHandoff   = errors.New("cluster: malformed hand-off message")
+	ErrHandoffAuth  = errors.New("cluster: hand-off message not authenticated")
+	ErrHandoffStale = errors.New("cluster: hand-off message too old or replayed")
+	ErrNotOwner     = errors.New("cluster: hand-off of a slot this node does not own")
+	ErrUnknownPeer  = errors.New("cluster: hand-off from a node that is not a live member")
+)
+
+// appendSlot appends slot's section of a hand-off payload.
+func appendSlot(b []byte, slot int, recs []engine.Record) []byte {
+	b = binary.AppendUvarint(b, uint64(slot))
+	b = binary.AppendUvarint(b, uint64(len(recs)))
+	for _, r := range recs {
+		b = r.AppendBinary(b)
+	}
+	return b
+}
+
+// slotRecords is one slot's section of a decoded payload.
+type slotRecords struct {
+	slot int
+	recs []engine.Record
+}
+
+func decodePayload(b []byte) ([]slotRecords, error) {
+	var out []slotRecords
+	for len(b) > 0 {
+		slot, n := binary.Uvarint(b)
+		if n <= 0 || slot >= engine.SlotCount {
+			return nil, ErrBadHandoff
+		}
+		b = b[n:]
+		count, n := binary.Uvarint(b)
+		if n <= 0 || count > uint64(len(b)) {
+			return nil, ErrBadHandoff
+		}
+		b = b[n:]
+		sr := slotRecords{slot: int(slot), recs: make([]engine.Record, 0, count)}
+		for range count {
+			r, n, err := engine.DecodeRecord(b)
+			if err != nil || engine.Slot(r.Key) != int(slot) {
+				return nil, ErrBadHandoff
+			}
+			sr.recs = append(sr.recs, r)
+			b = b[n:]
+		}
+		out = append(out, sr)
+	}
+	return out, nil
+}
+
+// sign returns the hex MAC of a hand-off message.
+func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
+	h := hmac.New(sha256.New, n.handoffKey)
+	for _, part := range [][]byte{[]byte(from), []byte(to), []byte(ts), []byte(flag)} {
+		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
+		h.Write(part)
+	}
+	h.Write(payload)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Import takes a hand-off message (CLUSTER IMPORT's arguments after
+// IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
+// comment above describes, imports its records and serves its slots. It
+// takes all of it or nothing.
+func (n *Node) Import(args [][]byte) error {
+	if len(args) != 6 {
+		return ErrBadHandoff
+	}
+	from, to, ts, flag, payload, mac := string(args[0]), string(args[1]), string(args[2]), string(args[3]), args[4], args[5]
+	if !hmac.Equal([]byte(n.sign(from, to, ts, flag, payload)), mac) {
+		return ErrHandoffAuth
+	}
+	if to != n.cfg.ID {
+		return fmt.Errorf("%w: it is for node %s", ErrNotOwner, to)
+	}
+	ms, err := strconv.ParseInt(ts, 10, 64)
+	now := time.Now()
+	if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > maxSkew {
+		return ErrHandoffStale
+	}
+	sections, err := decodePayload(payload)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, t := range n.seen {
+		if now.Sub(time.UnixMilli(t)) > 2*maxSkew {
+			delete(n.seen, k)
+		}
+	}
+	if _, ok := n.seen[string(mac)]; ok {
+		return ErrHandoffStale
+	}
+	members := n.membersLocked()
+	sender, ok := members[from]
+	if !ok {
+		return ErrUnknownPeer
+	}
+	if flag == "leaving" && !sender.Leaving {
+		n.leavers[from] = true
+		sender.Leaving = true
+		members[from] = sender
+		n.poke()
+	}
+	// This node's own view may lag the sender's: check against the map of
+	// the members as they are now.
+	m := n.currentMapLocked(members)
+	for _, sec := range sections {
+		if m.OwnerID(sec.slot) != n.cfg.ID || n.slots[sec.slot].state.Load() == moving {
+			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
+		}
+	}
+	n.seen[string(mac)] = ms
+	v := n.eng.NewView()
+	keys := 0
+	for _, sec := range sections {
+		for _, r := range sec.recs {
+			if _, err := v.Import(r); err != nil {
+				return err
+			}
+			keys++
+		}
+		n.slots[sec.slot].state.Store(serving)
+	}
+	n.gained.Add(int64(keys))
+	n.logf("verbose", "cluster: imported %d slots (%d keys) from %s", len(sections), keys, from)
+	return nil
+}
+
+// Topology returns the members and the slot ranges each owns.
+func (n *Node) Topology() Topology {
+	t := n.top.Load()
+	out := Topology{MyID: n.cfg.ID, Epoch: t.epoch}
+	for id, md := range t.members {
+		out.Nodes = append(out.Nodes, NodeInfo{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
+			Myself: id == n.cfg.ID, Leaving: md.Leaving})
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
+	index := map[string]int{}
+	for i, nd := range out.Nodes {
+		index[nd.ID] = i
+	}
+	for s := 0; s < engine.SlotCount; {
+		o := t.m.Owner[s]
+		e := s
+		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o {
+			e++
+		}
+		if o >= 0 {
+			out.SlotsOK += e - s + 1
+			if i, ok := index[t.m.Members[o].ID]; ok {
+				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+			}
+		}
+		s = e + 1
+	}
+	return out
+}
+
+// Topology is the cluster as one node sees it.
+type Topology struct {
+	MyID    string
+	Epoch   int64 // bumped at every change of the map or the members this node has seen
+	Nodes   []NodeInfo
+	SlotsOK int // slots with a live owner
+}
+
+// NodeInfo is one member as Topology reports it.
+type NodeInfo struct {
+	ID            string
+	IP            string
+	Port, BusPort int
+	Myself        bool
+	Leaving       bool
+	Slots         [][2]int // owned slot ranges, first and last inclusive
+}

@@ -1,0 +1,368 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
+	"github.com/tidwall/redcon"
+)
+
+const t0 = int64(1_700_000_040_000_000_000)
+
+// testNode is a Node with its own engine (clock frozen at t0) and a
+// minimal RESP server on its client port that takes CLUSTER IMPORT, as
+// cellserver's would.
+type testNode struct {
+	*Node
+	eng  *engine.Engine
+	addr string
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err == nil {
+			u.Close()
+			return p
+		}
+	}
+	t.Fatal("no free port for gossip")
+	return 0
+}
+
+func startNode(t *testing.T, join ...string) *testNode {
+	t.Helper()
+	return startNodeWith(t, nil, join...)
+}
+
+// startNodeWith is startNode with fill run on the engine before Start.
+func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
+	t.Helper()
+	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fill != nil {
+		fill(eng)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, freePort(t)
+	cfg.Secret, cfg.Join, cfg.Local = "s3cret", join, true
+	cfg.Logf = func(level, format string, args ...any) {
+		if level != "debug" {
+			t.Logf(format, args...)
+		}
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redcon.NewServer("", func(conn redcon.Conn, cmd redcon.Command) {
+		if len(cmd.Args) >= 2 && strings.EqualFold(string(cmd.Args[0]), "cluster") && strings.EqualFold(string(cmd.Args[1]), "import") {
+			if err := n.Import(cmd.Args[2:]); err != nil {
+				conn.WriteError("ERR " + err.Error())
+				return
+			}
+			conn.WriteString("OK")
+			return
+		}
+		conn.WriteError("ERR unknown command")
+	}, nil, nil)
+	go func() { _ = srv.Serve(ln) }()
+	if err := n.Start(eng); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = n.Close()
+		_ = srv.Close()
+		_ = eng.Close()
+	})
+	return &testNode{Node: n, eng: eng, addr: ln.Addr().String()}
+}
+
+// member names n as cluster-join does: client address and gossip port.
+func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
+
+// settled waits until the nodes all see the same members and map, and
+// every slot is served by exactly one of them.
+func settled(t *testing.T, nodes ...*testNode) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok := true
+		first := nodes[0].top.Load()
+		for _, n := range nodes {
+			tp := n.top.Load()
+			if len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
+				ok = false
+			}
+		}
+		for s := 0; ok && s < engine.SlotCount; s++ {
+			serving := 0
+			for _, n := range nodes {
+				if st, _ := n.Peek(s); st == StatusLocal {
+					serving++
+				}
+			}
+			ok = serving == 1
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d nodes did not settle in 15 s", len(nodes))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// spend runs fixed-window hits on key in n's engine: limit 5 per 60 s.
+func spend(t *testing.T, n *testNode, key string) limiter.Result {
+	t.Helper()
+	r, err := n.eng.NewView().FixedWindow([]byte(key), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// owner returns the node that serves key's slot.
+func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
+	t.Helper()
+	for _, n := range nodes {
+		if st, _ := n.Peek(engine.Slot([]byte(key))); st == StatusLocal {
+			return n
+		}
+	}
+	t.Fatalf("no node serves %s", key)
+	return nil
+}
+
+// TestHandoffOnJoinAndLeave: keys spent on a lone node keep their state
+// when a second node joins and takes some of their slots, and again when
+// it leaves and hands them back.
+func TestHandoffOnJoinAndLeave(t *testing.T) {
+	a := startNode(t)
+	var keys []string
+	for i := range 40 {
+		k := fmt.Sprintf("user%d", i)
+		keys = append(keys, k)
+		for range 5 {
+			spend(t, a, k)
+		}
+	}
+	b := startNode(t, a.member())
+	stop := watchOverlap(t, a, b)
+	settled(t, a, b)
+	stop()
+	counts := a.top.Load().m.Count()
+	if c := counts[b.ID()]; c < 7000 || c > 9400 {
+		t.Errorf("the joiner owns %d slots, want about half", c)
+	}
+	onB := 0
+	for _, k := range keys {
+		o := owner(t, k, a, b)
+		if o == b {
+			onB++
+		}
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s on its new owner: %+v, want limited (its budget was spent)", k, r)
+		}
+		other := a
+		if o == a {
+			other = b
+		}
+		if other.eng.NewView().Exists([]byte(k)) {
+			t.Errorf("%s is still on the node that handed it over", k)
+		}
+	}
+	if onB == 0 || onB == len(keys) {
+		t.Errorf("%d of %d keys moved, want some", onB, len(keys))
+	}
+	if out, _ := a.Moved(); out != int64(onB) {
+		t.Errorf("a handed over %d keys, want %d", out, onB)
+	}
+	stop = watchOverlap(t, a, b)
+	if err := b.Leave(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the leave a serves %d slots", a.servedSlots())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, k := range keys {
+		if r := spend(t, a, k); !r.Limited {
+			t.Errorf("%s after the leave: %+v, want limited", k, r)
+		}
+	}
+}
+
+func TestImportRefusesForgeriesAndReplays(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	var slot int
+	for s := range engine.SlotCount {
+		if b.top.Load().m.OwnerID(s) == b.ID() {
+			slot = s
+			break
+		}
+	}
+	payload := appendSlot(nil, slot, nil)
+	ts := fmt.Sprint(time.Now().UnixMilli())
+	msg := func(from, to, ts string, mac string) [][]byte {
+		return [][]byte{[]byte(from), []byte(to), []byte(ts), []byte("-"), payload, []byte(mac)}
+	}
+	sign := func(from, to, ts string) string { return a.sign(from, to, ts, "-", payload) }
+	good := sign(a.ID(), b.ID(), ts)
+	old := fmt.Sprint(time.Now().Add(-2 * maxSkew).UnixMilli())
+	for _, tc := range []struct {
+		args [][]byte
+		want error
+	}{
+		{msg(a.ID(), b.ID(), ts, strings.Repeat("0", 64)), ErrHandoffAuth},
+		{msg(a.ID(), b.ID(), old, sign(a.ID(), b.ID(), old)), ErrHandoffStale},
+		{msg(a.ID(), a.ID(), ts, sign(a.ID(), a.ID(), ts)), ErrNotOwner},
+		{msg(strings.Repeat("f", 40), b.ID(), ts, sign(strings.Repeat("f", 40), b.ID(), ts)), ErrUnknownPeer},
+		{[][]byte{[]byte(a.ID()), []byte(b.ID()), []byte(ts), []byte("leaving"), payload, []byte(good)}, ErrHandoffAuth}, // the flag is signed
+		{msg(a.ID(), b.ID(), ts, good), nil},
+		{msg(a.ID(), b.ID(), ts, good), ErrHandoffStale}, // a replay
+	} {
+		if err := b.Import(tc.args); !errorsIs(err, tc.want) {
+			t.Errorf("Import: got %v, want %v", err, tc.want)
+		}
+	}
+}
+
+func errorsIs(err, target error) bool {
+	if target == nil {
+		return err == nil
+	}
+	return err != nil && strings.Contains(err.Error(), target.Error())
+}
+
+func TestGossipAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:7000":       "127.0.0.1:17000",
+		"127.0.0.1:7000@7100":  "127.0.0.1:7100",
+		"[::1]:7000":           "[::1]:17000",
+		"host:60000":           "",
+		"host:60000@60001":     "host:60001",
+		"no-port":              "",
+		"127.0.0.1:7000@bogus": "",
+	} {
+		got, err := GossipAddr(in)
+		if want == "" && err == nil || want != "" && got != want {
+			t.Errorf("GossipAddr(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// TestCrashedNodeSlotsStartEmpty: a node that stops without leaving is
+// declared dead by memberlist; the survivors take its slots and serve
+// them empty.
+func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	var key string
+	for i := 0; ; i++ {
+		key = fmt.Sprintf("crash%d", i)
+		if owner(t, key, a, b) == b {
+			break
+		}
+	}
+	for range 5 {
+		spend(t, b, key)
+	}
+	_ = b.Close() // no leave, no hand-off
+	deadline := time.Now().Add(20 * time.Second)
+	for a.servedSlots() != engine.SlotCount {
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the crash a serves %d slots", a.servedSlots())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := spend(t, a, key); r.Limited || r.Remaining != 4 {
+		t.Errorf("%s on the survivor: %+v, want a fresh key (remaining 4)", key, r)
+	}
+}
+
+// TestJoinDropsKeysHeldAtStart: a node that joins others with keys
+// already in its engine (a restored snapshot) drops them; the slots it
+// gains come with the live owner's state.
+func TestJoinDropsKeysHeldAtStart(t *testing.T) {
+	a := startNode(t)
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("snap%d", i))
+		for range 5 {
+			spend(t, a, keys[i]) // spent on the live owner
+		}
+	}
+	b := startNodeWith(t, func(e *engine.Engine) {
+		v := e.NewView()
+		for _, k := range keys { // stale: one hit each
+			if _, err := v.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, a.member())
+	settled(t, a, b)
+	for _, k := range keys {
+		if r := spend(t, owner(t, k, a, b), k); !r.Limited {
+			t.Errorf("%s: %+v, want the live owner's spent state", k, r)
+		}
+	}
+}
+
+// watchOverlap checks, until the returned stop is called, that no slot is
+// served by two nodes at one instant: for each slot it reads x, then y,
+// then x again, and reports a slot x served at the first and third reads
+// and y at the second.
+func watchOverlap(t *testing.T, x, y *testNode) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for s := range engine.SlotCount {
+				if st, _ := x.Peek(s); st != StatusLocal {
+					continue
+				}
+				if st, _ := y.Peek(s); st != StatusLocal {
+					continue
+				}
+				if st, _ := x.Peek(s); st == StatusLocal {
+					t.Errorf("slot %d is served by both nodes", s)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}

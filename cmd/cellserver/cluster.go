@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"net"
+
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/server"
+)
+
+// newClusterNode builds the cluster node cfg's cluster settings describe
+// and sets cfg.Router to it; it returns nil when cluster mode is off.
+func newClusterNode(cfg *server.Config, logf func(level, format string, args ...any)) (*cluster.Node, error) {
+	if !cfg.ClusterEnabled {
+		return nil, nil
+	}
+	cc := cluster.DefaultConfig()
+	cc.IP, cc.Port = cfg.ClusterAnnounceIP, cfg.ClusterAnnouncePort
+	if cc.IP == "" {
+		cc.IP = cfg.Bind[0]
+		if ip := net.ParseIP(cc.IP); ip != nil && ip.IsUnspecified() {
+			return nil, errors.New("cluster mode: bind is a wildcard address; set cluster-announce-ip")
+		}
+	}
+	if cc.Port == 0 {
+		cc.Port = cfg.Port
+	}
+	if cc.Port == 0 {
+		return nil, errors.New("cluster mode: port 0 cannot be announced; set port or cluster-announce-port")
+	}
+	cc.BindAddr = cfg.Bind[0]
+	cc.BusPort = cfg.ClusterPort
+	if cc.BusPort == 0 {
+		cc.BusPort = cfg.Port + cluster.BusPortOffset
+	}
+	cc.Join, cc.Secret, cc.Weight = cfg.ClusterJoin, cfg.ClusterSecret, cfg.ClusterWeight
+	cc.Password, cc.Forward = cfg.RequirePass, cfg.ClusterForward
+	cc.Local = isLoopback(cc.IP)
+	cc.Logf = logf
+	n, err := cluster.New(cc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Router = router{n}
+	return n, nil
+}
+
+// isLoopback reports whether ip is a loopback address: a cluster on one
+// machine gossips with memberlist's fast local timings.
+func isLoopback(ip string) bool {
+	p := net.ParseIP(ip)
+	return p != nil && p.IsLoopback()
+}
+
+// router adapts a *cluster.Node to commands.Router.
+type router struct{ *cluster.Node }
+
+var _ commands.Router = router{}
+
+var routes = [...]commands.Route{
+	cluster.StatusLocal:    commands.RouteLocal,
+	cluster.StatusMoved:    commands.RouteMoved,
+	cluster.StatusTryAgain: commands.RouteTryAgain,
+	cluster.StatusDown:     commands.RouteDown,
+}
+
+func (r router) Acquire(slot int) (commands.Route, string) {
+	s, addr := r.Node.Acquire(slot)
+	return routes[s], addr
+}
+
+func (r router) Peek(slot int) (commands.Route, string) {
+	s, addr := r.Node.Peek(slot)
+	return routes[s], addr
+}
+
+func (r router) Topology() commands.ClusterTopology {
+	t := r.Node.Topology()
+	out := commands.ClusterTopology{MyID: t.MyID, Epoch: t.Epoch, SlotsOK: t.SlotsOK}
+	out.KeysOut, out.KeysIn = r.Node.Moved()
+	for _, n := range t.Nodes {
+		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: n.ID, IP: n.IP, Port: n.Port, BusPort: n.BusPort,
+			Myself: n.Myself, Leaving: n.Leaving, Slots: n.Slots})
+	}
+	return out
+}

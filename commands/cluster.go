@@ -1,0 +1,390 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/ahead"
+)
+
+func registerCluster(t *Table) {
+	rows := []Command{
+		{Name: "cluster", Arity: -2, Flags: FlagStale, Handler: cluster, Group: "cluster",
+			Summary: "Cluster mode: the slot map (SLOTS, SHARDS, NODES), INFO, MYID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT, MEET, LEAVE.",
+			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
+		{Name: "readonly", Arity: 1, Flags: FlagFast, Handler: readWrite, Group: "cluster",
+			Summary: "Accepted for cluster clients; every node serves its own slots only (there are no replicas)."},
+		{Name: "readwrite", Arity: 1, Flags: FlagFast, Handler: readWrite, Group: "cluster",
+			Summary: "Accepted for cluster clients; undoes READONLY."},
+		{Name: "asking", Arity: 1, Flags: FlagFast, Handler: asking, Group: "cluster",
+			Summary: "Accepted for cluster clients before a command that follows -ASK."},
+	}
+	for _, r := range rows {
+		r.Since, r.Complexity = "3.0.0", "O(1)"
+		t.Register(r)
+	}
+}
+
+// keysSlot returns the hash slot of cmd's keys in args, and false when
+// they are in different slots.
+func keysSlot(cmd *Command, args [][]byte) (int, bool) {
+	if cmd.Flags&FlagMovableKeys != 0 && cmd.Keys != nil {
+		keys := cmd.Keys(args)
+		if len(keys) == 0 {
+			return engine.Slot(args[cmd.FirstKey]), true
+		}
+		slot := engine.Slot(keys[0])
+		for _, k := range keys[1:] {
+			if engine.Slot(k) != slot {
+				return 0, false
+			}
+		}
+		return slot, true
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last += len(args) // -1 is the last argument
+	}
+	last = min(last, len(args)-1)
+	step := max(cmd.Step, 1)
+	slot := engine.Slot(args[cmd.FirstKey])
+	for i := cmd.FirstKey + step; i <= last; i += step {
+		if engine.Slot(args[i]) != slot {
+			return 0, false
+		}
+	}
+	return slot, true
+}
+
+// routed runs (or queues, inside MULTI) a keyed command in cluster mode:
+// only when its keys share a slot this node serves now, else it answers
+// where the slot is.
+func (t *Table) routed(c *Client, cmd *Command, args [][]byte, key ahead.Hint) {
+	if cmd.FirstKey >= len(args) { // no key after all: nothing to route
+		t.DispatchFound(c, cmd, args[:len(args):len(args)], key)
+		return
+	}
+	slot, ok := keysSlot(cmd, args)
+	if !ok {
+		t.refuse(c, cmd, errCrossSlot)
+		return
+	}
+	asking := c.asking
+	c.asking = false
+	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
+		if c.multiSlot >= 0 && c.multiSlot != slot {
+			t.refuse(c, cmd, errCrossSlot)
+			return
+		}
+		if r, addr := t.router.Peek(slot); r != RouteLocal {
+			t.refuse(c, cmd, routeError(r, slot, addr))
+			return
+		}
+		c.multiSlot = slot
+		c.enqueue(cmd, args)
+		return
+	}
+	r, addr := t.router.Acquire(slot)
+	if r != RouteLocal {
+		// A command after ASKING is not forwarded: it may be a forwarded
+		// one already.
+		if r == RouteMoved && !asking {
+			if reply, err := t.router.Forward(addr, args); err == nil && reply != nil {
+				c.stats.calls[cmd.id].Add(1)
+				c.W.WriteRaw(reply)
+				return
+			}
+		}
+		c.stats.rejected[cmd.id].Add(1)
+		c.W.WriteError(routeError(r, slot, addr))
+		return
+	}
+	c.expect.Expect(key)
+	t.call(c, cmd, args)
+	c.expect.Expect(ahead.Hint{})
+	t.router.Release(slot)
+}
+
+// acquire holds slot for a command, or answers where it is served.
+func (t *Table) acquire(c *Client, slot int) bool {
+	r, addr := t.router.Acquire(slot)
+	if r == RouteLocal {
+		return true
+	}
+	c.W.WriteError(routeError(r, slot, addr))
+	return false
+}
+
+// refuse answers a command that is not run, marking a MULTI dirty.
+func (t *Table) refuse(c *Client, cmd *Command, msg string) {
+	if c.multi {
+		c.multiDirty = true
+	}
+	c.stats.rejected[cmd.id].Add(1)
+	c.W.WriteError(msg)
+}
+
+func routeError(r Route, slot int, addr string) string {
+	switch r {
+	case RouteMoved:
+		return errMoved(slot, addr)
+	case RouteTryAgain:
+		return errTryAgain
+	}
+	return errClusterDown
+}
+
+func readWrite(c *Client, _ [][]byte) {
+	if c.table.router == nil {
+		c.fail(errClusterDisabled)
+		return
+	}
+	c.writeOK()
+}
+
+func asking(c *Client, _ [][]byte) {
+	if c.table.router == nil {
+		c.fail(errClusterDisabled)
+		return
+	}
+	c.asking = true
+	c.writeOK()
+}
+
+// clusterSubs are CLUSTER's subcommands; those marked local work with
+// cluster mode off too.
+var clusterSubs = map[string]struct {
+	arity int // counting CLUSTER and the subcommand; -n at least n
+	local bool
+	run   func(c *Client, args [][]byte)
+}{
+	"keyslot":         {3, true, clusterKeySlot},
+	"countkeysinslot": {3, true, clusterCountKeys},
+	"getkeysinslot":   {4, true, clusterGetKeys},
+	"myid":            {2, false, func(c *Client, _ [][]byte) { c.W.WriteBulkString(c.table.router.Topology().MyID) }},
+	"info":            {2, false, clusterInfo},
+	"slots":           {2, false, clusterSlots},
+	"shards":          {2, false, clusterShards},
+	"nodes":           {2, false, clusterNodes},
+	"meet":            {-4, false, clusterMeet},
+	"leave":           {2, false, clusterLeave},
+	"import":          {-3, false, clusterImport},
+}
+
+func cluster(c *Client, args [][]byte) {
+	name := strings.ToLower(string(args[1]))
+	sub, ok := clusterSubs[name]
+	if !ok {
+		c.fail(errUnknownSubcommand(args[1], "CLUSTER"))
+		return
+	}
+	if sub.arity > 0 && len(args) != sub.arity || sub.arity < 0 && len(args) < -sub.arity {
+		c.fail(errArity("cluster|" + name))
+		return
+	}
+	if !sub.local && c.table.router == nil {
+		c.fail(errClusterDisabled)
+		return
+	}
+	sub.run(c, args)
+}
+
+func clusterKeySlot(c *Client, args [][]byte) {
+	c.W.WriteInt(engine.Slot(args[2]))
+}
+
+func parseSlot(b []byte) (int, bool) {
+	n, err := strconv.Atoi(string(b))
+	return n, err == nil && n >= 0 && n < engine.SlotCount
+}
+
+func clusterCountKeys(c *Client, args [][]byte) {
+	slot, ok := parseSlot(args[2])
+	if !ok {
+		c.fail(errInvalidSlot)
+		return
+	}
+	c.W.WriteInt(c.view.CountKeysInSlot(slot))
+}
+
+func clusterGetKeys(c *Client, args [][]byte) {
+	slot, ok := parseSlot(args[2])
+	n, err := strconv.Atoi(string(args[3]))
+	if !ok || err != nil || n < 0 {
+		c.fail(errInvalidSlotOrKeys)
+		return
+	}
+	recs := c.view.ExportSlot(slot)
+	recs = recs[:min(n, len(recs))]
+	c.W.WriteArray(len(recs))
+	for _, r := range recs {
+		c.W.WriteBulk(r.Key)
+	}
+}
+
+func clusterInfo(c *Client, _ [][]byte) {
+	top := c.table.router.Topology()
+	state, size := "ok", 0
+	if top.SlotsOK < engine.SlotCount {
+		state = "fail"
+	}
+	for _, n := range top.Nodes {
+		if len(n.Slots) > 0 {
+			size++
+		}
+	}
+	var b strings.Builder
+	for _, f := range []struct {
+		name string
+		v    any
+	}{
+		{"cluster_state", state}, {"cluster_slots_assigned", top.SlotsOK}, {"cluster_slots_ok", top.SlotsOK},
+		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(top.Nodes)},
+		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
+		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
+		{"total_cluster_links_buffer_limit_exceeded", 0},
+	} {
+		field(&b, f.name, f.v)
+	}
+	c.writeVerbatim(b.String())
+}
+
+// slotRange is one range of slots and the node that owns it.
+type slotRange struct {
+	first, last int
+	node        *ClusterNode
+}
+
+func slotRanges(top *ClusterTopology) []slotRange {
+	var out []slotRange
+	for i := range top.Nodes {
+		for _, r := range top.Nodes[i].Slots {
+			out = append(out, slotRange{r[0], r[1], &top.Nodes[i]})
+		}
+	}
+	for i := 1; i < len(out); i++ { // few ranges: insertion sort by first slot
+		for j := i; j > 0 && out[j].first < out[j-1].first; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// clusterSlots answers as Redis 7: per range, first and last slot, then
+// the owner as [ip, port, id, {metadata}].
+func clusterSlots(c *Client, _ [][]byte) {
+	top := c.table.router.Topology()
+	rs := slotRanges(&top)
+	c.W.WriteArray(len(rs))
+	for _, r := range rs {
+		c.W.WriteArray(3)
+		c.W.WriteInt(r.first)
+		c.W.WriteInt(r.last)
+		c.W.WriteArray(4)
+		c.W.WriteBulkString(r.node.IP)
+		c.W.WriteInt(r.node.Port)
+		c.W.WriteBulkString(r.node.ID)
+		c.writeMap(0)
+	}
+}
+
+// clusterShards answers as Redis 7: one shard per node (no replicas),
+// each a map of its slot ranges and its one node.
+func clusterShards(c *Client, _ [][]byte) {
+	top := c.table.router.Topology()
+	c.W.WriteArray(len(top.Nodes))
+	for _, n := range top.Nodes {
+		c.writeMap(2)
+		c.W.WriteBulkString("slots")
+		c.W.WriteArray(2 * len(n.Slots))
+		for _, r := range n.Slots {
+			c.W.WriteInt(r[0])
+			c.W.WriteInt(r[1])
+		}
+		c.W.WriteBulkString("nodes")
+		c.W.WriteArray(1)
+		c.writeMap(7)
+		c.W.WriteBulkString("id")
+		c.W.WriteBulkString(n.ID)
+		c.W.WriteBulkString("port")
+		c.W.WriteInt(n.Port)
+		c.W.WriteBulkString("ip")
+		c.W.WriteBulkString(n.IP)
+		c.W.WriteBulkString("endpoint")
+		c.W.WriteBulkString(n.IP)
+		c.W.WriteBulkString("role")
+		c.W.WriteBulkString("master")
+		c.W.WriteBulkString("replication-offset")
+		c.W.WriteInt(0)
+		c.W.WriteBulkString("health")
+		c.W.WriteBulkString("online")
+	}
+}
+
+// clusterNodes answers as Redis 7, one line per node:
+// <id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
+// <config-epoch> <link-state> <slot ranges...>
+func clusterNodes(c *Client, _ [][]byte) {
+	top := c.table.router.Topology()
+	var b strings.Builder
+	for _, n := range top.Nodes {
+		flags := "master"
+		if n.Myself {
+			flags = "myself,master"
+		}
+		b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.BusPort) +
+			" " + flags + " - 0 0 " + strconv.FormatInt(top.Epoch, 10) + " connected")
+		for _, r := range n.Slots {
+			b.WriteString(" " + strconv.Itoa(r[0]))
+			if r[1] != r[0] {
+				b.WriteString("-" + strconv.Itoa(r[1]))
+			}
+		}
+		b.WriteString("\n")
+	}
+	c.writeVerbatim(b.String())
+}
+
+// clusterMeet is CLUSTER MEET ip port [cluster-bus-port].
+func clusterMeet(c *Client, args [][]byte) {
+	if len(args) > 5 {
+		c.fail(errArity("cluster|meet"))
+		return
+	}
+	port, err := strconv.Atoi(string(args[3]))
+	if err != nil || port <= 0 || port > 65535 {
+		c.fail(errInvalidPort(args[3]))
+		return
+	}
+	bus := 0
+	if len(args) == 5 {
+		if bus, err = strconv.Atoi(string(args[4])); err != nil || bus <= 0 || bus > 65535 {
+			c.fail(errInvalidPort(args[4]))
+			return
+		}
+	}
+	if err := c.table.router.Meet(string(args[2]), port, bus); err != nil {
+		c.fail(errMeet(string(args[2]), port, err))
+		return
+	}
+	c.writeOK()
+}
+
+// clusterLeave hands this node's slots to the others and leaves.
+func clusterLeave(c *Client, _ [][]byte) {
+	if err := c.table.router.Leave(); err != nil {
+		c.fail(errPrefix + err.Error())
+		return
+	}
+	c.writeOK()
+}
+
+// clusterImport takes a peer's hand-off (see package cluster).
+func clusterImport(c *Client, args [][]byte) {
+	if err := c.table.router.Import(args[2:]); err != nil {
+		c.fail(errImport(err))
+		return
+	}
+	c.writeOK()
+}

@@ -1,0 +1,216 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// fakeRouter serves the slots in mine and sends the rest to other, except
+// those in moving (TRYAGAIN) and down (CLUSTERDOWN).
+type fakeRouter struct {
+	mine, moving, down map[int]bool
+	held               map[int]int // Acquire minus Release, by slot
+	imported           [][]byte
+	forward            bool
+}
+
+var _ Router = (*fakeRouter)(nil)
+
+func (r *fakeRouter) Peek(slot int) (Route, string) {
+	switch {
+	case r.mine[slot]:
+		return RouteLocal, ""
+	case r.moving[slot]:
+		return RouteTryAgain, ""
+	case r.down[slot]:
+		return RouteDown, ""
+	}
+	return RouteMoved, "127.0.0.1:7001"
+}
+
+func (r *fakeRouter) Acquire(slot int) (Route, string) {
+	route, addr := r.Peek(slot)
+	if route == RouteLocal {
+		r.held[slot]++
+	}
+	return route, addr
+}
+
+func (r *fakeRouter) Release(slot int) { r.held[slot]-- }
+
+func (r *fakeRouter) Topology() ClusterTopology {
+	return ClusterTopology{MyID: strings.Repeat("a", 40), Epoch: 3, SlotsOK: engine.SlotCount, Nodes: []ClusterNode{
+		{ID: strings.Repeat("a", 40), IP: "127.0.0.1", Port: 7000, BusPort: 17000, Myself: true, Slots: [][2]int{{0, 5}, {10, 10}}},
+		{ID: strings.Repeat("b", 40), IP: "127.0.0.1", Port: 7001, BusPort: 17001, Slots: [][2]int{{6, 9}, {11, 16383}}},
+	}}
+}
+
+func (r *fakeRouter) Meet(host string, port, bus int) error {
+	if host != "127.0.0.1" {
+		return errors.New("no such host")
+	}
+	return nil
+}
+
+func (r *fakeRouter) Leave() error { return nil }
+
+func (r *fakeRouter) Forward(addr string, args [][]byte) ([]byte, error) {
+	if !r.forward {
+		return nil, nil
+	}
+	return []byte("+forwarded to " + addr + ": " + string(bytes.Join(args, []byte(" "))) + "\r\n"), nil
+}
+
+func (r *fakeRouter) Import(args [][]byte) error {
+	r.imported = append(r.imported, bytes.Join(args, []byte(" ")))
+	return nil
+}
+
+func newClusterHarness(t *testing.T) (*harness, *fakeRouter) {
+	t.Helper()
+	h := newHarness(t, "")
+	r := &fakeRouter{mine: map[int]bool{}, moving: map[int]bool{}, down: map[int]bool{}, held: map[int]int{}}
+	h.table = NewTable(h.host, Options{EnableDebug: true, Router: r})
+	h.c = h.table.NewClient(ClientOptions{ID: 8, Writer: NewWriter(h.out), Authorized: true})
+	return h, r
+}
+
+func TestClusterRouting(t *testing.T) {
+	h, r := newClusterHarness(t)
+	foo, bar := engine.Slot([]byte("foo")), engine.Slot([]byte("bar")) // 12182, 5061
+	r.mine[foo] = true
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CL.THROTTLE", "foo", "1", "1", "60"}, ints(0, 2, 1, -1, 60)},
+		{[]string{"CL.THROTTLE", "bar", "1", "1", "60"}, errReply("MOVED 5061 127.0.0.1:7001")},
+		{[]string{"DEL", "foo", "{foo}x"}, ":1\r\n"},
+		{[]string{"DEL", "foo", "bar"}, errReply("CROSSSLOT Keys in request don't hash to the same slot")},
+		{[]string{"CLUSTER", "KEYSLOT", "{user42}:minute"}, ":14710\r\n"},
+		{[]string{"PING"}, "+PONG\r\n"},
+		{[]string{"READONLY"}, "+OK\r\n"},
+		{[]string{"ASKING"}, "+OK\r\n"},
+		{[]string{"CLUSTER", "MYID"}, "$40\r\n" + strings.Repeat("a", 40) + "\r\n"},
+		{[]string{"CLUSTER", "MEET", "127.0.0.1", "7002"}, "+OK\r\n"},
+		{[]string{"CLUSTER", "MEET", "127.0.0.1", "x"}, errReply("ERR Invalid base port specified: x")},
+		{[]string{"CLUSTER", "MEET", "10.0.0.1", "7002"}, errReply("ERR Invalid node address specified: 10.0.0.1:7002 (no such host)")},
+		{[]string{"CLUSTER", "COUNTKEYSINSLOT", "16384"}, errReply("ERR Invalid slot")},
+		{[]string{"CLUSTER", "NOPE"}, errReply("ERR unknown subcommand 'NOPE'. Try CLUSTER HELP.")},
+	} {
+		if got := h.do(tc.args...); got != tc.want {
+			t.Errorf("%v: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	r.forward = true
+	if got, want := h.do("FW.INCR", "bar", "10", "60"), "+forwarded to 127.0.0.1:7001: FW.INCR bar 10 60\r\n"; got != want {
+		t.Errorf("forwarded: got %q, want %q", got, want)
+	}
+	h.do("ASKING")
+	if got := h.do("FW.INCR", "bar", "10", "60"); got != errReply("MOVED 5061 127.0.0.1:7001") {
+		t.Errorf("after ASKING, not forwarded: got %q", got)
+	}
+	r.forward = false
+	r.moving[bar] = true
+	if got := h.do("FW.INCR", "bar", "10", "60"); got != errReply(errTryAgain) {
+		t.Errorf("a moving slot: got %q", got)
+	}
+	r.moving[bar], r.down[bar] = false, true
+	if got := h.do("GET", "bar"); got != errReply(errClusterDown) {
+		t.Errorf("a slot with no owner: got %q", got)
+	}
+	for slot, n := range r.held {
+		if n != 0 {
+			t.Errorf("slot %d held %d times after the commands", slot, n)
+		}
+	}
+}
+
+func TestClusterMulti(t *testing.T) {
+	h, r := newClusterHarness(t)
+	r.mine[engine.Slot([]byte("foo"))] = true
+	steps := []struct{ args, want string }{
+		{"MULTI", "+OK\r\n"},
+		{"FW.INCR {foo}a 10 60", "+QUEUED\r\n"},
+		{"FW.INCR {foo}b 10 60", "+QUEUED\r\n"},
+		{"EXEC", "*2\r\n" + ints(0, 10, 9, -1, 40) + ints(0, 10, 9, -1, 40)},
+		{"MULTI", "+OK\r\n"},
+		{"FW.INCR foo 10 60", "+QUEUED\r\n"},
+		{"FW.INCR bar 10 60", errReply("CROSSSLOT Keys in request don't hash to the same slot")},
+		{"EXEC", errReply("EXECABORT Transaction discarded because of previous errors.")},
+		{"MULTI", "+OK\r\n"},
+		{"FW.INCR bar 10 60", errReply("MOVED 5061 127.0.0.1:7001")},
+		{"EXEC", errReply("EXECABORT Transaction discarded because of previous errors.")},
+	}
+	for _, s := range steps {
+		if got := h.do(strings.Fields(s.args)...); got != s.want {
+			t.Fatalf("%s: got %q, want %q", s.args, got, s.want)
+		}
+	}
+	// A slot that moves away between MULTI and EXEC: EXEC is redirected.
+	h.do("MULTI")
+	h.do("FW.INCR", "foo", "10", "60")
+	r.mine[engine.Slot([]byte("foo"))] = false
+	if got := h.do("EXEC"); got != errReply("MOVED 12182 127.0.0.1:7001") {
+		t.Fatalf("EXEC after the slot moved: got %q", got)
+	}
+	for slot, n := range r.held {
+		if n != 0 {
+			t.Errorf("slot %d held %d times after the commands", slot, n)
+		}
+	}
+}
+
+func TestClusterTopologyReplies(t *testing.T) {
+	h, _ := newClusterHarness(t)
+	a, b := strings.Repeat("a", 40), strings.Repeat("b", 40)
+	if got, want := h.do("CLUSTER", "NODES"), "$"; !strings.HasPrefix(got, want) {
+		t.Fatalf("CLUSTER NODES: %q", got)
+	}
+	nodes := a + " 127.0.0.1:7000@17000 myself,master - 0 0 3 connected 0-5 10\n" +
+		b + " 127.0.0.1:7001@17001 master - 0 0 3 connected 6-9 11-16383\n"
+	if got := h.do("CLUSTER", "NODES"); got != respBulkString(nodes) {
+		t.Errorf("CLUSTER NODES:\n got %q\nwant %q", got, respBulkString(nodes))
+	}
+	node := func(first, last int, port, id string) string {
+		return "*3\r\n:" + itoaInt(first) + "\r\n:" + itoaInt(last) + "\r\n*4\r\n$9\r\n127.0.0.1\r\n:" + port + "\r\n$40\r\n" + id + "\r\n*0\r\n"
+	}
+	slots := "*4\r\n" + node(0, 5, "7000", a) + node(6, 9, "7001", b) + node(10, 10, "7000", a) + node(11, 16383, "7001", b)
+	if got := h.do("CLUSTER", "SLOTS"); got != slots {
+		t.Errorf("CLUSTER SLOTS:\n got %q\nwant %q", got, slots)
+	}
+	if got := h.do("CLUSTER", "INFO"); !strings.Contains(got, "cluster_state:ok\r\ncluster_slots_assigned:16384\r\n") ||
+		!strings.Contains(got, "cluster_known_nodes:2\r\ncluster_size:2\r\n") {
+		t.Errorf("CLUSTER INFO: %q", got)
+	}
+	if got := h.do("INFO", "cluster"); !strings.Contains(got, "cluster_enabled:1\r\n") {
+		t.Errorf("INFO cluster: %q", got)
+	}
+}
+
+func TestClusterOff(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("FW.INCR", "{x}a", "10", "60")
+	h.do("FW.INCR", "{x}b", "10", "60")
+	for _, tc := range []struct{ args, want string }{
+		{"CLUSTER KEYSLOT {x}a", ":16287\r\n"},
+		{"CLUSTER COUNTKEYSINSLOT 16287", ":2\r\n"},
+		{"CLUSTER GETKEYSINSLOT 16287 1", "*1\r\n"},
+		{"CLUSTER SLOTS", errReply(errClusterDisabled)},
+		{"READONLY", errReply(errClusterDisabled)},
+		{"INFO cluster", "$"},
+	} {
+		if got := h.do(strings.Fields(tc.args)...); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := h.do("INFO", "cluster"); !strings.Contains(got, "cluster_enabled:0\r\n") {
+		t.Errorf("INFO cluster: %q", got)
+	}
+}
+
+func respBulkString(s string) string { return "$" + itoaInt(len(s)) + "\r\n" + s + "\r\n" }

@@ -1,0 +1,73 @@
+package commands
+
+// Route is where a keyed command's hash slot is served, as a Router sees
+// it.
+type Route uint8
+
+const (
+	// RouteLocal: this node serves the slot; run the command.
+	RouteLocal Route = iota
+	// RouteMoved: another node owns the slot (-MOVED slot host:port).
+	RouteMoved
+	// RouteTryAgain: the slot is being handed over between nodes
+	// (-TRYAGAIN); the client retries shortly.
+	RouteTryAgain
+	// RouteDown: no live node owns the slot (-CLUSTERDOWN).
+	RouteDown
+)
+
+// Router is cluster mode as commands sees it; cmd/cellserver provides one
+// when cluster mode is on (Options.Router), else it is nil and Dispatch
+// pays one nil check. Its methods are called from many connections'
+// goroutines at once and must be safe for that.
+type Router interface {
+	// Acquire reports where slot is served. When it returns RouteLocal
+	// the node keeps serving slot (a hand-off of slot waits) until the
+	// matching Release; otherwise addr is the owner's host:port for
+	// RouteMoved, and nothing is to be released.
+	Acquire(slot int) (r Route, addr string)
+	// Release ends what Acquire began when it returned RouteLocal.
+	Release(slot int)
+	// Peek is Acquire without holding the slot: where it is served now.
+	Peek(slot int) (r Route, addr string)
+	// Topology returns the cluster as this node sees it, for CLUSTER
+	// SLOTS, SHARDS, NODES and INFO.
+	Topology() ClusterTopology
+	// Meet joins the cluster of the node whose client port is port at
+	// host (its gossip port is busPort, or port+10000 when busPort is 0).
+	Meet(host string, port, busPort int) error
+	// Leave hands every slot this node serves to the other nodes, then
+	// leaves the cluster; it returns when the slots are handed over.
+	Leave() error
+	// Forward relays args to the owner at addr (what Acquire returned with
+	// RouteMoved) and returns its raw reply, which the client gets as is;
+	// it returns nil, nil when forwarding is off, and the command is then
+	// answered MOVED, as it is when forwarding fails.
+	Forward(addr string, args [][]byte) ([]byte, error)
+	// Import takes a hand-off message from a peer: CLUSTER IMPORT's
+	// arguments after the subcommand.
+	Import(args [][]byte) error
+}
+
+// ClusterTopology is the cluster as one node sees it.
+type ClusterTopology struct {
+	MyID  string
+	Epoch int64 // bumped on every membership change this node has seen
+	Nodes []ClusterNode
+	// SlotsOK is how many slots have a live owner.
+	SlotsOK int
+	// KeysOut and KeysIn count the keys this node has handed to other
+	// nodes and received from them, for INFO.
+	KeysOut, KeysIn int64
+}
+
+// ClusterNode is one member of the cluster.
+type ClusterNode struct {
+	ID      string // 40 hex characters
+	IP      string
+	Port    int // client port
+	BusPort int // gossip port
+	Myself  bool
+	Leaving bool     // handing its slots over before it leaves
+	Slots   [][2]int // the slot ranges it owns, first and last inclusive
+}

@@ -1,0 +1,528 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The cluster tests start real cellserver processes on loopback, each on
+// its client port p and gossip port p+10000, with DEBUG CLOCK on.
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// binary builds cmd/cellserver once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "cellserver-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "cellserver")
+		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/cellserver").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// clusterPort returns a client port p whose p+10000 is free too (TCP and
+// UDP), for a node's gossip.
+func clusterPort(t *testing.T) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		bus := fmt.Sprintf("127.0.0.1:%d", p+10000)
+		if lt, err := net.Listen("tcp", bus); err == nil {
+			lt.Close()
+			if lu, err := net.ListenPacket("udp", bus); err == nil {
+				lu.Close()
+				return p
+			}
+		}
+	}
+	t.Fatal("no free pair of ports")
+	return 0
+}
+
+// proc is one cellserver process of a cluster.
+type proc struct {
+	Port   int
+	Addr   string
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan error
+	rdb    *redis.Client
+}
+
+// startNode starts a cluster node that joins the members of join (client
+// addresses), and freezes its clock at t0.
+func startNode(t *testing.T, join ...string) *proc {
+	t.Helper()
+	return startNodeArgs(t, nil, join...)
+}
+
+// startNodeArgs is startNode with more settings.
+func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
+	t.Helper()
+	port := clusterPort(t)
+	args := []string{"--port", strconv.Itoa(port), "--cluster-enabled", "yes", "--cluster-secret", "test-secret",
+		"--enable-debug-command", "yes", "--loglevel", "verbose"}
+	if len(join) > 0 {
+		args = append(args, "--cluster-join", strings.Join(join, ","))
+	}
+	args = append(args, extra...)
+	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary(t), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, log: logf, exited: make(chan error, 1)}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("log of node %d:\n%s", port, tail(string(b), 40))
+		}
+		logf.Close()
+	})
+	p.rdb = redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: ioTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = p.rdb.Close() })
+	waitFor(t, fmt.Sprintf("node %d to answer", port), func() bool { return p.rdb.Ping(ctx).Err() == nil })
+	setClock(t, p.rdb, t0)
+	return p
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// stop sends SIGTERM and waits for the process to exit.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.exited:
+		if err != nil {
+			t.Fatalf("node %d exited with %v", p.Port, err)
+		}
+		p.exited <- err // for Cleanup
+	case <-time.After(40 * time.Second):
+		t.Fatalf("node %d did not exit in 40 s after SIGTERM", p.Port)
+	}
+}
+
+// slotOwners returns, per slot, the address CLUSTER SLOTS names on p.
+func slotOwners(t *testing.T, p *proc) []string {
+	t.Helper()
+	// Read as a raw reply (go-redis's ClusterSlots is deprecated): each
+	// range is [first, last, [ip, port, id, {}]].
+	slots, err := p.rdb.Do(ctx, "CLUSTER", "SLOTS").Slice()
+	if err != nil {
+		t.Fatalf("CLUSTER SLOTS on %d: %v", p.Port, err)
+	}
+	out := make([]string, 16384)
+	for _, r := range slots {
+		r := r.([]any)
+		node := r[2].([]any)
+		addr := fmt.Sprintf("%s:%d", node[0], node[1])
+		for i := r[0].(int64); i <= r[1].(int64); i++ {
+			out[i] = addr
+		}
+	}
+	return out
+}
+
+// settle waits until every node of nodes names the same owner for every
+// slot, each one of nodes, and every node serves a key of each of its
+// slots it is asked about (no TRYAGAIN left for the probe keys).
+func settle(t *testing.T, nodes ...*proc) []string {
+	t.Helper()
+	var owners []string
+	addrs := map[string]bool{}
+	for _, n := range nodes {
+		addrs[n.Addr] = true
+	}
+	agreed := func() bool {
+		owners = slotOwners(t, nodes[0])
+		for _, o := range owners {
+			if !addrs[o] {
+				return false
+			}
+		}
+		for _, n := range nodes[1:] {
+			if !reflect.DeepEqual(slotOwners(t, n), owners) {
+				return false
+			}
+		}
+		for _, n := range nodes {
+			info, err := n.rdb.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r\n", len(nodes))) {
+				return false
+			}
+		}
+		return true
+	}
+	// CLUSTER SLOTS is large (rendezvous hashing scatters the slots): poll
+	// gently, and allow for a machine busy with other work.
+	deadline := time.Now().Add(30 * time.Second)
+	for !agreed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes did not agree on the slot map in 30 s", len(nodes))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return owners
+}
+
+// nodeModules installs tests/integration/nodeclients' packages (ioredis,
+// node-redis) with npm once, in the user's cache directory, and returns
+// their node_modules. Without node and npm it skips the test; when npm
+// cannot install them it skips it too, or fails it on CI.
+func nodeModules(t *testing.T) string {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if os.Getenv("CI") != "" {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format, args...)
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	pkg, err := os.ReadFile("nodeclients/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	dir := filepath.Join(cache, fmt.Sprintf("cellserver-nodeclients-%x", sha256.Sum256(pkg)))
+	modules := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(modules, ".installed")); err == nil {
+		return modules
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--silent")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		skip("npm install: %v\n%s", err, out)
+	}
+	_ = os.WriteFile(filepath.Join(modules, ".installed"), nil, 0o644)
+	return modules
+}
+
+// clusterClient returns a go-redis ClusterClient seeded with p.
+func clusterClient(t *testing.T, nodes ...*proc) *redis.ClusterClient {
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: ioTimeout,
+		MaxRedirects: 16, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestCluster runs a cluster of real processes: three nodes serve the
+// limiter commands through go-redis's ClusterClient with the same replies
+// as a single server; limits are exact with clients spread over every
+// node; a fourth node joins and takes about a quarter of the slots, with
+// the keys' state; a node stops on SIGTERM and loses nothing; redis-cli -c
+// and redis-benchmark --cluster work.
+func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	a := startNode(t)
+	b := startNode(t, a.Addr)
+	c := startNodeArgs(t, []string{"--cluster-forward", "yes"}, a.Addr)
+	owners := settle(t, a, b, c)
+	counts := map[string]int{}
+	for _, o := range owners {
+		counts[o]++
+	}
+	for addr, n := range counts {
+		if n < 4800 || n > 6100 {
+			t.Errorf("%s owns %d slots, want about 16384/3", addr, n)
+		}
+	}
+	cc := clusterClient(t, a)
+	ref := startServer(t) // the single-server reference
+	refc := ref.client(t)
+	setClock(t, refc, t0)
+
+	t.Run("replies", func(t *testing.T) {
+		for _, args := range [][]any{
+			{"CL.THROTTLE", "user123", 15, 30, 60},
+			{"CL.THROTTLE", "user123", 15, 30, 60, 20},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10, 4},
+			{"TB.TAKE", "{u1}:tb", 5, 1, 10},
+			{"SW.HIT", "{u1}:sw", 3, 60},
+			{"SW.HIT", "{u1}:sw", 3, 60, 2},
+			{"SW.HIT", "{u1}:sw", 3, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"GET", "{u2}:fw"},
+			{"PTTL", "{u2}:fw"},
+		} {
+			want, werr := refc.Do(ctx, args...).Result()
+			got, gerr := cc.Do(ctx, args...).Result()
+			if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr) {
+				t.Errorf("%v: cluster %#v, %v; single server %#v, %v", args, got, gerr, want, werr)
+			}
+		}
+		wantInts(t, cc, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "user456", 15, 30, 60)
+		// go-redis parses CLUSTER SHARDS and CLUSTER NODES too.
+		shards, err := a.rdb.ClusterShards(ctx).Result()
+		if err != nil || len(shards) != 3 || len(shards[0].Nodes) != 1 || shards[0].Nodes[0].Role != "master" {
+			t.Errorf("CLUSTER SHARDS: %+v, %v", shards, err)
+		}
+		id := do(t, a.rdb, "CLUSTER", "MYID").(string)
+		self := fmt.Sprintf("%s %s@%d myself,master - ", id, a.Addr, a.Port+10000)
+		if nodes, err := a.rdb.ClusterNodes(ctx).Result(); err != nil || len(id) != 40 || strings.Count(nodes, "\n") != 3 || !strings.Contains(nodes, self) {
+			t.Errorf("CLUSTER NODES: %.300q, %v; want a line starting %q", nodes, err, self)
+		}
+		if info := do(t, a.rdb, "CLUSTER", "INFO").(string); !strings.HasPrefix(info, "cluster_state:ok\r\ncluster_slots_assigned:16384\r\n") {
+			t.Errorf("CLUSTER INFO: %q", info)
+		}
+		wantErr(t, cc, "CROSSSLOT Keys in request don't hash to the same slot", "DEL", "{u1}:tb", "{u2}:fw")
+		wantVal(t, cc, int64(2), "DEL", "{u1}:tb", "{u1}:sw")
+		// A node that does not own a key answers MOVED to its owner (c
+		// forwards instead: see below).
+		slot := int(do(t, a.rdb, "CLUSTER", "KEYSLOT", "{u2}:fw").(int64))
+		for _, n := range []*proc{a, b} {
+			if owners[slot] != n.Addr {
+				wantErr(t, n.rdb, fmt.Sprintf("MOVED %d %s", slot, owners[slot]), "FW.INCR", "{u2}:fw", 2, 60)
+			}
+		}
+	})
+
+	t.Run("ioredis and node-redis", func(t *testing.T) {
+		modules := nodeModules(t)
+		cmd := exec.Command("node", "nodeclients/cluster.js", strconv.Itoa(a.Port))
+		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("node nodeclients/cluster.js: %v\n%s", err, out)
+		}
+		var got map[string][][]int64
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		for client, prefix := range map[string]string{"ioredis": "io", "noderedis": "nr"} {
+			var want [][]int64
+			for _, c := range [][]any{
+				{"CL.THROTTLE", "{js}:gcra", 15, 30, 60}, {"TB.TAKE", "{js}:tb", 5, 1, 10},
+				{"SW.HIT", "{js}:sw", 3, 60}, {"FW.INCR", "{js}:fw", 2, 60},
+			} {
+				c[1] = prefix + c[1].(string)
+				v, err := refc.Do(ctx, c...).Int64Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, v)
+			}
+			if !reflect.DeepEqual(got[client], want) {
+				t.Errorf("%s: %v, want %v (a single server's)", client, got[client], want)
+			}
+		}
+	})
+
+	// Clients spread over every node admit exactly the limit per key.
+	const keys, limit, perClient = 30, 7, 10
+	exact := func(t *testing.T, prefix string) {
+		var wg sync.WaitGroup
+		allowed := make([][keys]int64, 6)
+		for i := range allowed {
+			cl := clusterClient(t, []*proc{a, b, c}[i%3])
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range perClient {
+					for k := range keys {
+						v, err := cl.Do(ctx, "FW.INCR", fmt.Sprintf("{%s%d}:min", prefix, k), limit, 60).Int64Slice()
+						if err != nil {
+							t.Errorf("FW.INCR: %v", err)
+							return
+						}
+						if v[0] == 0 {
+							allowed[i][k]++
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for k := range keys {
+			var sum int64
+			for i := range allowed {
+				sum += allowed[i][k]
+			}
+			if sum != limit {
+				t.Errorf("key %d: %d hits allowed across the cluster, want exactly %d", k, sum, limit)
+			}
+		}
+	}
+	t.Run("exact", func(t *testing.T) { exact(t, "x") })
+
+	// Every key of the exact run has spent its budget.
+	spent := func(t *testing.T, cl *redis.ClusterClient, when string) {
+		t.Helper()
+		for k := range keys {
+			wantInts(t, cl, ints(1, limit, 0, 60, 60), "FW.INCR", fmt.Sprintf("{x%d}:min", k), limit, 60)
+		}
+	}
+
+	var d *proc
+	top := t // the nodes live as long as the whole test
+	t.Run("join", func(t *testing.T) {
+		// d starts alone, so that its clock is frozen before it takes
+		// keys, then meets the cluster through b (gossip port +10000).
+		d = startNode(top)
+		// A client storm runs through the join: still exactly the limit
+		// per key (retries on MOVED and TRYAGAIN are go-redis's).
+		storm := make(chan struct{})
+		go func() {
+			defer close(storm)
+			exact(t, "storm")
+		}()
+		wantOK(t, d.rdb, "CLUSTER", "MEET", "127.0.0.1", b.Port)
+		after := settle(t, a, b, c, d)
+		<-storm
+		moved := 0
+		for s := range after {
+			if after[s] != owners[s] {
+				moved++
+				if after[s] != d.Addr {
+					t.Fatalf("slot %d moved from %s to %s, not to the new node", s, owners[s], after[s])
+				}
+			}
+		}
+		if moved < 3400 || moved > 4800 {
+			t.Errorf("%d slots moved to the 4th node, want about 16384/4", moved)
+		}
+		owners = after
+		cc.ReloadState(ctx)
+		spent(t, cc, "after the join")
+		if n := do(t, d.rdb, "DBSIZE").(int64); n == 0 {
+			t.Errorf("the new node holds no keys")
+		}
+		info := do(t, d.rdb, "INFO", "cluster").(string)
+		if !strings.Contains(info, "cluster_enabled:1") || strings.Contains(info, "cluster_keys_handed_in:0\r\n") {
+			t.Errorf("INFO cluster on the new node: %q", info)
+		}
+	})
+
+	t.Run("leave", func(t *testing.T) {
+		var before int64
+		for _, n := range []*proc{a, b, c, d} {
+			before += do(t, n.rdb, "DBSIZE").(int64)
+		}
+		b.stop(t)
+		settle(t, a, c, d)
+		var after int64
+		for _, n := range []*proc{a, c, d} {
+			after += do(t, n.rdb, "DBSIZE").(int64)
+		}
+		if after != before {
+			t.Errorf("%d keys before b left, %d after", before, after)
+		}
+		cc.ReloadState(ctx)
+		spent(t, cc, "after the leave")
+	})
+
+	t.Run("forward", func(t *testing.T) {
+		// c relays what others own; a, without cluster-forward, redirects.
+		moved, owners := 0, slotOwners(t, a)
+		for k := range keys {
+			key := fmt.Sprintf("{x%d}:min", k)
+			wantInts(t, c.rdb, ints(1, limit, 0, 60, 60), "FW.INCR", key, limit, 60)
+			slot := int(do(t, a.rdb, "CLUSTER", "KEYSLOT", key).(int64))
+			if owner := owners[slot]; owner != a.Addr {
+				moved++
+				wantErr(t, a.rdb, fmt.Sprintf("MOVED %d %s", slot, owner), "FW.INCR", key, limit, 60)
+			}
+		}
+		if moved == 0 {
+			t.Errorf("no key of %d lives off node a", keys)
+		}
+	})
+
+	t.Run("redis-cli -c", func(t *testing.T) {
+		cli := lookTool(t, "redis-cli")
+		for _, n := range []*proc{a, c, d} {
+			out, errOut, err := runTool(t, cli, "-c", "-p", strconv.Itoa(n.Port), "FW.INCR", "{cli}:k", "10", "60")
+			if err != nil || errOut != "" {
+				t.Fatalf("redis-cli -c: %v %q", err, errOut)
+			}
+			_ = out
+		}
+		out, _, err := runTool(t, cli, "-c", "-p", strconv.Itoa(a.Port), "FW.INCR", "{cli}:k", "10", "60")
+		if want := "0\n10\n6\n-1\n60\n"; err != nil || out != want {
+			t.Errorf("redis-cli -c, 4th call: %q, %v; want %q", out, err, want)
+		}
+	})
+
+	t.Run("redis-benchmark --cluster", func(t *testing.T) {
+		bench := lookTool(t, "redis-benchmark")
+		args := []string{"--cluster", "-p", strconv.Itoa(c.Port), "-n", "3000", "-c", "6", "-r", "1000", "-q",
+			"FW.INCR", "{tag}:__rand_int__", "1000000", "60"}
+		out, errOut, err := runTool(t, bench, args...)
+		all := out + errOut
+		if err != nil || strings.Contains(all, "rror") || !strings.Contains(out, "requests per second") {
+			t.Fatalf("redis-benchmark %q: %v\n%s", args, err, tail(all, 10))
+		}
+	})
+	_ = errors.New
+}
