@@ -106,6 +106,16 @@ func TestClusterRouting(t *testing.T) {
 			t.Errorf("%v: got %q, want %q", tc.args, got, tc.want)
 		}
 	}
+	// ML.THROTTLE is routed by every key it names: they must share a slot.
+	if got, want := h.do("ML.THROTTLE", "2", "FW", "foo", "10", "60", "FW", "bar", "10", "60"), errReply("CROSSSLOT Keys in request don't hash to the same slot"); got != want {
+		t.Errorf("ML.THROTTLE over two slots: got %q, want %q", got, want)
+	}
+	if got, want := h.do("ML.THROTTLE", "2", "FW", "{foo}a", "10", "60", "FW", "{foo}b", "10", "60"), "*3\r\n:0\r\n"+ints(0, 10, 9, -1, 40)+ints(0, 10, 9, -1, 40); got != want {
+		t.Errorf("ML.THROTTLE in one slot: got %q, want %q", got, want)
+	}
+	if got, want := h.do("ML.THROTTLE", "1", "FW", "bar", "10", "60"), errReply("MOVED 5061 127.0.0.1:7001"); got != want {
+		t.Errorf("ML.THROTTLE on another node's slot: got %q, want %q", got, want)
+	}
 	r.forward = true
 	if got, want := h.do("FW.INCR", "bar", "10", "60"), "+forwarded to 127.0.0.1:7001: FW.INCR bar 10 60\r\n"; got != want {
 		t.Errorf("forwarded: got %q, want %q", got, want)
