@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"strconv"
 	"testing"
 
@@ -48,7 +49,7 @@ func pick[T any](r *byteReader, s []T) T { return s[r.next()%len(s)] }
 
 // decodeOp turns the next bytes into a command.
 func decodeOp(r *byteReader, now int64) layerOp {
-	op := r.next() % 18
+	op := r.next() % 19
 	key := pick(r, layerKeys)
 	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	switch op {
@@ -107,8 +108,14 @@ func decodeOp(r *byteReader, now int64) layerOp {
 		return layerOp{words: []string{"DEBUG", "CLOCK", "ADVANCE", itoa(pick(r, layerSteps))}}
 	case 16: // a step back
 		return layerOp{words: []string{"DEBUG", "CLOCK", "SET", itoa(now - pick(r, layerSteps))}}
-	default: // a step forward to any nanosecond
+	case 17: // a step forward to any nanosecond
 		to := now + pick(r, layerSteps) + int64(r.next())*7_919_731
+		return layerOp{words: []string{"DEBUG", "CLOCK", "SET", itoa(to)}}
+	default: // near an end of the clock's range, or the epoch
+		to := pick(r, []int64{math.MaxInt64, math.MinInt64, 0, -1}) - pick(r, layerSteps)
+		if to < 0 && r.next()&1 == 1 {
+			to = math.MinInt64 + pick(r, layerSteps)
+		}
 		return layerOp{words: []string{"DEBUG", "CLOCK", "SET", itoa(to)}}
 	}
 }
@@ -116,9 +123,9 @@ func decodeOp(r *byteReader, now int64) layerOp {
 // FuzzCommandLayer decodes its input into a sequence of commands — the
 // four limiters with small random parameters on a few keys, DEL, GET,
 // TYPE, PTTL, TTL, MULTI/EXEC/DISCARD, and DEBUG CLOCK moving the clock
-// forward and back by up to a day — and runs them on one client of one
-// in-process table. After every reply it checks the invariants of
-// docs/commands.md:
+// forward and back by up to a day, or to near either end of its 64-bit
+// range — and runs them on one client of one in-process table. After every
+// reply it checks the invariants of docs/commands.md:
 //
 //   - no handler panics, and every reply is one well-formed RESP value;
 //   - a limiter reply is five integers: limited 0 or 1, limit as asked,
@@ -128,7 +135,8 @@ func decodeOp(r *byteReader, now int64) layerOp {
 //     4.1 defines, which may be -1 only when the stored TAT lies beyond
 //     now + τ (limits lowered, or the clock stepped back);
 //   - WRONGTYPE exactly when the key holds another kind, and it changes
-//     nothing;
+//     nothing; near an end of the clock's range, the command's documented
+//     range error is allowed too, and changes nothing either;
 //   - a limited request, and a cost-0 read of TB.TAKE, SW.HIT and FW.INCR,
 //     change nothing about the key (its whole stored state and expiry);
 //   - after an allowed TB.TAKE, SW.HIT (counter) or FW.INCR, the key exists
@@ -156,12 +164,14 @@ func FuzzCommandLayer(f *testing.F) {
 		r := &byteReader{b: in}
 		var queued []layerOp
 		inMulti, multiFailed := false, false
+		wild := false // the clock has been near an end of its range
 		for n := 0; len(r.b) > 0 && n < 200; n++ {
 			o := decodeOp(r, clock.Now())
 			before := keyState(eng, o.key)
 			kindBefore := eng.Type([]byte(o.key))
 			tat, hadTAT, _ := eng.Get([]byte(o.key))
 			reply := h.do(o.words...)
+			wild = wild || extremeClock(clock.Now())
 			noPanics(t, h, reply)
 			v, err := decodeReply([]byte(reply))
 			if err != nil {
@@ -176,12 +186,18 @@ func FuzzCommandLayer(f *testing.F) {
 				}
 				queued = append(queued, o)
 			case o.control:
-				checkControl(t, o, v, &inMulti, &multiFailed, &queued)
+				checkControl(t, o, v, &inMulti, &multiFailed, &queued, wild)
 			case o.kind != engine.KindNone:
 				after := keyState(eng, o.key)
 				if kindBefore != engine.KindNone && kindBefore != o.kind {
 					if v != respErr(errWrongType) || after != before {
 						t.Fatalf("%q on a %s key: %q, key %s -> %s", o.words, kindBefore.TypeName(), reply, before, after)
+					}
+					break
+				}
+				if e, ok := v.(respErr); ok && extremeClock(clock.Now()) && rangeError(o, string(e)) {
+					if after != before {
+						t.Fatalf("%q answered %q but changed the key:\n before %s\n after  %s", o.words, e, before, after)
 					}
 					break
 				}
@@ -209,6 +225,27 @@ func FuzzCommandLayer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// extremeClock reports whether now lies within a few days of an end of
+// the 64-bit range, where docs/commands.md lets a limiter answer a range
+// error instead of overflowing.
+func extremeClock(now int64) bool {
+	const margin = 1 << 62
+	return now > math.MaxInt64-margin || now < math.MinInt64+margin
+}
+
+// rangeError reports whether e is the range error o's command may answer
+// when an instant it must store or reply overflows (docs/commands.md 4.5
+// and 5.1).
+func rangeError(o layerOp, e string) bool {
+	switch o.kind {
+	case engine.KindGCRA:
+		return e == errCellQtyRange
+	case engine.KindTokenBucket:
+		return e == errRange("period")
+	}
+	return e == errRange("window")
 }
 
 // checkLimiterReply checks a limiter reply's bounds and returns it.
@@ -272,8 +309,9 @@ func checkGCRA(t *testing.T, eng *engine.Engine, o layerOp, res [5]int64, tatBef
 }
 
 // checkControl checks MULTI, EXEC and DISCARD, and every reply inside
-// EXEC's array.
-func checkControl(t *testing.T, o layerOp, v any, inMulti, failed *bool, queued *[]layerOp) {
+// EXEC's array; wild allows range errors (the clock has been near an end
+// of its range).
+func checkControl(t *testing.T, o layerOp, v any, inMulti, failed *bool, queued *[]layerOp, wild bool) {
 	t.Helper()
 	switch o.words[0] {
 	case "MULTI":
@@ -313,8 +351,8 @@ func checkControl(t *testing.T, o layerOp, v any, inMulti, failed *bool, queued 
 					checkKeyspace(t, q, a[i], engine.KindNone, false)
 					continue
 				}
-				if a[i] == respErr(errWrongType) {
-					continue // the kind at that instant is not known here
+				if e, ok := a[i].(respErr); ok && (e == errWrongType || wild && rangeError(q, string(e))) {
+					continue // the kind and clock at that instant are not known here
 				}
 				checkLimiterReply(t, q, a[i])
 			}
@@ -352,8 +390,8 @@ func checkKeyspace(t *testing.T, o layerOp, v any, kind engine.Kind, known bool)
 	case "PTTL", "TTL":
 		n, ok := v.(int64)
 		bad = !ok || n < 0 && n != -2 || known && (n == -2) != (kind == engine.KindNone)
-	case "DEBUG":
-		bad = v != "OK"
+	case "DEBUG": // ADVANCE past the 64-bit range is refused
+		bad = v != "OK" && !(o.words[2] == "ADVANCE" && v == respErr(errClockRange))
 	}
 	if bad {
 		t.Fatalf("%q (key kind %s): %#v", o.words, kind.TypeName(), v)
