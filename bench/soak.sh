@@ -10,15 +10,15 @@
 # from 10M (-r), so nearly every request makes a new key and keys expire
 # within about 2 s: the keyspace churns at the full request rate. Every few
 # seconds it samples the server's RSS (/proc/PID/status VmRSS) and key count
-# (INFO keyspace).
+# (INFO keyspace), into bench/out/soak-SECONDSs.samples.
 #
 # It fails (exit 1) when
 #   - any reply is an error: redis-benchmark prints "Error from server" and
 #     exits non-zero on the first one (a hung run is killed and counts too);
 #   - the server exits;
-#   - RSS once warm grows more than SOAK_RSS_TOLERANCE percent: the highest
-#     sample in the last 10% of the run may exceed the highest between 20% and
-#     30% (the warm level) by at most the tolerance.
+#   - RSS once warm grows more than SOAK_RSS_TOLERANCE percent: the median
+#     sample of the run's last 40% may exceed the median between 20% and 60%
+#     of it (the warm level) by at most the tolerance.
 # It prints a summary table (Markdown) either way. Every process it starts is
 # stopped when it exits, also on failure or Ctrl-C.
 #
@@ -154,7 +154,9 @@ for i in "${!cmds[@]}"; do
 done
 
 # Sample until the deadline (and stop early if the server goes).
-: >"$tmp/samples"
+mkdir -p "$here/out"
+samples=$here/out/soak-${duration}s.samples # kept: seconds, RSS KiB, live keys
+: >"$samples"
 while (($(date +%s) < deadline)); do
 	sleep "$INTERVAL"
 	now=$(($(date +%s) - start))
@@ -163,10 +165,21 @@ while (($(date +%s) < deadline)); do
 		break
 	fi
 	keys=$(redis-cli -h "$HOST" -p "$port" INFO keyspace 2>/dev/null | tr -d '\r' | sed -n 's/^db0:keys=\([0-9]*\).*/\1/p')
-	echo "$now $(rss_kib "$server") ${keys:-0}" >>"$tmp/samples"
+	echo "$now $(rss_kib "$server") ${keys:-0}" >>"$samples"
 done
 for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
 elapsed=$(($(date +%s) - start))
+
+# Idle after the load: once the keys have expired (within about 2 s; at most
+# 20 s are waited), the memory they held should be given back.
+idle_keys=-1
+for _ in $(seq 40); do
+	kill -0 "$server" 2>/dev/null || break
+	idle_keys=$(redis-cli -h "$HOST" -p "$port" DBSIZE 2>/dev/null || echo -1)
+	[[ $idle_keys == 0 ]] && break
+	sleep 0.5
+done
+idle_rss=$(rss_kib "$server")
 
 # ---------------------------------------------------------------- summary
 failed=0
@@ -199,36 +212,42 @@ if [[ -f $tmp/server-died ]]; then
 	failed=1
 fi
 
-# RSS: the warm level is the highest sample in [20%, 30%) of the run, the
-# end level the highest in the last 10%; the end level may exceed the warm
-# level by at most the tolerance. (Comparing the peaks of two windows of the
-# same length measures a trend, not the collector's sawtooth.)
+# RSS: the warm level is the median RSS sample in [20%, 60%) of the run,
+# the end level the median in [60%, 100%]; the end level may exceed the warm
+# level by at most the tolerance. RSS follows the number of live keys, which
+# follows the request rate on a shared machine, and the collector's
+# sawtooth: medians of two long windows show a trend, single peaks do not.
 awk -v d="$duration" -v tol="$TOL" '
+	function median(v, n,    i, j, x) {
+		for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
 	{ t[NR] = $1; r[NR] = $2; k[NR] = $3 }
 	END {
 		if (NR == 0) { print "no samples"; exit 1 }
-		warm = 0; end = 0; peak = 0; peakt = 0; maxk = 0
+		nw = 0; ne = 0; peak = 0; peakt = 0
 		for (i = 1; i <= NR; i++) {
-			if (k[i] > maxk) maxk = k[i]
-			if (t[i] >= 0.2 * d && t[i] < 0.3 * d && r[i] > warm) warm = r[i]
-			if (t[i] >= 0.9 * d && r[i] > end) end = r[i]
+			if (t[i] >= 0.2 * d && t[i] < 0.6 * d) { nw++; wr[nw] = r[i]; wk[nw] = k[i] }
+			if (t[i] >= 0.6 * d) { ne++; er[ne] = r[i]; ek[ne] = k[i] }
 			if (t[i] >= 0.2 * d && r[i] > peak) { peak = r[i]; peakt = t[i] }
 		}
-		if (warm == 0 || end == 0) { print "too few samples to compare RSS"; exit 1 }
+		if (nw < 3 || ne < 3) { print "too few samples to compare RSS"; exit 1 }
+		warm = median(wr, nw); end = median(er, ne)
 		growth = (end - warm) * 100 / warm
-		printf "| RSS | MiB |\n|---|---|\n"
-		printf "| first sample (%d s) | %.1f |\n", t[1], r[1] / 1024
-		printf "| warm level: highest in %d-%d s | %.1f |\n", 0.2 * d, 0.3 * d, warm / 1024
-		printf "| end level: highest in the last 10%% | %.1f |\n", end / 1024
-		printf "| highest once warm (at %d s) | %.1f |\n", peakt, peak / 1024
-		printf "| growth once warm (end / warm level) | %+.1f%% (tolerance %d%%) |\n", growth, tol
-		printf "| live keys, most seen (INFO keyspace) | %d |\n", maxk
+		printf "| RSS (VmRSS, sampled every %s s) | MiB | live keys (INFO keyspace) |\n|---|---|---|\n", '"$INTERVAL"'
+		printf "| first sample, at %d s | %.1f | %d |\n", t[1], r[1] / 1024, k[1]
+		printf "| warm level: median of %d samples in %d-%d s | %.1f | %d |\n", nw, 0.2 * d, 0.6 * d, warm / 1024, median(wk, nw)
+		printf "| end level: median of %d samples in %d-%d s | %.1f | %d |\n", ne, 0.6 * d, d, end / 1024, median(ek, ne)
+		printf "| highest once warm, at %d s | %.1f | |\n", peakt, peak / 1024
+		printf "| last sample, at %d s | %.1f | %d |\n", t[NR], r[NR] / 1024, k[NR]
+		printf "| **growth once warm** (end / warm level) | **%+.1f%%** (tolerance %d%%) | |\n", growth, tol
+		printf "| idle after the load, %d keys left | %.1f | |\n", '"$idle_keys"', '"$idle_rss"' / 1024
 		printf "\nRSS over time (MiB, about every 10%% of the run):"
 		step = NR / 10; if (step < 1) step = 1
 		for (x = 1; x <= NR; x += step) printf " %d s: %.0f;", t[int(x)], r[int(x)] / 1024
 		printf "\n"
 		exit growth > tol ? 1 : 0
-	}' "$tmp/samples" || failed=1
+	}' "$samples" || failed=1
 
 if ((failed)); then
 	echo
