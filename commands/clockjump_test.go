@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"strconv"
 	"testing"
 )
@@ -115,4 +116,39 @@ func TestClockJumps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestKeysWrittenNearTheEndOfTheClock: a key written while the clock is
+// one second short of the 64-bit range keeps instants near it. Back at t0,
+// requests on it answer the documented range error or carry times of
+// centuries, never a negative one, until DEL resets the key
+// (docs/commands.md 3.1). FuzzCommandLayer found the first case.
+func TestKeysWrittenNearTheEndOfTheClock(t *testing.T) {
+	hs := newHarness(t, "")
+	set := func(ns int64) {
+		t.Helper()
+		if got := hs.do("DEBUG", "CLOCK", "SET", strconv.FormatInt(ns, 10)); got != "+OK\r\n" {
+			t.Fatalf("DEBUG CLOCK SET: %q", got)
+		}
+	}
+	check := func(want string, words ...string) {
+		t.Helper()
+		if got := hs.do(words...); got != want {
+			t.Fatalf("%q: got %q, want %q", words, got, want)
+		}
+	}
+	set(math.MaxInt64 - 1e9)
+	check(ints(0, 5, 4, -1, 1), "CL.THROTTLE", "cl", "4", "1", "1")
+	check(ints(0, 5, 4, -1, 2), "SW.HIT", "sw", "5", "1", "MS")
+	check(ints(0, 5, 4, -1, 1), "TB.TAKE", "tb", "5", "1", "1", "MS")
+	check(errReply(errRange("window")), "SW.HIT", "other", "5", "60") // two windows past the end
+
+	set(1_700_000_040_000_000_000)
+	check(errReply(errCellQtyRange), "CL.THROTTLE", "cl", "4", "1", "1")
+	check(errReply(errRange("window")), "SW.HIT", "sw", "5", "60")
+	check(ints(1, 5, 0, 7523371756, 7523371996), "TB.TAKE", "tb", "5", "1", "60")
+	check(ints(0, 5, 3, -1, 7523371995856), "SW.HIT", "sw", "5", "1", "MS")
+	check(":7523371995856\r\n", "PTTL", "sw")
+	check(":1\r\n", "DEL", "cl")
+	check(ints(0, 5, 4, -1, 1), "CL.THROTTLE", "cl", "4", "1", "1")
 }
