@@ -187,6 +187,10 @@ func FuzzCommandLayer(f *testing.F) {
 					t.Fatalf("%q inside MULTI: %q, want QUEUED", o.words, reply)
 				}
 				queued = append(queued, o)
+				if o.words[0] == "DEBUG" && o.words[2] == "SET" { // runs inside EXEC
+					ns, _ := strconv.ParseInt(o.words[3], 10, 64)
+					wild = wild || extremeClock(ns)
+				}
 			case o.control:
 				checkControl(t, o, v, &inMulti, &multiFailed, &queued, wild)
 			case o.kind != engine.KindNone:
