@@ -95,7 +95,11 @@ func GCRA(st GCRAState, exists bool, now int64, p GCRAParams) (GCRAState, Outcom
 		if p.Increment <= p.Tolerance {
 			retry = cellSeconds(-diff)
 		}
-		ttl = tat - now // 0 for a fresh key whose quantity alone is over τ
+		// 0 for a fresh key whose quantity alone is over τ; it overflows
+		// only for a TAT out of reach of a clock near its lower end.
+		if ttl, ok = subChecked(tat, now); !ok {
+			return st, Outcome{}, ErrQuantityRange
+		}
 	} else {
 		if newTAT < now {
 			// An over-refund: redis-cell would store a TAT in the past

@@ -159,6 +159,23 @@ func TestGCRAOverflow(t *testing.T) {
 	}
 }
 
+// TestGCRATATOutOfReach: a limited request on a key whose TAT lies further
+// ahead of now than an int64 reaches (the clock set near its lower end, as
+// only DEBUG CLOCK can) answers ErrQuantityRange, as every step that
+// overflows does (docs/commands.md 4.5), never a negative reset_after:
+// FuzzCommandLayer found it replying [1 9 0 9223372029 -9223372036].
+func TestGCRATATOutOfReach(t *testing.T) {
+	p := mustParams(t, GCRARequest{MaxBurst: 8, Count: 1, Period: 1, Quantity: 1})
+	for _, c := range []struct{ tat, now int64 }{
+		{1_110_111_111, math.MinInt64 + 999_999_999},
+		{p.Tolerance - p.Increment, math.MinInt64}, // now − allow_at is the lowest int64
+	} {
+		if _, out, err := GCRA(GCRAState{TAT: c.tat}, true, c.now, p); !errors.Is(err, ErrQuantityRange) {
+			t.Errorf("TAT %d at %d: got %+v, %v; want ErrQuantityRange", c.tat, c.now, out.Result, err)
+		}
+	}
+}
+
 func TestCellSeconds(t *testing.T) {
 	cases := []struct{ d, want int64 }{
 		{0, 0},
