@@ -48,7 +48,7 @@ func registerPersistence(t *Table) {
 	rows := []Command{
 		{Name: "save", Arity: 1, Flags: FlagAdmin | FlagNoMulti, Handler: save, Complexity: "O(N) for N keys changed since the last snapshot",
 			Summary: "Takes a snapshot of the keys changed since the last one and replies once it is on disk."},
-		{Name: "bgsave", Arity: -1, MaxArgs: 2, Flags: FlagAdmin | FlagNoMulti, Handler: bgsave, Complexity: "O(1); the snapshot is O(N) for N keys changed",
+		{Name: "bgsave", Arity: -1, MaxArgs: 2, Flags: FlagAdmin, Handler: bgsave, Complexity: "O(1); the snapshot is O(N) for N keys changed",
 			Summary: "Takes a snapshot in the background; SCHEDULE queues one when a snapshot is under way.",
 			Args:    []Arg{{Name: "schedule", Type: "pure-token", Token: "SCHEDULE", Optional: true}}},
 		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagStale, Handler: lastsave, Complexity: "O(1)",
