@@ -207,8 +207,8 @@ func (t *Table) index(c *Command) {
 
 // Errors from Rename, in redis-server's words for rename-command.
 var (
-	ErrRenameNoSuchCommand = errors.New("No such command in rename-command")
-	ErrRenameTargetExists  = errors.New("Target command name already exists")
+	ErrRenameNoSuchCommand = errors.New("No such command in rename-command")  //lint:ignore ST1005 redis-server's own text
+	ErrRenameTargetExists  = errors.New("Target command name already exists") //lint:ignore ST1005 redis-server's own text
 	ErrRenameTooLong       = fmt.Errorf("the new name is longer than %d bytes", maxNameLen)
 )
 

@@ -776,7 +776,7 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func setOutputLimits(c *Config, v string) error {
 	f := strings.Fields(v)
 	if len(f) == 0 || len(f)%4 != 0 {
-		return errors.New("wrong number of arguments: <class> <hard> <soft> <soft-seconds> ...")
+		return errors.New("wrong number of arguments: groups of <class> <hard> <soft> <soft-seconds>")
 	}
 	next := c.OutputLimits
 	for ; len(f) > 0; f = f[4:] {

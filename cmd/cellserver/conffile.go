@@ -7,7 +7,7 @@ import (
 
 // errUnbalancedQuotes is redis-server's text for a config line whose
 // quotes do not close, or close with something other than a blank after.
-var errUnbalancedQuotes = errors.New("Unbalanced quotes in configuration line")
+var errUnbalancedQuotes = errors.New("Unbalanced quotes in configuration line") //lint:ignore ST1005 redis-server's own text
 
 // splitConfigLine splits one config file line into words as redis.conf's
 // parser (sdssplitargs) does: words are separated by blanks (spaces, tabs
