@@ -62,6 +62,10 @@ type HostStats struct {
 	ConnsReceived   int64
 	ConnsRejected   int64
 	CommandsRetired []CommandCounts // counts of clients that have gone
+	// Clients are the clients connected when CommandsRetired was read (at
+	// the same instant, so that a client leaving meanwhile is counted
+	// once); nil: ask Host.Clients.
+	Clients []*Client
 	// NetInput and NetOutput are the bytes read from and written to
 	// clients, those that have gone included.
 	NetInput, NetOutput int64

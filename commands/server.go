@@ -370,7 +370,11 @@ func infoKeyspace(_ *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 func (t *Table) countsAll(h Host, st HostStats) []CommandCounts {
 	out := make([]CommandCounts, len(t.list))
 	copy(out, st.CommandsRetired)
-	for _, cl := range h.Clients() {
+	clients := st.Clients
+	if clients == nil {
+		clients = h.Clients()
+	}
+	for _, cl := range clients {
 		for i, cc := range cl.Counts() {
 			out[i].Add(&cc)
 		}

@@ -663,8 +663,10 @@ func (s *Server) Stats() commands.HostStats {
 	st.OutputDropped = s.outputDropped.Load()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
+	st.Clients = make([]*commands.Client, 0, len(s.clients))
 	st.NetInput, st.NetOutput = s.retiredIn, s.retiredOut
 	for cl := range s.clients {
+		st.Clients = append(st.Clients, cl)
 		in, out := cl.NetIO()
 		st.NetInput += in
 		st.NetOutput += out
@@ -681,7 +683,10 @@ func (s *Server) Stats() commands.HostStats {
 // every client there has been since the start or CONFIG RESETSTAT.
 func (s *Server) Commands() ([]string, []commands.CommandCounts) {
 	s.mu.Lock()
-	st := commands.HostStats{CommandsRetired: append([]commands.CommandCounts(nil), s.retired...)}
+	st := commands.HostStats{CommandsRetired: append([]commands.CommandCounts(nil), s.retired...), Clients: make([]*commands.Client, 0, len(s.clients))}
+	for cl := range s.clients {
+		st.Clients = append(st.Clients, cl)
+	}
 	s.mu.Unlock()
 	return s.table.Names(), s.table.Counts(st)
 }
