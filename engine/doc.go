@@ -4,7 +4,8 @@
 // The algorithms themselves live in package limiter, as pure functions.
 // Engine applies them to keys held in a fixed array of shards, each guarded
 // by its own mutex; a key's shard derives from its Redis Cluster hash slot.
-// Every single-key limiter command goes through one path (View.apply),
+// Every single-key limiter command goes through one path (View.findLocked,
+// its algorithm's step, View.finishLocked),
 // but for SW.HIT EXACT on a log that stays in its record, which
 // limiter.SlidingLogEdit edits in place (logrecord.go); ML.THROTTLE's View.ApplyAll (multi.go) runs the same steps on several
 // keys under their shards' locks, all or nothing. The kinds of key are

@@ -79,6 +79,7 @@ type Engine struct {
 	limit  memoryLimit
 	clock  Clock
 	seed   maphash.Seed // for keys' hashes inside a shard
+	id     uint64       // tells this engine's read-ahead hints from others' (prefetch.go); never 0
 
 	sweepMu   sync.Mutex // serializes sweeps; guards sweepNext
 	sweepNext int        // the shard the next sweep tick starts at
@@ -94,6 +95,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(manual.Allocator), seed: maphash.MakeSeed()}
+	e.id = maphash.String(e.seed, "cellserver engine") | 1
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.t.mem = e.mem

@@ -28,13 +28,13 @@ var _ ahead.Locator = locator{}
 
 func (l locator) Locate(key []byte) ahead.Hint {
 	slot := Slot(key)
-	return ahead.New(l.e, slot&(len(l.e.shards)-1), l.e.hash(key), key)
+	return ahead.New(l.e.id, slot&(len(l.e.shards)-1), l.e.hash(key), key)
 }
 
 // shardOfHint returns h's shard, or nil when h is the zero Hint or
 // another engine's.
 func (e *Engine) shardOfHint(h ahead.Hint) *shard {
-	if h.Owner != any(e) {
+	if h.Owner != e.id {
 		return nil
 	}
 	return &e.shards[h.Shard]

@@ -19,29 +19,30 @@ package ahead
 
 import "unsafe"
 
-// A Hint is a key located ahead of use: the engine that made it, the
-// key's shard and hash in that engine, and which bytes it was made for
-// (their address and length, so that it holds no reference to them). Only
-// the engine that made a Hint reads its Shard and Hash. The zero Hint
-// locates nothing.
+// A Hint is a key located ahead of use: the engine that made it (a
+// number the engine draws at random, never 0), the key's shard and hash in
+// that engine, and which bytes it was made for (their address and length,
+// so that it holds no reference to them). Only the engine that made a Hint
+// reads its Shard and Hash. The zero Hint locates nothing. A Hint holds no
+// pointer, so copying one costs no write barrier.
 type Hint struct {
-	Owner any // the engine that made it; nil for the zero Hint
+	Owner uint64 // the engine that made it; 0 for the zero Hint
 	Shard int
 	Hash  uint64
 	key   uintptr
 	n     int
 }
 
-// New returns the Hint an engine (owner) makes for key, whose shard and
-// hash it has worked out.
-func New(owner any, shard int, hash uint64, key []byte) Hint {
+// New returns the Hint an engine (owner, not 0) makes for key, whose
+// shard and hash it has worked out.
+func New(owner uint64, shard int, hash uint64, key []byte) Hint {
 	return Hint{Owner: owner, Shard: shard, Hash: hash, key: uintptr(unsafe.Pointer(unsafe.SliceData(key))), n: len(key)}
 }
 
 // Of reports whether h was made for key: the same bytes, not merely equal
 // ones. The caller must not have changed them since.
 func (h Hint) Of(key []byte) bool {
-	return h.Owner != nil && h.key == uintptr(unsafe.Pointer(unsafe.SliceData(key))) && h.n == len(key)
+	return h.Owner != 0 && h.key == uintptr(unsafe.Pointer(unsafe.SliceData(key))) && h.n == len(key)
 }
 
 // A Locator locates keys ahead of use and prefetches what a call on them

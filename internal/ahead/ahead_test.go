@@ -6,7 +6,7 @@ import (
 )
 
 func TestOf(t *testing.T) {
-	owner := new(int)
+	owner := uint64(7)
 	key := []byte("user:42")
 	h := New(owner, 3, 99, key)
 	if !h.Of(key) {
