@@ -185,6 +185,7 @@ type Client struct {
 	table     *Table
 	view      *engine.View   // the engine view commands go through: the client's own
 	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
+	netW      *Writer        // the connection's writer, for NetIO from other goroutines: EXEC swaps W while it runs
 	closeFunc func()         // closes the connection from any goroutine
 	local     bool           // connected from a loopback address or a unix socket
 	flushFunc func() bool    // ClientOptions.Flush
@@ -243,7 +244,7 @@ type ClientOptions struct {
 // NewClient returns the state of a new connection served by t.
 func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
-		W: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
+		W: o.Writer, netW: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
 		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
@@ -386,8 +387,8 @@ func (c *Client) CountInput(n int) { c.stats.netIn.Add(int64(n)) }
 // NetIO returns the bytes read from and written to the client. Safe from
 // any goroutine.
 func (c *Client) NetIO() (in, out int64) {
-	if c.W != nil {
-		out = c.W.Written()
+	if c.netW != nil {
+		out = c.netW.Written()
 	}
 	return c.stats.netIn.Load(), out
 }
