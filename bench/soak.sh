@@ -66,42 +66,9 @@ cmds=(
 	"FW.INCR soak:fw:__rand_int__ 30 1"
 )
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/cellsoak.XXXXXX")
-pids=()
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	for pid in "${pids[@]+"${pids[@]}"}"; do
-		kill "$pid" 2>/dev/null || true
-	done
-	for pid in "${pids[@]+"${pids[@]}"}"; do
-		# Bounded: SIGKILL whatever has not gone after 5 s.
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	rm -rf "$tmp"
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-log() { printf '%s soak: %s\n' "$(date +%T)" "$*" >&2; }
-
-# free_port P: the first port from P on that nothing listens on.
-free_port() {
-	local p=$1
-	for _ in $(seq 100); do
-		if ! (exec 3<>"/dev/tcp/$HOST/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-		p=$((p + 1))
-	done
-	echo "bench/soak.sh: no free port from $1" >&2
-	return 1
-}
+NAME=soak
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 
