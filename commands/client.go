@@ -192,7 +192,7 @@ type Client struct {
 
 	authenticated bool
 	authFailures  int           // failed AUTH in a row (authguard.go)
-	inExec        bool          // running EXEC's queue, every shard locked
+	inExec        bool          // running EXEC's queue, its keys' shard locks held
 	done          chan struct{} // closed by Kill
 	resp          int           // 2 or 3
 	multi         bool

@@ -74,11 +74,11 @@ func shutdown(c *Client, args [][]byte) {
 		return
 	}
 	p := c.host.Persistence()
-	if save && p != nil && !c.inExec {
+	if save && p != nil {
 		// Save first, to answer an error and stay up if it fails; the
 		// server saves again once every client is gone, for what changed
-		// in between. (Inside EXEC, which holds every shard lock, only
-		// that last save runs.)
+		// in between. (SHUTDOWN is never queued in MULTI, so no shard
+		// lock is held here.)
 		if err := p.Save(); err != nil {
 			c.host.Logf("warning", "Error trying to save the DB, can't exit: %v", err)
 			c.fail(errShutdownSave)
