@@ -171,6 +171,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 		joined, err = ml.Join(addrs)
 		if err != nil && joined == 0 {
 			n.logf("warning", "cluster: could not join %v: %v; serving alone until a member meets this node", n.cfg.Join, err)
+		} else {
+			n.syncMembers(addrs)
 		}
 	}
 	n.mu.Lock()
@@ -261,8 +263,37 @@ func (n *Node) Meet(host string, port, busPort int) error {
 	if _, err := n.ml.Join([]string{a}); err != nil {
 		return err
 	}
+	n.syncMembers([]string{a})
 	n.poke()
 	return nil
+}
+
+// syncMembers exchanges state with every member this node knows of
+// besides the ones at done, which it has just joined through. The seed
+// learns of a new node at once, but the others would hear of it by UDP
+// gossip, which memberlist sends to a few random members only a few
+// times: a member that misses it learns at its next full state exchange,
+// up to PushPullInterval later (15 to 30 s), and the slots it must hand
+// to the new node wait that long. A TCP exchange with each member
+// removes that wait.
+func (n *Node) syncMembers(done []string) {
+	skip := map[string]bool{}
+	for _, a := range done {
+		skip[a] = true
+	}
+	var addrs []string
+	for _, m := range n.ml.Members() {
+		a := m.Address()
+		if m.Name != n.cfg.ID && !skip[a] {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return
+	}
+	if _, err := n.ml.Join(addrs); err != nil {
+		n.logf("verbose", "cluster: exchanging state with %v: %v", addrs, err)
+	}
 }
 
 // Leave hands every slot this node serves to the members that own them

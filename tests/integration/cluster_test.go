@@ -120,7 +120,7 @@ func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
 		<-p.exited
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("log of node %d:\n%s", port, tail(string(b), 40))
+			t.Logf("log of node %d:\n%s", port, tail(string(b), 15))
 		}
 		logf.Close()
 	})
@@ -182,21 +182,30 @@ func settle(t *testing.T, nodes ...*proc) []string {
 	for _, n := range nodes {
 		addrs[n.Addr] = true
 	}
+	var why string // what the last poll found wrong
 	agreed := func() bool {
 		owners = slotOwners(t, nodes[0])
-		for _, o := range owners {
+		for s, o := range owners {
 			if !addrs[o] {
+				why = fmt.Sprintf("node %d names %q for slot %d", nodes[0].Port, o, s)
 				return false
 			}
 		}
 		for _, n := range nodes[1:] {
-			if !reflect.DeepEqual(slotOwners(t, n), owners) {
+			if got := slotOwners(t, n); !reflect.DeepEqual(got, owners) {
+				for s := range got {
+					if got[s] != owners[s] {
+						why = fmt.Sprintf("slot %d: node %d names %s, node %d %s", s, nodes[0].Port, owners[s], n.Port, got[s])
+						break
+					}
+				}
 				return false
 			}
 		}
 		for _, n := range nodes {
 			info, err := n.rdb.ClusterInfo(ctx).Result()
 			if err != nil || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r\n", len(nodes))) {
+				why = fmt.Sprintf("CLUSTER INFO on node %d: %v %q", n.Port, err, info)
 				return false
 			}
 		}
@@ -207,7 +216,7 @@ func settle(t *testing.T, nodes ...*proc) []string {
 	deadline := time.Now().Add(30 * time.Second)
 	for !agreed() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d nodes did not agree on the slot map in 30 s", len(nodes))
+			t.Fatalf("%d nodes did not agree on the slot map in 30 s: %s", len(nodes), why)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -391,7 +400,14 @@ func TestCluster(t *testing.T) {
 				defer wg.Done()
 				for range perClient {
 					for k := range keys {
+						// TRYAGAIN is a right answer while a slot is handed
+						// over; go-redis's own retries last about a second,
+						// and an application retries on after that.
 						v, err := cl.Do(ctx, "FW.INCR", fmt.Sprintf("{%s%d}:min", prefix, k), limit, 60).Int64Slice()
+						for end := time.Now().Add(30 * time.Second); err != nil && strings.HasPrefix(err.Error(), "TRYAGAIN") && time.Now().Before(end); {
+							time.Sleep(20 * time.Millisecond)
+							v, err = cl.Do(ctx, "FW.INCR", fmt.Sprintf("{%s%d}:min", prefix, k), limit, 60).Int64Slice()
+						}
 						if err != nil {
 							t.Errorf("FW.INCR: %v", err)
 							return
