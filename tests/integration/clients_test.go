@@ -57,6 +57,16 @@ func TestNodeRedis(t *testing.T) {
 	runClient(t, "node-redis ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
 }
 
+// TestNodeRedisResp3: node-redis 5 asked for RESP3 (HELLO 3), the same
+// scenario; it checks that CLIENT INFO shows resp=3.
+func TestNodeRedisResp3(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis5"))
+	needClient(t, "node with node-redis 5 (npm ci in tests/clients/node)", err == nil && modErr == nil)
+	runClient(t, "node-redis resp3 ok", node, filepath.Join(clientsDir, "node", "node_redis_resp3_test.js"))
+}
+
 // TestRedisPy: redis-py, Debian's python3-redis for the system python3,
 // the same scenario.
 func TestRedisPy(t *testing.T) {
