@@ -10,6 +10,11 @@
 # CPU time per request (user + system, all its threads, from /proc/PID/stat),
 # and the last line their means. On a noisy machine, the CPU per request of
 # alternating runs is the steadier comparison.
+#
+# AB_ARGS_A and AB_ARGS_B add settings to one side (for one binary run two
+# ways, e.g. AB_ARGS_B="--metrics-addr 127.0.0.1:9187"); AB_SCRAPE=URL
+# fetches that URL every AB_SCRAPE_EVERY seconds [1] while the rounds run,
+# as Prometheus would.
 set -euo pipefail
 [[ $# -ge 2 ]] || { sed -n '2,12p' "$0"; exit 2; }
 a=$1 b=$2 p=${3:-16} n=${4:-2000000} rounds=${5:-6}
@@ -22,9 +27,15 @@ for port in 7411 7412; do
 		exit 1
 	fi
 done
-"$a" --port 7411 --threads 1 --loglevel warning >/dev/null 2>&1 & pa=$!
-"$b" --port 7412 --threads 1 --loglevel warning >/dev/null 2>&1 & pb=$!
-trap 'kill $pa $pb 2>/dev/null; wait 2>/dev/null' EXIT
+# shellcheck disable=SC2086 # the extra settings split into words
+"$a" --port 7411 --threads 1 --loglevel warning ${AB_ARGS_A:-} >/dev/null 2>&1 & pa=$!
+# shellcheck disable=SC2086
+"$b" --port 7412 --threads 1 --loglevel warning ${AB_ARGS_B:-} >/dev/null 2>&1 & pb=$!
+ps=""
+if [[ -n ${AB_SCRAPE:-} ]]; then
+	(end=$((SECONDS + 7200)); while ((SECONDS < end)); do curl -s -o /dev/null "$AB_SCRAPE" || true; sleep "${AB_SCRAPE_EVERY:-1}"; done) & ps=$!
+fi
+trap 'kill $pa $pb $ps 2>/dev/null; wait 2>/dev/null' EXIT
 for port in 7411 7412; do
 	for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
 done
