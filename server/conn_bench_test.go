@@ -143,9 +143,13 @@ func (c *scriptConn) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (c *scriptConn) Close() error                    { return nil }
-func (c *scriptConn) LocalAddr() net.Addr             { return &net.TCPAddr{} }
-func (c *scriptConn) RemoteAddr() net.Addr            { return &net.TCPAddr{} }
+func (c *scriptConn) Close() error { return nil }
+func (c *scriptConn) LocalAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6379}
+}
+func (c *scriptConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000}
+}
 func (c *scriptConn) SetReadDeadline(time.Time) error { return nil }
 
 func (c *scriptConn) SetWriteDeadline(time.Time) error { return nil }
@@ -167,6 +171,9 @@ func BenchmarkServeConn(b *testing.B) {
 			s := newTestServer(b)
 			nc := newScriptConn(1_000_000, b.N/16+1, w.name, w.args...)
 			c := s.admit(nc)
+			if c == nil {
+				b.Fatal("the server refused the scripted connection")
+			}
 			b.ResetTimer()
 			c.serve()
 			b.StopTimer()
