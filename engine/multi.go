@@ -32,36 +32,41 @@ func (r *Request) kind() Kind {
 // read makes it a pure read (a cost, or quantity, of 0), which tells what
 // the key holds without changing it.
 func (r *Request) run(e entry, exists bool, now int64, read bool) (entry, limiter.Outcome, error) {
+	o := op{ok: exists, e: e}
+	var err error
 	switch r.kind() {
 	case KindGCRA:
 		p := r.GCRA
 		if read {
 			p.Increment = 0
 		}
-		return gcraStep(e, exists, now, p)
+		err = gcraStep(&o, now, p)
 	case KindTokenBucket:
 		q := r.TokenBucket
 		if read {
 			q.Cost = 0
 		}
-		return tokenBucketStep(e, exists, now, q)
+		err = tokenBucketStep(&o, now, q)
 	case KindSlidingWindow, KindSlidingLog:
 		q := r.SlidingWindow
 		if read {
 			q.Cost = 0
 		}
 		if q.Exact {
-			return slidingLogStep(e, exists, now, q)
+			err = slidingLogStep(&o, now, q)
+		} else {
+			err = slidingWindowStep(&o, now, q)
 		}
-		return slidingWindowStep(e, exists, now, q)
 	case KindFixedWindow:
 		q := r.FixedWindow
 		if read {
 			q.Cost = 0
 		}
-		return fixedWindowStep(e, exists, now, q)
+		err = fixedWindowStep(&o, now, q)
+	default:
+		return e, limiter.Outcome{}, ErrKind
 	}
-	return e, limiter.Outcome{}, ErrKind
+	return o.e, o.out, err
 }
 
 // ApplyAll applies several limits at one instant, all or nothing: if every
@@ -130,7 +135,8 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 		r := &reqs[i]
 		sh := &v.e.shards[shards[i]]
 		kind := r.kind()
-		j, e, ok := sh.getLocked(r.Key, v.e.hash(r.Key), nowMs)
+		var e entry
+		j, ok := sh.getLocked(r.Key, v.e.hash(r.Key), nowMs, &e)
 		if ok && e.kind != kind {
 			return nil, 0, ErrWrongType
 		}
@@ -179,11 +185,12 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 		sh := &v.e.shards[shards[i]]
 		h := v.e.hash(r.Key)
 		// Slot indexes move as the shard changes: find the key again.
-		j, _, ok := sh.getLocked(r.Key, h, nowMs)
+		var cur entry
+		j, ok := sh.getLocked(r.Key, h, nowMs, &cur)
 		switch p.out.Write {
 		case limiter.WriteStore:
 			p.e.expireMs = p.out.ExpireMs
-			if err := sh.putLocked(r.Key, h, j, p.e); err != nil {
+			if err := sh.putLocked(r.Key, h, j, &p.e); err != nil {
 				return nil, 0, err
 			}
 		case limiter.WriteDelete:

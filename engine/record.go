@@ -168,7 +168,8 @@ func (v *View) importRecord(r Record, dirty bool) (bool, error) {
 	defer v.unlock(sh)
 	nowMs := unixMs(v.e.clock.Now())
 	h := v.e.hash(r.Key)
-	i, _, _ := sh.getLocked(r.Key, h, nowMs)
+	var cur entry
+	i, _ := sh.getLocked(r.Key, h, nowMs, &cur)
 	if nowMs > r.ExpireMs {
 		return false, nil
 	}
@@ -179,7 +180,7 @@ func (v *View) importRecord(r Record, dirty bool) (bool, error) {
 		sh.t.dirtyBit = 0
 		defer func() { sh.t.dirtyBit = bit }()
 	}
-	if err := sh.putLocked(r.Key, h, i, e); err != nil {
+	if err := sh.putLocked(r.Key, h, i, &e); err != nil {
 		return false, err
 	}
 	if !dirty {

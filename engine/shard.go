@@ -58,20 +58,24 @@ type shard struct {
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-// getLocked returns the slot and entry of key (hash h) if it exists and
-// has not expired at nowMs, removing it if it has; slot -1: no key.
-func (s *shard) getLocked(key []byte, h uint64, nowMs int64) (int, entry, bool) {
+// getLocked returns the slot of key (hash h) and reads its entry into e
+// if it exists and has not expired at nowMs, removing it if it has; slot
+// -1 and a zero e: no key. (The entry is read through a pointer: copied
+// out by value, it cost a visible share of a request.)
+func (s *shard) getLocked(key []byte, h uint64, nowMs int64, e *entry) (int, bool) {
 	i := s.t.find(key, h)
 	if i < 0 {
-		return -1, entry{}, false
+		*e = entry{}
+		return -1, false
 	}
-	e := s.t.entryAt(i)
+	s.t.entryInto(i, e)
 	if nowMs > e.expireMs {
 		s.removeLocked(i)
 		s.expired++
-		return -1, entry{}, false
+		*e = entry{}
+		return -1, false
 	}
-	return i, e, true
+	return i, true
 }
 
 // countLookup counts a command's lookup of a key as a hit or a miss.
@@ -86,7 +90,7 @@ func (s *shard) countLookup(found bool) {
 // putLocked stores e under key (hash h). i is the key's slot from
 // getLocked, or -1 when it had none. When the shard cannot take the
 // record it returns ErrShardFull and changes nothing.
-func (s *shard) putLocked(key []byte, h uint64, i int, e entry) error {
+func (s *shard) putLocked(key []byte, h uint64, i int, e *entry) error {
 	was := KindNone
 	if i >= 0 {
 		was = s.t.kindAt(i) // another kind than e's only when Import replaces it

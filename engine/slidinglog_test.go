@@ -159,7 +159,7 @@ func TestCompactLogBounds(t *testing.T) {
 			continue
 		}
 		k := []byte("k")
-		if !tb.put(-1, k, 1, entry{kind: KindSlidingLog, expireMs: 1, log: tt.hits}) {
+		if !tb.put(-1, k, 1, &entry{kind: KindSlidingLog, expireMs: 1, log: tt.hits}) {
 			t.Fatalf("%s: refused", tt.name)
 		}
 		i := tb.find(k, 1)

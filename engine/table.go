@@ -82,7 +82,7 @@ const (
 
 // implicitHead returns the head byte for e when its expiry can be left
 // out of the record, and false when it must be stored.
-func implicitHead(e entry) (byte, bool) {
+func implicitHead(e *entry) (byte, bool) {
 	if e.kind != KindGCRA {
 		return 0, false
 	}
@@ -169,25 +169,35 @@ func (t *table) kindAt(i int) Kind { return Kind(t.arena[uint32(t.slots[i])] & h
 // entryAt decodes the record in slot i, but for a sliding log's hits: its
 // log is nil (logAt decodes it), since most readers need only the expiry.
 func (t *table) entryAt(i int) entry {
+	var e entry
+	t.entryInto(i, &e)
+	return e
+}
+
+// entryInto reads the entry of slot i into e (its log left out).
+func (t *table) entryInto(i int, e *entry) {
 	ref := uint32(t.slots[i])
 	head := t.arena[ref]
-	e := entry{kind: Kind(head & headKind)}
 	p := t.stateAt(ref)
 	if head&headImplicit != 0 {
-		e.a = t.word(p)
-		e.expireMs = unixMs(e.a)
+		a := t.word(p)
+		*e = entry{kind: Kind(head & headKind), a: a, expireMs: unixMs(a)}
 		if head&headMinusOne != 0 {
 			e.expireMs--
 		}
-		return e
+		return
 	}
-	e.expireMs = t.word(p)
-	words := [3]int64{}
-	for w := range kinds[e.kind].words {
-		words[w] = t.word(p + 8 + 8*w)
+	*e = entry{kind: Kind(head & headKind), expireMs: t.word(p)}
+	k := kinds[e.kind].words
+	if k > 0 {
+		e.a = t.word(p + 8)
 	}
-	e.a, e.b, e.c = words[0], words[1], words[2]
-	return e
+	if k > 1 {
+		e.b = t.word(p + 16)
+	}
+	if k > 2 {
+		e.c = t.word(p + 24)
+	}
 }
 
 func (t *table) word(p int) int64 { return int64(binary.LittleEndian.Uint64(t.arena[p:])) }
@@ -198,7 +208,7 @@ func (t *table) putWord(p int, v int64) { binary.LittleEndian.PutUint64(t.arena[
 // and reports whether it could: a record whose expiry is implicit can hold
 // only an entry whose expiry is implicit too, and a sliding log's record
 // only as many hits as it has room for.
-func (t *table) update(i int, e entry) bool {
+func (t *table) update(i int, e *entry) bool {
 	ref := uint32(t.slots[i])
 	p := t.stateAt(ref)
 	if t.arena[ref]&headImplicit != 0 {
@@ -225,7 +235,7 @@ func (t *table) update(i int, e entry) bool {
 // put stores e under key (hash h), whose record is in slot i (-1: none):
 // in place when the record can hold e, else as a new record. It reports
 // false, and changes nothing, when the new record would not fit.
-func (t *table) put(i int, key []byte, h uint64, e entry) bool {
+func (t *table) put(i int, key []byte, h uint64, e *entry) bool {
 	n := len(e.log) // room counts for sliding logs only
 	if i < 0 {
 		// Most keys of a large keyspace see few hits, the commonest second
@@ -259,11 +269,11 @@ func (t *table) put(i int, key []byte, h uint64, e entry) bool {
 // if a sliding log) can be added: the arena's live bytes must stay
 // addressable by a 32-bit offset. A record about to be replaced still
 // counts, since compaction keeps it until the new one is written.
-func (t *table) fits(key []byte, e entry, room int) bool {
+func (t *table) fits(key []byte, e *entry, room int) bool {
 	return len(t.arena)-t.dead+recordLen(key, e, room) < t.maxArena()
 }
 
-func recordLen(key []byte, e entry, room int) int {
+func recordLen(key []byte, e *entry, room int) int {
 	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*kinds[e.kind].words
 	if _, implicit := implicitHead(e); !implicit {
 		n += 8
@@ -276,7 +286,7 @@ func recordLen(key []byte, e entry, room int) int {
 
 // insert adds key (hash h, not present) with e, which must fit, in a
 // record with room for room hits if e is a sliding log.
-func (t *table) insert(key []byte, h uint64, e entry, room int) {
+func (t *table) insert(key []byte, h uint64, e *entry, room int) {
 	if (t.count+1)*4 > len(t.slots)*3 {
 		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
 	}
@@ -292,7 +302,7 @@ func (t *table) insert(key []byte, h uint64, e entry, room int) {
 
 // replace writes key (the key of slot i) with e, which must fit, as a new
 // record and points slot i at it; the old record becomes dead bytes.
-func (t *table) replace(i int, key []byte, e entry, room int) {
+func (t *table) replace(i int, key []byte, e *entry, room int) {
 	ref := t.addRecord(key, e, room) // may compact, which moves the old record: read its offset after
 	t.free(uint32(t.slots[i]))
 	t.slots[i] = t.slots[i]&^refMask | uint64(ref)
@@ -303,7 +313,7 @@ func (t *table) replace(i int, key []byte, e entry, room int) {
 // a sliding log, and returns its offset: in a dead record of its size if
 // there is one, else at the end of the arena, growing it by an eighth at a
 // time (compacting instead when enough of it is dead).
-func (t *table) addRecord(key []byte, e entry, room int) uint32 {
+func (t *table) addRecord(key []byte, e *entry, room int) uint32 {
 	head, implicit := implicitHead(e)
 	if !implicit {
 		head = byte(e.kind)
@@ -342,7 +352,7 @@ func (t *table) addRecord(key []byte, e entry, room int) uint32 {
 
 // writeRecord writes the record for key and e at ref, whose bytes are
 // free.
-func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e entry, room int) {
+func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e *entry, room int) {
 	rec := t.arena[ref:]
 	rec[0] = head | t.dirtyBit // not used again yet: see victimLocked
 	p := 1 + binary.PutUvarint(rec[1:], uint64(len(key)))

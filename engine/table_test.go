@@ -188,7 +188,7 @@ func TestTableAgainstAModel(t *testing.T) {
 		if i >= 0 {
 			ref = uint32(tb.slots[i])
 		}
-		if !tb.put(i, []byte(k), h, e) {
+		if !tb.put(i, []byte(k), h, &e) {
 			t.Fatalf("step %d: put refused with no limit", step)
 		}
 		if j := tb.find([]byte(k), h); i >= 0 && (j != i || uint32(tb.slots[j]) != ref) {
@@ -224,7 +224,7 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
 	tat := now0 + 2_000_900_000
-	tb.insert(k, h, entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}, 0)
+	tb.insert(k, h, &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}, 0)
 	if len(tb.arena) != 27 {
 		t.Fatalf("record of %d bytes, want 27", len(tb.arena))
 	}
@@ -232,14 +232,14 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 		{kind: KindGCRA, expireMs: tat/1e6 - 1, a: tat},
 		{kind: KindGCRA, expireMs: (tat + 5e9) / 1e6, a: tat + 5e9},
 	} {
-		if !tb.update(tb.find(k, h), e) {
+		if !tb.update(tb.find(k, h), &e) {
 			t.Fatalf("update to %+v refused", e)
 		}
 		if got := tb.entryAt(tb.find(k, h)); fmt.Sprint(got) != fmt.Sprint(e) {
 			t.Fatalf("update to %+v: got %+v", e, got)
 		}
 	}
-	if tb.update(tb.find(k, h), entry{kind: KindGCRA, expireMs: tat/1e6 + 3, a: tat}) {
+	if tb.update(tb.find(k, h), &entry{kind: KindGCRA, expireMs: tat/1e6 + 3, a: tat}) {
 		t.Fatal("an expiry the record cannot derive must not be written in place")
 	}
 }
@@ -250,7 +250,7 @@ func TestTableCompactsDeadRecords(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	for i := range 10000 {
 		// expireMs is not floor(a/1e6) or one less: stored explicitly.
-		tb.insert(key(i), maphash.Bytes(seed, key(i)), entry{kind: KindGCRA, expireMs: int64(i) + 5, a: int64(i)}, 0)
+		tb.insert(key(i), maphash.Bytes(seed, key(i)), &entry{kind: KindGCRA, expireMs: int64(i) + 5, a: int64(i)}, 0)
 	}
 	if got := len(tb.arena); got != 10000*35 {
 		t.Fatalf("arena %d bytes for 10000 17-byte GCRA keys with explicit expiry, want 350000", got)
@@ -282,7 +282,7 @@ func TestTableBytesPerKey(t *testing.T) {
 	for i := range 20000 {
 		k := fmt.Appendf(nil, "user:%012d", i)
 		tat := now0 + int64(i)*1e6 + 7e8
-		tb.insert(k, maphash.Bytes(seed, k), entry{kind: KindGCRA, expireMs: tat/1e6 - int64(i%2), a: tat}, 0)
+		tb.insert(k, maphash.Bytes(seed, k), &entry{kind: KindGCRA, expireMs: tat/1e6 - int64(i%2), a: tat}, 0)
 		if n := i + 1; n >= 1000 {
 			if perKey := float64(tb.memory()) / float64(n); perKey > worst {
 				worst, at = perKey, n
@@ -305,7 +305,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 		k := key(i)
 		h := maphash.Bytes(seed, k)
 		tat := now0 + int64(i)*1e6
-		return sh.putLocked(k, h, sh.t.find(k, h), entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat})
+		return sh.putLocked(k, h, sh.t.find(k, h), &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat})
 	}
 	n := 0
 	for ; put(n) == nil; n++ {
@@ -328,7 +328,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 		k := short(i)
 		h := maphash.Bytes(seed, k)
 		tat := now0 + int64(i)*1e6
-		if err := sh.putLocked(k, h, -1, entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}); err != nil {
+		if err := sh.putLocked(k, h, -1, &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -352,7 +352,7 @@ func TestTableReusesDeadRecords(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	put := func(i int) {
 		k := key(i)
-		tb.put(-1, k, maphash.Bytes(seed, k), entry{kind: KindGCRA, expireMs: 5, a: int64(i)})
+		tb.put(-1, k, maphash.Bytes(seed, k), &entry{kind: KindGCRA, expireMs: 5, a: int64(i)})
 	}
 	for i := range 1000 {
 		put(i)
@@ -390,7 +390,7 @@ func TestTableLogRecords(t *testing.T) {
 	h := maphash.Bytes(seed, k)
 	put := func(log []limiter.Hit) uint32 {
 		t.Helper()
-		if !tb.put(tb.find(k, h), k, h, entry{kind: KindSlidingLog, expireMs: 7, log: log}) {
+		if !tb.put(tb.find(k, h), k, h, &entry{kind: KindSlidingLog, expireMs: 7, log: log}) {
 			t.Fatalf("a log of %d hits refused", len(log))
 		}
 		i := tb.find(k, h)
@@ -484,7 +484,7 @@ func TestTableLogAtTheLimit(t *testing.T) {
 	k := []byte("log")
 	h := maphash.Bytes(seed, k)
 	put := func(key []byte, e entry) error {
-		return sh.putLocked(key, maphash.Bytes(seed, key), sh.t.find(key, maphash.Bytes(seed, key)), e)
+		return sh.putLocked(key, maphash.Bytes(seed, key), sh.t.find(key, maphash.Bytes(seed, key)), &e)
 	}
 	var log []limiter.Hit
 	for {

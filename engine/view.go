@@ -56,12 +56,11 @@ func (v *View) Throttle(key []byte, p limiter.GCRAParams) (limiter.Result, error
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok, err := v.findLocked(sh, key, h, KindGCRA, now)
-	if err != nil {
+	var o op
+	if err := v.findLocked(sh, key, h, KindGCRA, now, &o); err != nil {
 		return limiter.Result{}, err
 	}
-	e, out, err := gcraStep(e, ok, now, p)
-	return v.finishLocked(sh, key, h, i, e, ok, now, out, err)
+	return v.finishLocked(sh, key, h, now, &o, gcraStep(&o, now, p))
 }
 
 // TokenBucket applies TB.TAKE with a validated request r to key.
@@ -70,12 +69,11 @@ func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Re
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok, err := v.findLocked(sh, key, h, KindTokenBucket, now)
-	if err != nil {
+	var o op
+	if err := v.findLocked(sh, key, h, KindTokenBucket, now, &o); err != nil {
 		return limiter.Result{}, err
 	}
-	e, out, err := tokenBucketStep(e, ok, now, r)
-	return v.finishLocked(sh, key, h, i, e, ok, now, out, err)
+	return v.finishLocked(sh, key, h, now, &o, tokenBucketStep(&o, now, r))
 }
 
 // SlidingWindow applies SW.HIT with a validated request r to key: the
@@ -88,12 +86,11 @@ func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limite
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok, err := v.findLocked(sh, key, h, KindSlidingWindow, now)
-	if err != nil {
+	var o op
+	if err := v.findLocked(sh, key, h, KindSlidingWindow, now, &o); err != nil {
 		return limiter.Result{}, err
 	}
-	e, out, err := slidingWindowStep(e, ok, now, r)
-	return v.finishLocked(sh, key, h, i, e, ok, now, out, err)
+	return v.finishLocked(sh, key, h, now, &o, slidingWindowStep(&o, now, r))
 }
 
 // FixedWindow applies FW.INCR with a validated request r to key.
@@ -102,72 +99,82 @@ func (v *View) FixedWindow(key []byte, r limiter.FixedWindowRequest) (limiter.Re
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok, err := v.findLocked(sh, key, h, KindFixedWindow, now)
-	if err != nil {
+	var o op
+	if err := v.findLocked(sh, key, h, KindFixedWindow, now, &o); err != nil {
 		return limiter.Result{}, err
 	}
-	e, out, err := fixedWindowStep(e, ok, now, r)
-	return v.finishLocked(sh, key, h, i, e, ok, now, out, err)
+	return v.finishLocked(sh, key, h, now, &o, fixedWindowStep(&o, now, r))
 }
 
 // The steps of the four commands: each moves a key's state between its
 // entry and its algorithm's state type. The single-key methods above and
 // ApplyAll (multi.go) run the same ones.
 
-func gcraStep(e entry, exists bool, now int64, p limiter.GCRAParams) (entry, limiter.Outcome, error) {
-	st, out, err := limiter.GCRA(limiter.GCRAState{TAT: e.a}, exists, now, p)
-	e.a = st.TAT
-	return e, out, err
+func gcraStep(o *op, now int64, p limiter.GCRAParams) error {
+	st, out, err := limiter.GCRA(limiter.GCRAState{TAT: o.e.a}, o.ok, now, p)
+	o.e.a, o.out = st.TAT, out
+	return err
 }
 
-func tokenBucketStep(e entry, exists bool, now int64, r limiter.TokenBucketRequest) (entry, limiter.Outcome, error) {
-	st, out, err := limiter.TokenBucket(limiter.TokenBucketState{FullAt: e.a, Rem: e.b}, exists, now, r)
-	e.a, e.b = st.FullAt, st.Rem
-	return e, out, err
+func tokenBucketStep(o *op, now int64, r limiter.TokenBucketRequest) error {
+	st, out, err := limiter.TokenBucket(limiter.TokenBucketState{FullAt: o.e.a, Rem: o.e.b}, o.ok, now, r)
+	o.e.a, o.e.b, o.out = st.FullAt, st.Rem, out
+	return err
 }
 
-func slidingLogStep(e entry, _ bool, now int64, r limiter.SlidingWindowRequest) (entry, limiter.Outcome, error) {
-	hits, out, err := limiter.SlidingLog(e.log, now, r)
-	e.log = hits
-	return e, out, err
+func slidingLogStep(o *op, now int64, r limiter.SlidingWindowRequest) error {
+	hits, out, err := limiter.SlidingLog(o.e.log, now, r)
+	o.e.log, o.out = hits, out
+	return err
 }
 
-func slidingWindowStep(e entry, exists bool, now int64, r limiter.SlidingWindowRequest) (entry, limiter.Outcome, error) {
-	st, out, err := limiter.SlidingWindow(limiter.SlidingWindowState{Start: e.a, Prev: e.b, Curr: e.c}, exists, now, r)
-	e.a, e.b, e.c = st.Start, st.Prev, st.Curr
-	return e, out, err
+func slidingWindowStep(o *op, now int64, r limiter.SlidingWindowRequest) error {
+	st, out, err := limiter.SlidingWindow(limiter.SlidingWindowState{Start: o.e.a, Prev: o.e.b, Curr: o.e.c}, o.ok, now, r)
+	o.e.a, o.e.b, o.e.c, o.out = st.Start, st.Prev, st.Curr, out
+	return err
 }
 
-func fixedWindowStep(e entry, exists bool, now int64, r limiter.FixedWindowRequest) (entry, limiter.Outcome, error) {
-	st, out, err := limiter.FixedWindow(limiter.FixedWindowState{Start: e.a, Count: e.b}, exists, now, r)
-	e.a, e.b = st.Start, st.Count
-	return e, out, err
+func fixedWindowStep(o *op, now int64, r limiter.FixedWindowRequest) error {
+	st, out, err := limiter.FixedWindow(limiter.FixedWindowState{Start: o.e.a, Count: o.e.b}, o.ok, now, r)
+	o.e.a, o.e.b, o.out = st.Start, st.Count, out
+	return err
 }
 
 // Every limiter command takes one path, in two halves around its
 // algorithm's step (a function above): findLocked, then finishLocked, both
-// under the key's shard lock. (The halves are called directly rather than
-// around a step passed as a function value: the indirect call and the
-// entry copied in and out of it cost about a tenth of a request.)
+// under the key's shard lock. The halves are called directly rather than
+// around a step passed as a function value, and they share one op on the
+// caller's stack by pointer: the indirect call, and the entry and outcome
+// copied in and out of each function by value, cost a fifth of a pipelined
+// request (bench/RESULTS.md).
 
-// findLocked finds key (hash h) in sh for a command of kind kind at now:
-// its slot i (-1: none), its entry e (zero but for its kind and, for a
-// sliding log, an empty log with room to grow, when there is no key), and
-// whether it exists. It refuses a key of another kind (ErrWrongType).
-func (v *View) findLocked(sh *shard, key []byte, h uint64, kind Kind, now int64) (int, entry, bool, error) {
-	i, e, ok := sh.getLocked(key, h, unixMs(now))
-	sh.countLookup(ok)
-	if ok && e.kind != kind {
-		return -1, entry{}, false, ErrWrongType
+// op is one limiter command's state between its halves: the key's slot i
+// (-1: none), whether it exists, its entry e, and the step's outcome.
+type op struct {
+	i   int
+	ok  bool
+	e   entry
+	out limiter.Outcome
+}
+
+// findLocked finds key (hash h) in sh for a command of kind kind at now
+// and fills o: the key's slot, whether it exists, and its entry (zero but
+// for its kind and, for a sliding log, an empty log with room to grow,
+// when there is no key). It refuses a key of another kind (ErrWrongType).
+func (v *View) findLocked(sh *shard, key []byte, h uint64, kind Kind, now int64, o *op) error {
+	o.i, o.ok = sh.getLocked(key, h, unixMs(now), &o.e)
+	sh.countLookup(o.ok)
+	if o.ok && o.e.kind != kind {
+		return ErrWrongType
 	}
-	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
-		sh.t.touch(i) // for eviction: see victimLocked
+	if o.ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
+		sh.t.touch(o.i) // for eviction: see victimLocked
 	}
-	e.kind = kind
+	o.e.kind = kind
 	if kinds[kind].log {
-		e.log = sh.t.logAt(i) // none if i < 0; room for the hit the step may add
+		o.e.log = sh.t.logAt(o.i) // none if i < 0; room for the hit the step may add
 	}
-	return i, e, ok, nil
+	return nil
 }
 
 // slidingLog applies SW.HIT EXACT r to key: in the key's record when it
@@ -177,50 +184,50 @@ func (v *View) slidingLog(key []byte, r limiter.SlidingWindowRequest) (limiter.R
 	v.lock(sh)
 	defer v.unlock(sh)
 	now := v.e.clock.Now()
-	i, e, ok := sh.getLocked(key, h, unixMs(now))
-	sh.countLookup(ok)
-	if ok && e.kind != KindSlidingLog {
+	var o op
+	o.i, o.ok = sh.getLocked(key, h, unixMs(now), &o.e)
+	sh.countLookup(o.ok)
+	if o.ok && o.e.kind != KindSlidingLog {
 		return limiter.Result{}, ErrWrongType
 	}
-	if ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
-		sh.t.touch(i) // for eviction: see victimLocked
+	if o.ok && Policy(v.e.limit.policy.Load()) == EvictLRU {
+		sh.t.touch(o.i) // for eviction: see victimLocked
 	}
-	if ok {
-		if res, done, err := sh.inPlaceLocked(key, h, i, now, r); done {
+	if o.ok {
+		if res, done, err := sh.inPlaceLocked(key, h, o.i, now, r); done {
 			return res, err
 		}
 	}
-	e.kind, e.log = KindSlidingLog, sh.t.logAt(i)
-	e, out, err := slidingLogStep(e, ok, now, r)
-	return v.finishLocked(sh, key, h, i, e, ok, now, out, err)
+	o.e.kind, o.e.log = KindSlidingLog, sh.t.logAt(o.i)
+	return v.finishLocked(sh, key, h, now, &o, slidingLogStep(&o, now, r))
 }
 
-// finishLocked is the second half of every limiter command: given what
-// its step returned for the entry e of key (hash h) in slot i (ok: it
-// existed), it stores or removes the key as out says and counts the
-// request; err, the step's, is returned as it is.
-func (v *View) finishLocked(sh *shard, key []byte, h uint64, i int, e entry, ok bool, now int64, out limiter.Outcome, err error) (limiter.Result, error) {
-	kind := e.kind
+// finishLocked is the second half of every limiter command: given o,
+// which its step filled for key (hash h), and err, the step's, it stores
+// or removes the key as o.out says and counts the request; err is
+// returned as it is.
+func (v *View) finishLocked(sh *shard, key []byte, h uint64, now int64, o *op, err error) (limiter.Result, error) {
 	if err != nil {
 		return limiter.Result{}, err
 	}
-	switch out.Write {
+	kind := o.e.kind
+	switch o.out.Write {
 	case limiter.WriteStore:
-		e.expireMs = out.ExpireMs
-		if i < 0 && v.e.overLimit() {
-			if err := sh.makeRoomLocked(Policy(v.e.limit.policy.Load()), recordLen(key, e, max(len(e.log), 2))); err != nil {
+		o.e.expireMs = o.out.ExpireMs
+		if o.i < 0 && v.e.overLimit() {
+			if err := sh.makeRoomLocked(Policy(v.e.limit.policy.Load()), recordLen(key, &o.e, max(len(o.e.log), 2))); err != nil {
 				return limiter.Result{}, err
 			}
 		}
-		if err := sh.putLocked(key, h, i, e); err != nil {
+		if err := sh.putLocked(key, h, o.i, &o.e); err != nil {
 			return limiter.Result{}, err
 		}
 	case limiter.WriteDelete:
-		if ok {
-			sh.removeLocked(i)
+		if o.ok {
+			sh.removeLocked(o.i)
 		}
 	}
-	if out.Result.Limited {
+	if o.out.Result.Limited {
 		sh.limited[kind]++
 		if sh.top == nil {
 			sh.top = new(topK) // once per shard
@@ -229,7 +236,7 @@ func (v *View) finishLocked(sh *shard, key []byte, h uint64, i int, e entry, ok 
 	} else {
 		sh.allowed[kind]++
 	}
-	return out.Result, nil
+	return o.out.Result, nil
 }
 
 // lookup returns key's live entry, taking its shard's lock as needed.
@@ -238,7 +245,8 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	v.lock(sh)
 	defer v.unlock(sh)
 	nowMs := unixMs(v.e.clock.Now())
-	_, e, ok := sh.getLocked(key, h, nowMs)
+	var e entry
+	_, ok := sh.getLocked(key, h, nowMs, &e)
 	sh.countLookup(ok)
 	return e, ok, nowMs
 }
@@ -283,7 +291,8 @@ func (v *View) Del(key []byte) bool {
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	i, _, ok := sh.getLocked(key, h, unixMs(v.e.clock.Now()))
+	var e entry
+	i, ok := sh.getLocked(key, h, unixMs(v.e.clock.Now()), &e)
 	if ok {
 		sh.removeLocked(i)
 	}
