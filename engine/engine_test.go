@@ -482,19 +482,18 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 1000e9, Limit: 1000, Increment: 1e9}
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	loc := e.Ahead()
-	loc.Prefetch(ahead.Hint{}) // the zero Hint does nothing
-	loc.PrefetchRecord(ahead.Hint{})
+	loc.Prefetch([]ahead.Hint{{}}) // the zero Hint does nothing
+	loc.PrefetchRecords([]ahead.Hint{{}})
 	stale := loc.Locate(key(0))
-	loc.Prefetch(stale)
+	loc.Prefetch([]ahead.Hint{stale})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := range 5000 {
-			h := loc.Locate(key(i % 700))
-			loc.Prefetch(h)
-			loc.PrefetchRecord(h)
-			loc.PrefetchRecord(stale)
+			hs := []ahead.Hint{loc.Locate(key(i % 700)), stale}
+			loc.Prefetch(hs)
+			loc.PrefetchRecords(hs)
 		}
 	}()
 	for i := range 1000 {
@@ -507,11 +506,11 @@ func TestPrefetchChangesNothing(t *testing.T) {
 	}
 	wg.Wait()
 	e.Flush()
-	loc.PrefetchRecord(stale)
+	loc.PrefetchRecords([]ahead.Hint{stale})
 	for i := range 1000 {
-		h := loc.Locate(key(i))
-		loc.Prefetch(h)
-		loc.PrefetchRecord(h)
+		hs := []ahead.Hint{loc.Locate(key(i))}
+		loc.Prefetch(hs)
+		loc.PrefetchRecords(hs)
 		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
 			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
 		}
@@ -657,11 +656,9 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 				if group > 1 {
 					for j, k := range batch {
 						hints[j] = loc.Locate(k)
-						loc.Prefetch(hints[j])
 					}
-					for _, h := range hints {
-						loc.PrefetchRecord(h)
-					}
+					loc.Prefetch(hints)
+					loc.PrefetchRecords(hints)
 				}
 				for _, k := range batch {
 					clock.Advance(1000)

@@ -8,7 +8,7 @@ import (
 // The engine's side of reading ahead (see package internal/ahead): a
 // locator that works out where a key lives and prefetches its index slot
 // and record, and a View that takes the located key instead of hashing it
-// again. Prefetch and PrefetchRecord take the shard's lock for a few
+// again. Prefetch and PrefetchRecords take the shard's lock for a few
 // instructions, so they are race-free; a prefetch does not wait for its
 // line (nor does the lock wait for it), and it never faults.
 
@@ -33,52 +33,64 @@ func (l locator) Locate(key []byte) ahead.Hint {
 
 // shardOfHint returns h's shard, or nil when h is the zero Hint or
 // another engine's.
-func (e *Engine) shardOfHint(h ahead.Hint) *shard {
+func (e *Engine) shardOfHint(h *ahead.Hint) *shard {
 	if h.Owner != e.id {
 		return nil
 	}
 	return &e.shards[h.Shard]
 }
 
-func (l locator) Prefetch(h ahead.Hint) {
-	s := l.e.shardOfHint(h)
-	if s == nil {
-		return
+func (l locator) Prefetch(hs []ahead.Hint) {
+	for i := range hs {
+		h := &hs[i]
+		s := l.e.shardOfHint(h)
+		if s == nil {
+			continue
+		}
+		s.mu.Lock()
+		if t := &s.t; len(t.slots) > 0 {
+			prefetch.Load(&t.slots[t.home(slotTag(h.Hash))])
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	if t := &s.t; len(t.slots) > 0 {
-		prefetch.Load(&t.slots[t.home(slotTag(h.Hash))])
-	}
-	s.mu.Unlock()
 }
 
-func (l locator) PrefetchRecord(h ahead.Hint) {
-	s := l.e.shardOfHint(h)
-	if s == nil {
+func (l locator) PrefetchRecords(hs []ahead.Hint) {
+	for i := range hs {
+		h := &hs[i]
+		s := l.e.shardOfHint(h)
+		if s == nil {
+			continue
+		}
+		s.mu.Lock()
+		s.t.prefetchRecord(slotTag(h.Hash))
+		s.mu.Unlock()
+	}
+}
+
+// prefetchRecord starts loading the record of the key whose slot tag is
+// tag, when its home slot or the next holds it: most probes end there.
+// The table's lock is held.
+func (t *table) prefetchRecord(tag uint64) {
+	if len(t.slots) == 0 {
 		return
 	}
-	s.mu.Lock()
-	t := &s.t
-	if len(t.slots) > 0 {
-		tag := slotTag(h.Hash)
-		i := t.home(tag)
-		for range 2 { // the home slot and the next: most probes end there
-			sl := t.slots[i]
-			if sl == 0 {
-				break
-			}
-			if sl&^refMask == tag {
-				if ref := int(uint32(sl)); ref < len(t.arena) {
-					prefetch.Load(&t.arena[ref])
-					// A short key's record may cross into the next line.
-					prefetch.Load(&t.arena[min(ref+31, len(t.arena)-1)])
-				}
-				break
-			}
-			i = t.next(i)
+	i := t.home(tag)
+	for range 2 {
+		sl := t.slots[i]
+		if sl == 0 {
+			return
 		}
+		if sl&^refMask == tag {
+			if ref := int(uint32(sl)); ref < len(t.arena) {
+				prefetch.Load(&t.arena[ref])
+				// A short key's record may cross into the next line.
+				prefetch.Load(&t.arena[min(ref+31, len(t.arena)-1)])
+			}
+			return
+		}
+		i = t.next(i)
 	}
-	s.mu.Unlock()
 }
 
 // expecter is a View taking Expect.

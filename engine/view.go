@@ -26,7 +26,7 @@ func (e *Engine) NewView() *View { return &View{e: e} }
 func (v *View) locate(key []byte) (*shard, uint64) {
 	if h := v.hint; h.Owner != 0 { // never set on a shared View: see Ahead
 		v.hint = ahead.Hint{}
-		if s := v.e.shardOfHint(h); s != nil && h.Of(key) {
+		if s := v.e.shardOfHint(&h); s != nil && h.Of(key) {
 			return s, h.Hash
 		}
 	}

@@ -11,7 +11,7 @@ import (
 // command up and locates its key in the engine (see internal/ahead). When the
 // group has more than one request, it then starts loading every key's
 // index slot, and once those lines are on their way, every record
-// (the locator's Prefetch, PrefetchRecord). With a million keys each request would
+// (the locator's Prefetch, PrefetchRecords). With a million keys each request would
 // otherwise wait for two cache misses in turn; this way the misses of a
 // whole group overlap, and the group's first requests are served from
 // lines that arrived while the rest were being asked for.
@@ -39,7 +39,8 @@ type aheadReq struct {
 type lookahead struct {
 	next int // where the first request not yet read ahead starts; -1: stop reading ahead in this batch
 	reqs [groupMax]aheadReq
-	n, k int // reqs[k:n] have been read ahead and not yet run
+	keys [groupMax]ahead.Hint // reqs[i].key, side by side for the prefetches
+	n, k int                  // reqs[k:n] have been read ahead and not yet run
 }
 
 // reset starts a new batch at offset r of the read buffer.
@@ -82,11 +83,10 @@ func (la *lookahead) advance(b []byte, r int, lim bounds, t *commands.Table, e a
 		return // a lone request's misses would be waited for at once anyway
 	}
 	for i := range n {
-		e.Prefetch(la.reqs[i].key)
+		la.keys[i] = la.reqs[i].key
 	}
-	for i := range n {
-		e.PrefetchRecord(la.reqs[i].key)
-	}
+	e.Prefetch(la.keys[:n])
+	e.PrefetchRecords(la.keys[:n])
 }
 
 // take returns the request read ahead that starts at r, or nil when none

@@ -8,8 +8,8 @@
 //
 //	loc := eng.Ahead()        // once per server
 //	h := loc.Locate(key)      // the key's shard and hash; touches no table
-//	loc.Prefetch(h)           // a group of requests ahead: the slot's line
-//	loc.PrefetchRecord(h)     // then the record's line
+//	loc.Prefetch(hs)          // a group of requests ahead: their slots' lines
+//	loc.PrefetchRecords(hs)   // then their records' lines
 //	view.Ahead().Expect(h)    // the client's next call on key takes h
 //
 // This is machinery for the server, not API for users: it lives under
@@ -52,13 +52,14 @@ func (h Hint) Of(key []byte) bool {
 type Locator interface {
 	// Locate works out key's shard and hash.
 	Locate(key []byte) Hint
-	// Prefetch starts loading the index slot where h's key would be
-	// found. The zero Hint does nothing.
-	Prefetch(h Hint)
-	// PrefetchRecord starts loading the record of h's key, when its home
-	// slot (the one Prefetch loads) or the next holds it. The zero Hint
-	// does nothing.
-	PrefetchRecord(h Hint)
+	// Prefetch starts loading the index slot where each hint's key would
+	// be found. Zero Hints do nothing. (A group at a time: one call through
+	// the interface per group rather than per request.)
+	Prefetch(hs []Hint)
+	// PrefetchRecords starts loading the record of each hint's key, when
+	// its home slot (the one Prefetch loads) or the next holds it. Zero
+	// Hints do nothing.
+	PrefetchRecords(hs []Hint)
 }
 
 // An Expecter is one client's view of an engine, told which key comes
