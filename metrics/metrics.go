@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"net/http"
+	"regexp"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -68,6 +69,10 @@ var (
 	descRejected = prometheus.NewDesc("cellserver_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
 )
+
+// runtimeLatencies selects the runtime/metrics histograms of scheduling
+// latency and stop-the-world pauses.
+var runtimeLatencies = regexp.MustCompile(`^/sched/(latencies|pauses/total/(gc|other)):seconds$`)
 
 // Collector is a prometheus.Collector over a Source.
 type Collector struct {
@@ -135,11 +140,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime
-// and process collectors, in a registry of its own.
+// and process collectors, in a registry of its own. The Go collector adds
+// two histograms to its defaults, for explaining tail latency: how long
+// goroutines waited to run (go_sched_latencies_seconds) and the
+// stop-the-world pauses (go_sched_pauses_total_gc_seconds and
+// go_sched_pauses_total_other_seconds). A request slower than both was
+// delayed outside the Go runtime: by the operating system's scheduler or
+// the network.
 func Handler(src Source) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(src),
-		collectors.NewGoCollector(),
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+			collectors.GoRuntimeMetricsRule{Matcher: runtimeLatencies})),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }
