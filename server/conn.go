@@ -73,8 +73,7 @@ type conn struct {
 	p   parser
 	la  lookahead
 
-	deadline  bool // a read deadline is set
-	oneThread bool // GOMAXPROCS is 1: see the yield before a batch's flush
+	deadline bool // a read deadline is set
 
 	writeBy   int64     // the write deadline set, Unix ns; 0: set it again
 	softSince time.Time // since when more than the soft limit waits; zero: not above it
@@ -154,7 +153,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	c.p.release()
 	if ran > 0 {
 		c.cl.Touch(c.s.nowSec.Load())
-		if ran > 1 && c.oneThread {
+		if ran > 1 && c.s.oneThread.Load() {
 			// A pipelined batch: let the connections whose requests are
 			// already in hand run theirs before this reply goes out, so
 			// that replies leave in bursts. A client that went to sleep

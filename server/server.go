@@ -54,6 +54,8 @@ type Server struct {
 	nextID atomic.Int64
 	nowSec atomic.Int64 // a coarse clock for CLIENT LIST's idle
 
+	oneThread atomic.Bool // GOMAXPROCS is 1, as of the last cron tick: see the yield before a batch's flush
+
 	// raiseFDs raises the open file limit towards what it is asked
 	// (fdlimit.Raise; tests replace it), for maxclients.
 	raiseFDs   func(want uint64) (limit uint64, ok bool, err error)
@@ -135,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 	for _, d := range cfg.Ignored {
 		s.log.Debug("Directive accepted without effect: " + d)
 	}
+	s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 	eng.Start()
 	go s.cron()
 	return s, nil
@@ -191,6 +194,9 @@ func (s *Server) cron() {
 			if tick%4 != 0 {
 				continue
 			}
+			// The thread count may change while running (cmd/cellserver's
+			// sizing, with the threads setting at 0).
+			s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 			tables := s.eng.Stats().TableBytes
 			held, live := spare(heap)
 			if rel.check(now, tables, held, live) {
@@ -372,7 +378,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		return nil
 	}
 	nc = rawconn.Wrap(nc)
-	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc), oneThread: runtime.GOMAXPROCS(0) == 1}
+	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc)}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
 		Addr:       nc.RemoteAddr().String(),

@@ -158,6 +158,11 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}()
+	if cfg.Threads == 0 {
+		stopSizing := make(chan struct{})
+		defer close(stopSizing)
+		go sizeThreads(stopSizing, srv.Logf)
+	}
 	err = srv.ListenAndServe()
 	if errors.Is(err, server.ErrServerClosed) {
 		<-srv.Done()
