@@ -269,6 +269,24 @@ func (n *Node) Peek(slot int) (Status, string) {
 // many it has received.
 func (n *Node) Moved() (out, in int64) { return n.moved.Load(), n.gained.Load() }
 
+// Stats are a node's counters, as Stats reads them.
+type Stats struct {
+	KeysOut, KeysIn int64 // as Moved returns them
+	SlotsServed     int   // slots this node answers for now
+	Members         int   // live members this node knows, itself included
+}
+
+// Stats reads the node's counters: atomic loads only, no lock.
+func (n *Node) Stats() Stats {
+	st := Stats{KeysOut: n.moved.Load(), KeysIn: n.gained.Load(), Members: len(n.top.Load().members)}
+	for s := range n.slots {
+		if n.slots[s].state.Load() == serving {
+			st.SlotsServed++
+		}
+	}
+	return st
+}
+
 // Meet joins the cluster of the member whose client port is port at host;
 // its gossip port is busPort, or port+BusPortOffset when busPort is 0.
 func (n *Node) Meet(host string, port, busPort int) error {

@@ -199,6 +199,12 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	if out, _ := a.Moved(); out != int64(onB) {
 		t.Errorf("a handed over %d keys, want %d", out, onB)
 	}
+	sa, sb := a.Stats(), b.Stats()
+	if sa.SlotsServed+sb.SlotsServed != engine.SlotCount || sb.SlotsServed != counts[b.ID()] ||
+		sa.Members != 2 || sb.Members != 2 || sa.KeysOut != int64(onB) || sb.KeysIn != int64(onB) {
+		t.Errorf("Stats: a %+v, b %+v; want the %d slots split as the map says (b %d), 2 members, %d keys moved",
+			sa, sb, engine.SlotCount, counts[b.ID()], onB)
+	}
 	stop = watchOverlap(t, a, b)
 	if err := b.Leave(); err != nil {
 		t.Fatal(err)

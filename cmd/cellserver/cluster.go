@@ -6,6 +6,7 @@ import (
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -84,4 +85,18 @@ func (r router) Topology() commands.ClusterTopology {
 			Myself: n.Myself, Leaving: n.Leaving, Slots: n.Slots})
 	}
 	return out
+}
+
+// clusterMetrics is a metrics source that reports its cluster node too,
+// from the node's counters.
+type clusterMetrics struct {
+	metrics.Source
+	node *cluster.Node
+}
+
+var _ metrics.ClusterSource = clusterMetrics{}
+
+func (m clusterMetrics) Cluster() (metrics.ClusterStats, bool) {
+	st := m.node.Stats()
+	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members}, true
 }

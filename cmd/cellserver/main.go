@@ -135,7 +135,11 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer os.Remove(cfg.PidFile)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(srv, cfg.MetricsAddr)
+		var src metrics.Source = srv
+		if node != nil {
+			src = clusterMetrics{srv, node}
+		}
+		stop, err := serveMetrics(srv, src, cfg.MetricsAddr)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -293,15 +297,15 @@ func (p *persistence) Close() error {
 	return p.store.Close()
 }
 
-// serveMetrics serves srv's Prometheus metrics over HTTP at addr's
-// /metrics until stop is called.
-func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
+// serveMetrics serves src's Prometheus metrics (srv's, and its cluster
+// node's) over HTTP at addr's /metrics until stop is called.
+func serveMetrics(srv *server.Server, src metrics.Source, addr string) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(srv))
+	mux.Handle("/metrics", metrics.Handler(src))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
 	srv.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())
