@@ -103,7 +103,8 @@ type Node struct {
 	peers      map[string]*redis.Client
 	fwd        map[string]chan *fwdConn // forwarding's idle connections, by owner address
 
-	life    sync.Mutex // serializes Start and Close
+	life    sync.Mutex     // serializes Start and Close
+	bg      sync.WaitGroup // rejoin
 	started atomic.Bool
 	moved   atomic.Int64 // keys handed to other nodes
 	gained  atomic.Int64 // keys received from other nodes
@@ -143,8 +144,9 @@ func New(cfg Config) (*Node, error) {
 func (n *Node) ID() string { return n.cfg.ID }
 
 // Start starts gossip on the bus port, joins the members of Config.Join
-// (when any answers) and begins serving eng's slots as the map gives
-// them. A node alone serves every slot, with the keys eng holds. A node
+// (when none answers, it serves alone and tries them again every second
+// until it has joined, or a member has met it) and begins serving eng's
+// slots as the map gives them. A node alone serves every slot, with the keys eng holds. A node
 // that joined others serves nothing until the previous owners hand its
 // slots over; the keys eng holds already (restored from a snapshot) are
 // older than any live copy, so they count only where no live node holds
@@ -180,6 +182,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 	}
 	n.ml = ml
 	joined := 0
+	var rejoin []string
 	if len(n.cfg.Join) > 0 {
 		var addrs []string
 		for _, j := range n.cfg.Join {
@@ -188,7 +191,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 		}
 		joined, err = ml.Join(addrs)
 		if err != nil && joined == 0 {
-			n.logf("warning", "cluster: could not join %v: %v; serving alone until a member meets this node", n.cfg.Join, err)
+			n.logf("warning", "cluster: could not join %v: %v; serving alone, and trying again every %v", n.cfg.Join, err, rejoinInterval)
+			rejoin = addrs
 		} else {
 			n.syncMembers(addrs)
 		}
@@ -225,7 +229,41 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.reconcile()
 	n.started.Store(true)
 	go n.loop()
+	if rejoin != nil {
+		n.bg.Add(1)
+		go n.rejoin(rejoin)
+	}
 	return nil
+}
+
+// rejoinInterval is how often a node whose cluster-join found no member
+// at start tries again.
+const rejoinInterval = time.Second
+
+// rejoin tries to join the members at addrs (gossip addresses) every
+// rejoinInterval until it has, or until another node has met this one:
+// nodes started at once, each naming others not gossiping yet, would
+// otherwise each serve every slot for ever.
+func (n *Node) rejoin(addrs []string) {
+	defer n.bg.Done()
+	t := time.NewTicker(rejoinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.ml.NumMembers() > 1 {
+			return
+		}
+		if _, err := n.ml.Join(addrs); err == nil {
+			n.syncMembers(addrs)
+			n.logf("notice", "cluster: joined through %v", n.cfg.Join)
+			n.poke()
+			return
+		}
+	}
 }
 
 // Started reports whether Start has run (and Close has not).
@@ -420,6 +458,7 @@ func (n *Node) Close() error {
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
+		n.bg.Wait() // a join under way ends within memberlist's TCP timeout
 		_ = n.ml.Shutdown()
 	}
 	n.peersMu.Lock()

@@ -51,6 +51,16 @@ func startNode(t *testing.T, join ...string) *testNode {
 // startNodeWith is startNode with fill run on the engine before Start.
 func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startNodeOn(t, ln, freePort(t), fill, join...)
+}
+
+// startNodeOn is startNodeWith on a given client listener and gossip port.
+func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engine), join ...string) *testNode {
+	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +68,8 @@ func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *tes
 	if fill != nil {
 		fill(eng)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, freePort(t)
+	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
 	cfg.Secret, cfg.Join, cfg.Local = "s3cret", join, true
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
@@ -425,5 +431,43 @@ func TestLifecycle(t *testing.T) {
 	defer eng.Close()
 	if err := n.Start(eng); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestJoinRetries: a node whose cluster-join names a member not up yet
+// serves alone, then joins it once it is up; keys it served meanwhile
+// keep their state.
+func TestJoinRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := freePort(t)
+	later := fmt.Sprintf("%s@%d", ln.Addr(), bus)
+	b := startNode(t, later) // nothing gossips at later yet
+	if st, _ := b.Peek(0); st != StatusLocal {
+		t.Fatalf("b, alone, does not serve slot 0: %v", st)
+	}
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("early%d", i))
+		for range 5 {
+			spend(t, b, keys[i])
+		}
+	}
+	a := startNodeOn(t, ln, bus, nil)
+	settled(t, a, b)
+	onA := 0
+	for _, k := range keys {
+		o := owner(t, k, a, b)
+		if o == a {
+			onA++
+		}
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s: %+v, want limited", k, r)
+		}
+	}
+	if onA == 0 {
+		t.Errorf("no key moved to a")
 	}
 }
