@@ -107,7 +107,7 @@ func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engin
 func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
 
 // settled waits until the nodes all see the same members and map, and
-// every slot is served by exactly one of them.
+// every slot is served by exactly one of them, its owner in the map.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -125,9 +125,12 @@ func settled(t *testing.T, nodes ...*testNode) {
 			for _, n := range nodes {
 				if st, _ := n.Peek(s); st == StatusLocal {
 					serving++
+					// Not the previous owner, still serving it because its
+					// hand-off failed and waits for a retry.
+					ok = ok && first.m.OwnerID(s) == n.ID()
 				}
 			}
-			ok = serving == 1
+			ok = ok && serving == 1
 		}
 		if ok {
 			return
