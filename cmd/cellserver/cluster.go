@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
+	"github.com/redis/go-redis/v9"
 )
 
 // newClusterNode builds the cluster node cfg's cluster settings describe
@@ -43,8 +45,22 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	if err != nil {
 		return nil, err
 	}
+	// The hand-off connections' client, go-redis, logs through a logger of
+	// its own for the whole process, to stderr: into the server's log.
+	redis.SetLogger(redisLogger(logf))
 	cfg.Router = router{n}
 	return n, nil
+}
+
+// redisLogger is go-redis's logger writing to the server's log, at
+// verbose level: what it says (a peer that does not answer) the node
+// reports itself when it matters.
+type redisLogger func(level, format string, args ...any)
+
+func (l redisLogger) Printf(_ context.Context, format string, args ...any) {
+	if l != nil {
+		l("verbose", "cluster: "+format, args...)
+	}
 }
 
 // isLoopback reports whether ip is a loopback address: a cluster on one

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,10 +10,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestClusterSettings(t *testing.T) {
@@ -105,5 +108,39 @@ func TestRunServesClusterMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+}
+
+// go-redis's own log lines (a hand-off peer that does not answer) go to
+// the server's log, not to stderr.
+func TestGoRedisLogsToServerLog(t *testing.T) {
+	cfg, _, err := parseArgs([]string{"--port", "7000", "--cluster-enabled", "yes", "--cluster-secret", "s"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lines []string
+	if _, err := newClusterNode(&cfg, func(level, format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, level+" "+fmt.Sprintf(format, args...))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
+	defer rdb.Close()
+	if err := rdb.Ping(context.Background()).Err(); err == nil {
+		t.Fatal("PING to a closed port answered")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "verbose cluster: redis: ") {
+		t.Errorf("server log: %q; want go-redis's dial failure at verbose level", lines)
 	}
 }
