@@ -32,5 +32,5 @@ start --port 7312 --cluster-enabled yes --cluster-secret bench --cluster-join 12
 sleep 2
 bench "3 nodes, redis-benchmark --cluster" --cluster -p 7310 -r 100000 FW.INCR '{tag}:__rand_int__' 1000000 60
 bench "3 nodes, plain client on a cluster-forward node (2/3 relayed)" -p 7312 -r 100000 FW.INCR 'key:__rand_int__' 1000000 60
-# The cost of a -MOVED round trip is not measured here: redis-benchmark
-# exits at the first error reply.
+# The cost of a -MOVED round trip and of forwarding is measured by
+# BenchmarkClusterRoute (bench/cluster_bench_test.go): redis-benchmark exits at the first error reply.

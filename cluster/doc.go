@@ -2,7 +2,9 @@
 // (github.com/hashicorp/memberlist, gossip encrypted with the shared
 // secret), the slot map (rendezvous hashing of slot and node id over the
 // live members), and the hand-off of a slot's keys, with their limiter
-// state, when its owner changes while the old owner is alive.
+// state, when its owner changes while the old owner is alive; keys a node
+// holds when it joins (a restored snapshot) go to their slots' owners as
+// restored copies, taken where no live copy is.
 //
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), memberlist and go-redis (the hand-off

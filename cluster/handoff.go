@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
@@ -18,7 +19,10 @@ import (
 //
 //	CLUSTER IMPORT <from-id> <to-id> <unix-ms> <flag> <payload> <mac>
 //
-// flag is "leaving" when the sender is leaving the cluster, else "-";
+// flag is "-" or a comma-separated list of: "leaving", the sender is
+// leaving the cluster; "restored", the keys are copies restored from the
+// sender's snapshot, older than any live copy, which the receiver takes
+// only for keys it does not hold, without serving the slots for that.
 // payload is, per slot, the slot and its record count as uvarints, then
 // the records (engine.Record.AppendBinary); mac is the hex HMAC-SHA256,
 // keyed by a hash of the cluster secret, of from-id, to-id, unix-ms, flag
@@ -26,11 +30,36 @@ import (
 // the to-id, the time is within maxSkew of its own and the MAC has not
 // been seen before (no replays), the sender is a live member, and every
 // slot in it is one the receiver owns; then it imports every record and
-// serves the slots. A leaving sender's flag counts as its gossiped
-// leave, which may not have reached the receiver yet.
+// serves the slots (a message of restored keys changes no slot's state).
+// A leaving sender's flag counts as its gossiped leave, which may not have
+// reached the receiver yet.
 
 // maxSkew is how far a hand-off message's time may be from the receiver's.
 const maxSkew = 60 * time.Second
+
+// A hand-off message's flags.
+const (
+	flagLeaving  = "leaving"
+	flagRestored = "restored"
+)
+
+// parseFlags reads a hand-off message's flag field.
+func parseFlags(flag string) (leaving, restored bool, err error) {
+	if flag == "-" {
+		return false, false, nil
+	}
+	for _, f := range strings.Split(flag, ",") {
+		switch f {
+		case flagLeaving:
+			leaving = true
+		case flagRestored:
+			restored = true
+		default:
+			return false, false, ErrBadHandoff
+		}
+	}
+	return leaving, restored, nil
+}
 
 // Errors Import returns.
 var (
@@ -98,7 +127,8 @@ func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
 // Import takes a hand-off message (CLUSTER IMPORT's arguments after
 // IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
 // comment above describes, imports its records and serves its slots. It
-// takes all of it or nothing.
+// takes all of it or nothing. With the flag "restored" it imports only the
+// records of keys it does not hold, and serves no slot for that.
 func (n *Node) Import(args [][]byte) error {
 	if len(args) != 6 {
 		return ErrBadHandoff
@@ -114,6 +144,10 @@ func (n *Node) Import(args [][]byte) error {
 	now := time.Now()
 	if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > maxSkew {
 		return ErrHandoffStale
+	}
+	leaving, restored, err := parseFlags(flag)
+	if err != nil {
+		return err
 	}
 	sections, err := decodePayload(payload)
 	if err != nil {
@@ -134,7 +168,7 @@ func (n *Node) Import(args [][]byte) error {
 	if !ok {
 		return ErrUnknownPeer
 	}
-	if flag == "leaving" && !sender.Leaving {
+	if leaving && !sender.Leaving {
 		n.leavers[from] = true
 		sender.Leaving = true
 		members[from] = sender
@@ -144,7 +178,10 @@ func (n *Node) Import(args [][]byte) error {
 	// the members as they are now.
 	m := n.currentMapLocked(members)
 	for _, sec := range sections {
-		if m.OwnerID(sec.slot) != n.cfg.ID || n.slots[sec.slot].state.Load() == moving {
+		st := n.slots[sec.slot].state.Load()
+		// Restored keys go only to a slot this node has taken up (serving,
+		// or pending its hand-off), whose keys it keeps track of.
+		if m.OwnerID(sec.slot) != n.cfg.ID || st == moving || restored && st != serving && st != pending {
 			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
 		}
 	}
@@ -153,14 +190,30 @@ func (n *Node) Import(args [][]byte) error {
 	keys := 0
 	for _, sec := range sections {
 		for _, r := range sec.recs {
+			if restored {
+				ok, err := v.ImportIfAbsent(r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					keys++
+				}
+				continue
+			}
 			if _, err := v.Import(r); err != nil {
 				return err
 			}
 			keys++
 		}
-		n.slots[sec.slot].state.Store(serving)
+		if !restored {
+			n.slots[sec.slot].state.Store(serving)
+		}
 	}
 	n.gained.Add(int64(keys))
+	if restored {
+		n.logf("verbose", "cluster: took %d restored keys of %d slots from %s", keys, len(sections), from)
+		return nil
+	}
 	n.logf("verbose", "cluster: imported %d slots (%d keys) from %s", len(sections), keys, from)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"log"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ const (
 	serving               // this node owns it and answers for it
 	pending               // this node owns it and waits for its previous owner's hand-off
 	moving                // this node is handing it to its new owner
+	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
 )
 
 // slotState is one slot's state and the number of commands running on it.
@@ -82,7 +84,7 @@ type Node struct {
 	mu           sync.Mutex // guards the fields below
 	prev         *SlotMap   // the map of the previous reconcile
 	holder       [engine.SlotCount]string
-	pendingSince [engine.SlotCount]time.Time
+	pendingSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving      bool
 	seen         map[string]int64 // hand-off MACs accepted, by their time, against replays
 	leavers      map[string]bool  // members whose hand-off said they are leaving, ahead of gossip
@@ -101,6 +103,9 @@ type Node struct {
 	peers      map[string]*redis.Client
 	fwd        map[string]chan *fwdConn // forwarding's idle connections, by owner address
 
+	life    sync.Mutex     // serializes Start and Close
+	bg      sync.WaitGroup // rejoin
+	started atomic.Bool
 	moved   atomic.Int64 // keys handed to other nodes
 	gained  atomic.Int64 // keys received from other nodes
 	kick    chan struct{}
@@ -111,9 +116,10 @@ type Node struct {
 
 // Errors of Node's methods.
 var (
-	ErrClosed    = errors.New("cluster: node closed")
-	ErrAlone     = errors.New("cluster: no other node to hand the slots to")
-	ErrLeaveTime = errors.New("cluster: slots still not handed over at the leave timeout")
+	ErrClosed     = errors.New("cluster: node closed")
+	ErrNotStarted = errors.New("cluster: node not started yet")
+	ErrAlone      = errors.New("cluster: no other node to hand the slots to")
+	ErrLeaveTime  = errors.New("cluster: slots still not handed over at the leave timeout")
 )
 
 // New returns a node for cfg (defaults filled in, then validated). It
@@ -138,11 +144,25 @@ func New(cfg Config) (*Node, error) {
 func (n *Node) ID() string { return n.cfg.ID }
 
 // Start starts gossip on the bus port, joins the members of Config.Join
-// (when any answers) and begins serving eng's slots as the map gives
-// them: a node that joined others drops any keys eng holds (a restored
-// snapshot is older than the live owners' state) and waits for their
-// hand-offs; a node alone serves every slot, with eng's keys.
+// (when none answers, it serves alone and tries them again every second
+// until it has joined, or a member has met it) and begins serving eng's
+// slots as the map gives them. A node alone serves every slot, with the keys eng holds. A node
+// that joined others serves nothing until the previous owners hand its
+// slots over; the keys eng holds already (restored from a snapshot) are
+// older than any live copy, so they count only where no live node holds
+// the key: those of the slots it gains stay, and the hand-offs replace
+// them key by key, and those of the slots others own are sent to their
+// owners, who take the keys they do not hold (ImportIfAbsent), then
+// deleted here. Start may run once, and not after Close.
 func (n *Node) Start(eng *engine.Engine) error {
+	n.life.Lock()
+	defer n.life.Unlock()
+	if n.closed.Load() {
+		return ErrClosed
+	}
+	if n.started.Load() {
+		return errors.New("cluster: node already started")
+	}
 	n.eng = eng
 	mc := memberlist.DefaultLANConfig()
 	if n.cfg.Local {
@@ -162,6 +182,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 	}
 	n.ml = ml
 	joined := 0
+	var rejoin []string
 	if len(n.cfg.Join) > 0 {
 		var addrs []string
 		for _, j := range n.cfg.Join {
@@ -170,7 +191,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 		}
 		joined, err = ml.Join(addrs)
 		if err != nil && joined == 0 {
-			n.logf("warning", "cluster: could not join %v: %v; serving alone until a member meets this node", n.cfg.Join, err)
+			n.logf("warning", "cluster: could not join %v: %v; serving alone, and trying again every %v", n.cfg.Join, err, rejoinInterval)
+			rejoin = addrs
 		} else {
 			n.syncMembers(addrs)
 		}
@@ -186,14 +208,15 @@ func (n *Node) Start(eng *engine.Engine) error {
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
 		n.prev = Assign(others)
-		// Keys this node holds already (restored from a snapshot) are older
-		// than the serving owners' copies, which come by hand-off: drop them.
-		if v := eng.NewView(); v.DBSize() > 0 {
-			dropped := 0
+		if keys := eng.NewView().DBSize(); keys > 0 {
+			m, now := n.currentMapLocked(members), time.Now()
 			for s := range n.slots {
-				dropped += v.DeleteSlot(s)
+				if m.OwnerID(s) != n.cfg.ID {
+					n.slots[s].state.Store(stale)
+					n.pendingSince[s] = now
+				}
 			}
-			n.logf("notice", "cluster: dropped %d keys held at start; their slots' owners hand over theirs", dropped)
+			n.logf("notice", "cluster: joined with %d keys held; those of other members' slots go to their owners where they hold no newer copy", keys)
 		}
 	} else {
 		n.prev = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
@@ -204,9 +227,47 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.mu.Unlock()
 	n.logf("notice", "cluster: node %s gossiping on %s:%d, %d members", n.cfg.ID, n.cfg.IP, n.cfg.BusPort, len(members))
 	n.reconcile()
+	n.started.Store(true)
 	go n.loop()
+	if rejoin != nil {
+		n.bg.Add(1)
+		go n.rejoin(rejoin)
+	}
 	return nil
 }
+
+// rejoinInterval is how often a node whose cluster-join found no member
+// at start tries again.
+const rejoinInterval = time.Second
+
+// rejoin tries to join the members at addrs (gossip addresses) every
+// rejoinInterval until it has, or until another node has met this one:
+// nodes started at once, each naming others not gossiping yet, would
+// otherwise each serve every slot for ever.
+func (n *Node) rejoin(addrs []string) {
+	defer n.bg.Done()
+	t := time.NewTicker(rejoinInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if n.ml.NumMembers() > 1 {
+			return
+		}
+		if _, err := n.ml.Join(addrs); err == nil {
+			n.syncMembers(addrs)
+			n.logf("notice", "cluster: joined through %v", n.cfg.Join)
+			n.poke()
+			return
+		}
+	}
+}
+
+// Started reports whether Start has run (and Close has not).
+func (n *Node) Started() bool { return n.started.Load() && !n.closed.Load() }
 
 // Acquire reports where slot is served; when it is this node, the slot
 // stays here (a hand-off of it waits) until Release.
@@ -231,7 +292,7 @@ func (n *Node) Peek(slot int) (Status, string) {
 	case pending, moving:
 		return StatusTryAgain, ""
 	}
-	t := n.top.Load()
+	t := n.top.Load() // notMine or stale
 	o := t.m.Owner[slot]
 	switch {
 	case o < 0:
@@ -246,11 +307,32 @@ func (n *Node) Peek(slot int) (Status, string) {
 // many it has received.
 func (n *Node) Moved() (out, in int64) { return n.moved.Load(), n.gained.Load() }
 
+// Stats are a node's counters, as Stats reads them.
+type Stats struct {
+	KeysOut, KeysIn int64 // as Moved returns them
+	SlotsServed     int   // slots this node answers for now
+	Members         int   // live members this node knows, itself included
+}
+
+// Stats reads the node's counters: atomic loads only, no lock.
+func (n *Node) Stats() Stats {
+	st := Stats{KeysOut: n.moved.Load(), KeysIn: n.gained.Load(), Members: len(n.top.Load().members)}
+	for s := range n.slots {
+		if n.slots[s].state.Load() == serving {
+			st.SlotsServed++
+		}
+	}
+	return st
+}
+
 // Meet joins the cluster of the member whose client port is port at host;
 // its gossip port is busPort, or port+BusPortOffset when busPort is 0.
 func (n *Node) Meet(host string, port, busPort int) error {
 	if n.closed.Load() {
 		return ErrClosed
+	}
+	if !n.started.Load() {
+		return ErrNotStarted
 	}
 	m := net.JoinHostPort(host, strconv.Itoa(port))
 	if busPort > 0 {
@@ -303,6 +385,12 @@ func (n *Node) Leave() error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
+	n.life.Lock() // a Start under way finishes first
+	started := n.started.Load()
+	n.life.Unlock()
+	if !started {
+		return ErrNotStarted
+	}
 	n.mu.Lock()
 	if len(n.membersLocked()) <= 1 {
 		n.mu.Unlock()
@@ -319,7 +407,7 @@ func (n *Node) Leave() error {
 	deadline := time.Now().Add(n.cfg.LeaveTimeout)
 	for {
 		n.poke()
-		if n.servedSlots() == 0 {
+		if n.servedSlots() == 0 && n.staleSlots() == 0 {
 			break
 		}
 		if n.top.Load().m.Owner[0] < 0 {
@@ -347,15 +435,30 @@ func (n *Node) servedSlots() int {
 	return c
 }
 
+// staleSlots counts the slots whose restored keys this node has still to
+// send to their owners.
+func (n *Node) staleSlots() int {
+	c := 0
+	for s := range n.slots {
+		if n.slots[s].state.Load() == stale {
+			c++
+		}
+	}
+	return c
+}
+
 // Close stops gossip at once, as a crash would (the others see the node
 // die and serve its slots empty), and closes the hand-off connections.
 func (n *Node) Close() error {
+	n.life.Lock()
+	defer n.life.Unlock()
 	if n.closed.Swap(true) {
 		return nil
 	}
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
+		n.bg.Wait() // a join under way ends within memberlist's TCP timeout
 		_ = n.ml.Shutdown()
 	}
 	n.peersMu.Lock()
@@ -424,17 +527,22 @@ func (n *Node) currentMapLocked(members map[string]meta) *SlotMap {
 }
 
 // reconcile brings every slot's state in line with the map of the live
-// members, then hands the slots this node no longer owns to their owners.
+// members, then hands the slots this node no longer owns to their owners,
+// and sends restored keys to theirs.
 func (n *Node) reconcile() {
-	plan := n.planHandoffs()
+	plan, fill := n.planHandoffs()
 	for to, slots := range plan {
-		n.handoff(to, slots)
+		n.handoff(to, slots, false)
+	}
+	for to, slots := range fill {
+		n.handoff(to, slots, true)
 	}
 }
 
 // planHandoffs recomputes the map, publishes it, moves slot states, and
-// returns the slots to hand over by new owner (their state set to moving).
-func (n *Node) planHandoffs() map[string][]int {
+// returns the slots to hand over by new owner (their state set to
+// moving), and the stale slots whose keys to send, by owner.
+func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	members := n.membersLocked()
@@ -460,14 +568,15 @@ func (n *Node) planHandoffs() map[string][]int {
 		n.prev, n.fresh = Assign(others), false
 	}
 	now := time.Now()
-	plan := map[string][]int{}
+	plan, fill = map[string][]int{}, map[string][]int{}
+	dropped := 0
 	for s := range n.slots {
 		sl := &n.slots[s]
 		owner := m.OwnerID(s)
 		st := sl.state.Load()
 		if owner == n.cfg.ID {
 			switch st {
-			case notMine:
+			case notMine, stale: // a stale slot's keys stay, under the hand-off's
 				h := n.prev.OwnerID(s)
 				if _, alive := members[h]; alive && h != n.cfg.ID {
 					n.holder[s], n.pendingSince[s] = h, now
@@ -494,11 +603,29 @@ func (n *Node) planHandoffs() map[string][]int {
 				plan[owner] = append(plan[owner], s)
 			}
 		case pending:
-			sl.state.Store(notMine)
+			// Lost before its hand-off came: the keys it holds already
+			// (restored, or restored copies from others) go to the owner.
+			if n.eng.NewView().CountKeysInSlot(s) > 0 {
+				sl.state.Store(stale)
+				n.pendingSince[s] = now
+			} else {
+				sl.state.Store(notMine)
+			}
+		case stale:
+			switch {
+			case now.Sub(n.pendingSince[s]) > n.cfg.PendingTimeout:
+				dropped += n.eng.NewView().DeleteSlot(s)
+				sl.state.Store(notMine)
+			case owner != "":
+				fill[owner] = append(fill[owner], s)
+			}
 		}
 	}
+	if dropped > 0 {
+		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
+	}
 	n.prev = m
-	return plan
+	return plan, fill
 }
 
 // met runs when memberlist reports a new member (CLUSTER MEET, either
@@ -542,18 +669,23 @@ func (n *Node) stopping() bool {
 // for the commands running on each to finish, sends their records in
 // authenticated batches, and on each batch's success deletes them here
 // and lets the slots go; a batch that fails is served here again and
-// retried at the next reconcile.
-func (n *Node) handoff(to string, slots []int) {
+// retried at the next reconcile. With restored, the slots are stale ones
+// (served by to, not here): their keys go as restored copies, which to
+// takes only where it holds no live key; a batch that fails stays stale
+// and is retried.
+func (n *Node) handoff(to string, slots []int, restored bool) {
 	t := n.top.Load()
 	md, ok := t.members[to]
 	if !ok {
-		n.restore(slots)
+		if !restored {
+			n.restore(slots)
+		}
 		return
 	}
 	addr := net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
 	deadline := time.Now().Add(n.cfg.HandoffTimeout)
 	for _, s := range slots {
-		for n.slots[s].inflight.Load() != 0 {
+		for !restored && n.slots[s].inflight.Load() != 0 {
 			if time.Now().After(deadline) || n.stopping() {
 				n.restore(slots)
 				return
@@ -570,14 +702,26 @@ func (n *Node) handoff(to string, slots []int) {
 		if len(batch) == 0 {
 			return true
 		}
-		err := n.send(addr, to, payload)
+		err := n.send(addr, to, payload, restored)
 		if err != nil {
 			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
 			return false
 		}
-		for _, s := range batch {
-			v.DeleteSlot(s)
-			n.slots[s].state.Store(notMine)
+		if restored {
+			// Under mu, as Import: a slot a hand-off has made this node
+			// serve meanwhile keeps its keys.
+			n.mu.Lock()
+			for _, s := range batch {
+				if n.slots[s].state.CompareAndSwap(stale, notMine) {
+					v.DeleteSlot(s)
+				}
+			}
+			n.mu.Unlock()
+		} else {
+			for _, s := range batch {
+				v.DeleteSlot(s)
+				n.slots[s].state.Store(notMine)
+			}
 		}
 		n.moved.Add(int64(keys))
 		payload, batch, keys = payload[:0], batch[:0], 0
@@ -599,18 +743,24 @@ func (n *Node) handoff(to string, slots []int) {
 		n.restore(batch)
 		return
 	}
+	if restored {
+		n.logf("verbose", "cluster: sent the restored keys of %d slots to %s", len(slots), addr)
+		return
+	}
 	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
 }
 
-// restore serves slots again after a hand-off that did not happen.
+// restore serves slots again after a hand-off that did not happen (stale
+// slots stay stale).
 func (n *Node) restore(slots []int) {
 	for _, s := range slots {
 		n.slots[s].state.CompareAndSwap(moving, serving)
 	}
 }
 
-// send delivers one hand-off message to the member to at addr.
-func (n *Node) send(addr, to string, payload []byte) error {
+// send delivers one hand-off message to the member to at addr; restored
+// marks its keys as restored copies.
+func (n *Node) send(addr, to string, payload []byte, restored bool) error {
 	n.peersMu.Lock()
 	p := n.peers[addr]
 	if p == nil {
@@ -624,11 +774,18 @@ func (n *Node) send(addr, to string, payload []byte) error {
 	n.peersMu.Unlock()
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	n.mu.Lock()
-	flag := "-"
+	var flags []string
 	if n.leaving {
-		flag = "leaving"
+		flags = append(flags, flagLeaving)
 	}
 	n.mu.Unlock()
+	if restored {
+		flags = append(flags, flagRestored)
+	}
+	flag := "-"
+	if len(flags) > 0 {
+		flag = strings.Join(flags, ",")
+	}
 	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
 	defer cancel()

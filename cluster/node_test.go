@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -50,6 +51,16 @@ func startNode(t *testing.T, join ...string) *testNode {
 // startNodeWith is startNode with fill run on the engine before Start.
 func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startNodeOn(t, ln, freePort(t), fill, join...)
+}
+
+// startNodeOn is startNodeWith on a given client listener and gossip port.
+func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engine), join ...string) *testNode {
+	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -57,12 +68,8 @@ func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *tes
 	if fill != nil {
 		fill(eng)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := DefaultConfig()
-	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, freePort(t)
+	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
 	cfg.Secret, cfg.Join, cfg.Local = "s3cret", join, true
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
@@ -100,7 +107,7 @@ func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *tes
 func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
 
 // settled waits until the nodes all see the same members and map, and
-// every slot is served by exactly one of them.
+// every slot is served by exactly one of them, its owner in the map.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -118,9 +125,12 @@ func settled(t *testing.T, nodes ...*testNode) {
 			for _, n := range nodes {
 				if st, _ := n.Peek(s); st == StatusLocal {
 					serving++
+					// Not the previous owner, still serving it because its
+					// hand-off failed and waits for a retry.
+					ok = ok && first.m.OwnerID(s) == n.ID()
 				}
 			}
-			ok = serving == 1
+			ok = ok && serving == 1
 		}
 		if ok {
 			return
@@ -198,6 +208,12 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	if out, _ := a.Moved(); out != int64(onB) {
 		t.Errorf("a handed over %d keys, want %d", out, onB)
 	}
+	sa, sb := a.Stats(), b.Stats()
+	if sa.SlotsServed+sb.SlotsServed != engine.SlotCount || sb.SlotsServed != counts[b.ID()] ||
+		sa.Members != 2 || sb.Members != 2 || sa.KeysOut != int64(onB) || sb.KeysIn != int64(onB) {
+		t.Errorf("Stats: a %+v, b %+v; want the %d slots split as the map says (b %d), 2 members, %d keys moved",
+			sa, sb, engine.SlotCount, counts[b.ID()], onB)
+	}
 	stop = watchOverlap(t, a, b)
 	if err := b.Leave(); err != nil {
 		t.Fatal(err)
@@ -245,6 +261,7 @@ func TestImportRefusesForgeriesAndReplays(t *testing.T) {
 		{msg(a.ID(), a.ID(), ts, sign(a.ID(), a.ID(), ts)), ErrNotOwner},
 		{msg(strings.Repeat("f", 40), b.ID(), ts, sign(strings.Repeat("f", 40), b.ID(), ts)), ErrUnknownPeer},
 		{[][]byte{[]byte(a.ID()), []byte(b.ID()), []byte(ts), []byte("leaving"), payload, []byte(good)}, ErrHandoffAuth}, // the flag is signed
+		{[][]byte{[]byte(a.ID()), []byte(b.ID()), []byte(ts), []byte("bogus"), payload, []byte(a.sign(a.ID(), b.ID(), ts, "bogus", payload))}, ErrBadHandoff},
 		{msg(a.ID(), b.ID(), ts, good), nil},
 		{msg(a.ID(), b.ID(), ts, good), ErrHandoffStale}, // a replay
 	} {
@@ -308,31 +325,54 @@ func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
 	}
 }
 
-// TestJoinDropsKeysHeldAtStart: a node that joins others with keys
-// already in its engine (a restored snapshot) drops them; the slots it
-// gains come with the live owner's state.
-func TestJoinDropsKeysHeldAtStart(t *testing.T) {
+// TestJoinWithRestoredKeys: a node that joins others with keys already in
+// its engine (a restored snapshot) keeps them only where no live node
+// holds the key: a key the live owner holds keeps the owner's state, one
+// it does not hold comes back with the restored state, on whichever node
+// owns its slot, and the joiner keeps no key of a slot it does not own.
+func TestJoinWithRestoredKeys(t *testing.T) {
 	a := startNode(t)
-	var keys []string
+	var live, lost []string
 	for i := range 20 {
-		keys = append(keys, fmt.Sprintf("snap%d", i))
+		live = append(live, fmt.Sprintf("live%d", i))
+		lost = append(lost, fmt.Sprintf("lost%d", i))
 		for range 5 {
-			spend(t, a, keys[i]) // spent on the live owner
+			spend(t, a, live[i]) // spent on the live owner
 		}
 	}
 	b := startNodeWith(t, func(e *engine.Engine) {
 		v := e.NewView()
-		for _, k := range keys { // stale: one hit each
-			if _, err := v.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1}); err != nil {
+		hit := func(k string, n int64) {
+			if _, err := v.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: n}); err != nil {
 				t.Fatal(err)
 			}
 		}
+		for i := range live {
+			hit(live[i], 1) // stale: the live owner's copy is newer
+			hit(lost[i], 5) // held by no live node
+		}
 	}, a.member())
 	settled(t, a, b)
-	for _, k := range keys {
-		if r := spend(t, owner(t, k, a, b), k); !r.Limited {
-			t.Errorf("%s: %+v, want the live owner's spent state", k, r)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.staleSlots() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("b still holds restored keys of %d slots it does not own", b.staleSlots())
 		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	v := b.eng.NewView()
+	for s := range engine.SlotCount {
+		if st, _ := b.Peek(s); st != StatusLocal && v.CountKeysInSlot(s) != 0 {
+			t.Errorf("b holds %d keys of slot %d, which it does not serve", v.CountKeysInSlot(s), s)
+		}
+	}
+	for _, k := range append(live, lost...) {
+		if r := spend(t, owner(t, k, a, b), k); !r.Limited {
+			t.Errorf("%s: %+v, want limited (spent before the restart)", k, r)
+		}
+	}
+	if out, _ := b.Moved(); out == 0 {
+		t.Errorf("b sent no restored key")
 	}
 }
 
@@ -365,4 +405,72 @@ func watchOverlap(t *testing.T, x, y *testNode) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// TestLifecycle: a node not started yet neither meets nor leaves, and one
+// closed before it started never starts (a server stopped while it loads
+// its keys).
+func TestLifecycle(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.BusPort, cfg.Secret = "127.0.0.1", 7000, freePort(t), "s3cret"
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Meet("127.0.0.1", 7001, 0); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("Meet before Start: %v, want ErrNotStarted", err)
+	}
+	if err := n.Leave(); !errors.Is(err, ErrNotStarted) {
+		t.Errorf("Leave before Start: %v, want ErrNotStarted", err)
+	}
+	if n.Started() {
+		t.Errorf("Started before Start")
+	}
+	_ = n.Close()
+	eng, err := engine.New(engine.Config{Shards: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	if err := n.Start(eng); !errors.Is(err, ErrClosed) {
+		t.Errorf("Start after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestJoinRetries: a node whose cluster-join names a member not up yet
+// serves alone, then joins it once it is up; keys it served meanwhile
+// keep their state.
+func TestJoinRetries(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus := freePort(t)
+	later := fmt.Sprintf("%s@%d", ln.Addr(), bus)
+	b := startNode(t, later) // nothing gossips at later yet
+	if st, _ := b.Peek(0); st != StatusLocal {
+		t.Fatalf("b, alone, does not serve slot 0: %v", st)
+	}
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("early%d", i))
+		for range 5 {
+			spend(t, b, keys[i])
+		}
+	}
+	a := startNodeOn(t, ln, bus, nil)
+	settled(t, a, b)
+	onA := 0
+	for _, k := range keys {
+		o := owner(t, k, a, b)
+		if o == a {
+			onA++
+		}
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s: %+v, want limited", k, r)
+		}
+	}
+	if onA == 0 {
+		t.Errorf("no key moved to a")
+	}
 }

@@ -153,23 +153,28 @@ func asking(c *Client, _ [][]byte) {
 }
 
 // clusterSubs are CLUSTER's subcommands; those marked local work with
-// cluster mode off too.
+// cluster mode off too. While the server loads its keys the node has not
+// joined its cluster yet (cmd/cellserver starts it once they are
+// restored): the subcommands marked member, which read or change the
+// membership, answer LOADING then, as keyed commands do, rather than
+// describe a cluster of none.
 var clusterSubs = map[string]struct {
-	arity int // counting CLUSTER and the subcommand; -n at least n
-	local bool
-	run   func(c *Client, args [][]byte)
+	arity  int // counting CLUSTER and the subcommand; -n at least n
+	local  bool
+	member bool
+	run    func(c *Client, args [][]byte)
 }{
-	"keyslot":         {3, true, clusterKeySlot},
-	"countkeysinslot": {3, true, clusterCountKeys},
-	"getkeysinslot":   {4, true, clusterGetKeys},
-	"myid":            {2, false, func(c *Client, _ [][]byte) { c.W.WriteBulkString(c.table.router.Topology().MyID) }},
-	"info":            {2, false, clusterInfo},
-	"slots":           {2, false, clusterSlots},
-	"shards":          {2, false, clusterShards},
-	"nodes":           {2, false, clusterNodes},
-	"meet":            {-4, false, clusterMeet},
-	"leave":           {2, false, clusterLeave},
-	"import":          {-3, false, clusterImport},
+	"keyslot":         {3, true, false, clusterKeySlot},
+	"countkeysinslot": {3, true, false, clusterCountKeys},
+	"getkeysinslot":   {4, true, false, clusterGetKeys},
+	"myid":            {2, false, false, func(c *Client, _ [][]byte) { c.W.WriteBulkString(c.table.router.Topology().MyID) }},
+	"info":            {2, false, true, clusterInfo},
+	"slots":           {2, false, true, clusterSlots},
+	"shards":          {2, false, true, clusterShards},
+	"nodes":           {2, false, true, clusterNodes},
+	"meet":            {-4, false, true, clusterMeet},
+	"leave":           {2, false, true, clusterLeave},
+	"import":          {-3, false, true, clusterImport},
 }
 
 func cluster(c *Client, args [][]byte) {
@@ -185,6 +190,10 @@ func cluster(c *Client, args [][]byte) {
 	}
 	if !sub.local && c.table.router == nil {
 		c.fail(errClusterDisabled)
+		return
+	}
+	if sub.member && c.table.Loading() {
+		c.fail(errLoading)
 		return
 	}
 	sub.run(c, args)

@@ -224,3 +224,37 @@ func TestClusterOff(t *testing.T) {
 }
 
 func respBulkString(s string) string { return "$" + itoaInt(len(s)) + "\r\n" + s + "\r\n" }
+
+// TestClusterWhileLoading: until the keys are restored (and the node has
+// joined), keyed commands and the membership subcommands answer LOADING;
+// the slot arithmetic and MYID answer.
+func TestClusterWhileLoading(t *testing.T) {
+	h, r := newClusterHarness(t)
+	r.mine[engine.Slot([]byte("k"))] = true
+	h.table.SetLoading(true)
+	for _, args := range []string{"CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES", "CLUSTER INFO",
+		"CLUSTER MEET 127.0.0.1 7001", "CLUSTER LEAVE", "CLUSTER IMPORT a b", "FW.INCR k 10 60"} {
+		if got := h.do(strings.Fields(args)...); got != errReply(errLoading) {
+			t.Errorf("%s while loading: %q, want LOADING", args, got)
+		}
+	}
+	if len(r.imported) != 0 {
+		t.Errorf("CLUSTER IMPORT ran while loading")
+	}
+	for args, want := range map[string]string{
+		"CLUSTER KEYSLOT k":            ":" + itoaInt(engine.Slot([]byte("k"))) + "\r\n",
+		"CLUSTER COUNTKEYSINSLOT 0":    ":0\r\n",
+		"CLUSTER MYID":                 respBulkString(strings.Repeat("a", 40)),
+		"CLUSTER GETKEYSINSLOT 0 10":   "*0\r\n",
+		"CLUSTER NOSUCH":               "-ERR unknown subcommand",
+		"CLUSTER COUNTKEYSINSLOT 1 2 ": errReply(errArity("cluster|countkeysinslot")),
+	} {
+		if got := h.do(strings.Fields(args)...); !strings.HasPrefix(got, want) {
+			t.Errorf("%s while loading: %q, want %q", args, got, want)
+		}
+	}
+	h.table.SetLoading(false)
+	if got := h.do("CLUSTER", "SLOTS"); !strings.HasPrefix(got, "*4\r\n") {
+		t.Errorf("CLUSTER SLOTS once loaded: %q", got)
+	}
+}

@@ -106,4 +106,4 @@ func (e *Engine) ShardOf(slot int) int { return slot & (len(e.shards) - 1) }
 // Load stores r as Import does, but as unchanged since the last snapshot:
 // for a restore from the store that TakeDirty feeds, so that restored keys
 // are not written back.
-func (e *Engine) Load(r Record) (bool, error) { return e.importRecord(r, false) }
+func (e *Engine) Load(r Record) (bool, error) { return e.importRecord(r, false, false) }

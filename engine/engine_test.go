@@ -674,3 +674,33 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 		})
 	}
 }
+
+// TestImportIfAbsent: a record goes in only where no live key has its
+// name; a live key keeps its state, an expired one is replaced.
+func TestImportIfAbsent(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	fw := limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}
+	e.FixedWindow([]byte("live"), fw)
+	e.FixedWindow([]byte("dying"), limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
+	spent, _ := newTestEngine(t, 1)
+	for _, k := range []string{"live", "dying", "new"} {
+		spent.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 9})
+	}
+	clock.Advance(int64(2 * time.Second)) // "dying" expires here, not in spent
+	for k, want := range map[string]bool{"live": false, "dying": true, "new": true} {
+		var r Record
+		for _, rec := range spent.ExportSlot(Slot([]byte(k))) {
+			if string(rec.Key) == k {
+				r = rec
+			}
+		}
+		if ok, err := e.ImportIfAbsent(r); ok != want || err != nil {
+			t.Errorf("ImportIfAbsent(%s) = %v, %v; want %v", k, ok, err, want)
+		}
+	}
+	for k, remaining := range map[string]int64{"live": 8, "dying": 0, "new": 0} {
+		if r, _ := e.FixedWindow([]byte(k), fw); r.Remaining != remaining {
+			t.Errorf("%s after ImportIfAbsent: %+v, want remaining %d", k, r, remaining)
+		}
+	}
+}

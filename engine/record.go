@@ -155,11 +155,16 @@ func (v *View) DeleteSlot(slot int) int {
 // Import stores r, replacing whatever key r.Key held. A record that has
 // already expired is dropped. It reports whether the key was stored.
 // With Config.TrackChanges the key counts as changed (TakeDirty reports it).
-func (v *View) Import(r Record) (bool, error) { return v.importRecord(r, true) }
+func (v *View) Import(r Record) (bool, error) { return v.importRecord(r, true, false) }
+
+// ImportIfAbsent stores r as Import does, unless r.Key holds a live key,
+// which it leaves as it is: for a copy of a key that is older than any
+// live one (a restored snapshot's). It reports whether r was stored.
+func (v *View) ImportIfAbsent(r Record) (bool, error) { return v.importRecord(r, true, true) }
 
 // importRecord is Import; dirty false stores the record as unchanged since
-// the last snapshot (Engine.Load).
-func (v *View) importRecord(r Record, dirty bool) (bool, error) {
+// the last snapshot (Engine.Load); ifAbsent keeps a live key as it is.
+func (v *View) importRecord(r Record, dirty, ifAbsent bool) (bool, error) {
 	if !r.Kind.Valid() || kinds[r.Kind].log != (len(r.Hits) > 0) {
 		return false, ErrBadRecord
 	}
@@ -169,8 +174,8 @@ func (v *View) importRecord(r Record, dirty bool) (bool, error) {
 	nowMs := unixMs(v.e.clock.Now())
 	h := v.e.hash(r.Key)
 	var cur entry
-	i, _ := sh.getLocked(r.Key, h, nowMs, &cur)
-	if nowMs > r.ExpireMs {
+	i, found := sh.getLocked(r.Key, h, nowMs, &cur)
+	if nowMs > r.ExpireMs || found && ifAbsent {
 		return false, nil
 	}
 	// The table copies the hits into its arena: e may use r's.

@@ -97,6 +97,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		descExpired, descEvicted, descConnected, descReceived, descRejected} {
 		ch <- d
 	}
+	describeCluster(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -137,6 +138,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(len(c.src.Clients())))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ConnsReceived))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
+	collectCluster(c.src, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

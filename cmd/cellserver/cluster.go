@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
+	"github.com/redis/go-redis/v9"
 )
 
 // newClusterNode builds the cluster node cfg's cluster settings describe
@@ -42,8 +45,22 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	if err != nil {
 		return nil, err
 	}
+	// The hand-off connections' client, go-redis, logs through a logger of
+	// its own for the whole process, to stderr: into the server's log.
+	redis.SetLogger(redisLogger(logf))
 	cfg.Router = router{n}
 	return n, nil
+}
+
+// redisLogger is go-redis's logger writing to the server's log, at
+// verbose level: what it says (a peer that does not answer) the node
+// reports itself when it matters.
+type redisLogger func(level, format string, args ...any)
+
+func (l redisLogger) Printf(_ context.Context, format string, args ...any) {
+	if l != nil {
+		l("verbose", "cluster: "+format, args...)
+	}
 }
 
 // isLoopback reports whether ip is a loopback address: a cluster on one
@@ -84,4 +101,18 @@ func (r router) Topology() commands.ClusterTopology {
 			Myself: n.Myself, Leaving: n.Leaving, Slots: n.Slots})
 	}
 	return out
+}
+
+// clusterMetrics is a metrics source that reports its cluster node too,
+// from the node's counters.
+type clusterMetrics struct {
+	metrics.Source
+	node *cluster.Node
+}
+
+var _ metrics.ClusterSource = clusterMetrics{}
+
+func (m clusterMetrics) Cluster() (metrics.ClusterStats, bool) {
+	st := m.node.Stats()
+	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members}, true
 }

@@ -17,7 +17,8 @@
 // snapshot store in <dir>/cellserver.pebble (refusing to start when dir is
 // missing or not writable, or the store is unreadable), restores the keys
 // in the background while the server answers -LOADING, then runs the save
-// rules (default "1 1").
+// rules (default "1 1"). In cluster mode the node joins its cluster once
+// the keys are restored, still answering -LOADING until it has.
 package main
 
 import (
@@ -39,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/persist"
@@ -110,13 +112,20 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		}
 		return err
 	}
+	var startNode func() error
 	if node != nil {
-		// The node logs only once started, when srv is set.
-		if err := node.Start(srv.Engine()); err != nil {
-			_ = srv.Close()
-			return err
-		}
 		defer node.Close()
+		// The node logs only once started, when srv is set. With
+		// persistence it starts once the keys are restored, so that it
+		// joins its cluster knowing which keys it holds (startPersistence).
+		startNode = func() error { return node.Start(srv.Engine()) }
+		if store == nil {
+			if err := startNode(); err != nil {
+				_ = srv.Close()
+				return err
+			}
+			startNode = nil
+		}
 	}
 	if cfg.PidFile != "" {
 		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
@@ -126,7 +135,11 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer os.Remove(cfg.PidFile)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(srv, cfg.MetricsAddr)
+		var src metrics.Source = srv
+		if node != nil {
+			src = clusterMetrics{srv, node}
+		}
+		stop, err := serveMetrics(srv, src, cfg.MetricsAddr)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -135,7 +148,7 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	loadErr := make(chan error, 1)
 	if store != nil {
-		startPersistence(srv, store, cfg, loadErr)
+		startPersistence(srv, store, cfg, startNode, loadErr)
 	} else {
 		loadErr <- nil
 	}
@@ -149,10 +162,12 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		srv.Logf("warning", "Received %s, scheduling shutdown...", sig)
 		if node != nil {
 			// A graceful stop hands this node's slots, with their keys, to
-			// the others first.
-			if err := node.Leave(); err != nil {
+			// the others first. A node still loading has not joined (and
+			// once closed never will).
+			if err := node.Leave(); err != nil && !errors.Is(err, cluster.ErrNotStarted) {
 				srv.Logf("warning", "cluster: leaving: %v", err)
 			}
+			_ = node.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -205,10 +220,11 @@ func openStore(dir string) (*persist.Store, error) {
 }
 
 // startPersistence wires store into srv and restores the keys in the
-// background: until that is done INFO says loading:1 and limiter commands
-// are answered -LOADING. A failed restore stops the server, and its error
-// arrives on loadErr.
-func startPersistence(srv *server.Server, store *persist.Store, cfg server.Config, loadErr chan<- error) {
+// background, then runs startNode (cluster mode's join; nil without it):
+// until both are done INFO says loading:1 and limiter commands are
+// answered -LOADING. A failed restore or start stops the server, and its
+// error arrives on loadErr.
+func startPersistence(srv *server.Server, store *persist.Store, cfg server.Config, startNode func() error, loadErr chan<- error) {
 	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
 	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf})
 	p := &persistence{Saver: saver, store: store}
@@ -224,6 +240,18 @@ func startPersistence(srv *server.Server, store *persist.Store, cfg server.Confi
 			return
 		}
 		srv.Logf("notice", "DB loaded from disk: %d keys in %.3f seconds (%d expired keys dropped)", st.Loaded, st.Duration.Seconds(), st.Expired)
+		if startNode != nil {
+			if err := startNode(); err != nil {
+				if errors.Is(err, cluster.ErrClosed) { // shutting down before it joined
+					loadErr <- nil
+					return
+				}
+				loadErr <- err
+				srv.Logf("warning", "Starting the cluster node failed: %v", err)
+				_ = srv.Close()
+				return
+			}
+		}
 		srv.SetLoading(false)
 		saver.Start()
 		loadErr <- nil
@@ -274,15 +302,15 @@ func (p *persistence) Close() error {
 	return p.store.Close()
 }
 
-// serveMetrics serves srv's Prometheus metrics over HTTP at addr's
-// /metrics until stop is called.
-func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
+// serveMetrics serves src's Prometheus metrics (srv's, and its cluster
+// node's) over HTTP at addr's /metrics until stop is called.
+func serveMetrics(srv *server.Server, src metrics.Source, addr string) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(srv))
+	mux.Handle("/metrics", metrics.Handler(src))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
 	srv.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())

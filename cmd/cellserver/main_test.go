@@ -356,7 +356,7 @@ func TestRunServesMetrics(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(body), "cellserver_connected_clients 0") {
+	if !strings.Contains(string(body), "cellserver_connected_clients 0") || strings.Contains(string(body), "cellserver_cluster_") {
 		t.Fatalf("/metrics: %.300s", body)
 	}
 }

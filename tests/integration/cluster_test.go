@@ -120,15 +120,33 @@ func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
 		<-p.exited
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("log of node %d:\n%s", port, tail(string(b), 15))
+			t.Logf("log of node %d:\n%s", port, tail(string(b), 60))
 		}
 		logf.Close()
 	})
 	p.rdb = redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: ioTimeout, MaxRetries: -1})
 	t.Cleanup(func() { _ = p.rdb.Close() })
 	waitFor(t, fmt.Sprintf("node %d to answer", port), func() bool { return p.rdb.Ping(ctx).Err() == nil })
+	// A node with persistence joins once its keys are restored, and
+	// answers LOADING until then.
+	waitFor(t, fmt.Sprintf("node %d to load its keys and join", port), func() bool {
+		info, err := p.rdb.Info(ctx, "persistence").Result()
+		return err == nil && strings.Contains(info, "loading:0\r\n")
+	})
 	setClock(t, p.rdb, t0)
 	return p
+}
+
+// crash ends the process with SIGKILL and waits for it.
+func (p *proc) crash(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Kill()
+	select {
+	case err := <-p.exited:
+		p.exited <- err // for Cleanup
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node %d did not exit in 30 s after SIGKILL", p.Port)
+	}
 }
 
 func tail(s string, n int) string {

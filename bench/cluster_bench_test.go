@@ -1,0 +1,304 @@
+package bench
+
+// BenchmarkClusterRoute measures what a request costs in a three-node
+// cluster depending on where the client sends it: real cellserver
+// processes on 127.0.0.1 (nodes a and b plain, c with cluster-forward
+// yes), one connection per node, one request at a time, FW.INCR on one
+// key that a or b owns:
+//
+//	direct   to the key's owner: one round trip.
+//	moved    to the other plain node, which answers -MOVED <slot> <owner>,
+//	         then to the owner: what a cluster client pays once per slot
+//	         move, before it refreshes its map.
+//	forward  to c, which relays it to the owner over its pooled
+//	         connection and returns the owner's reply.
+//
+// ns/op is per request, client and servers together on this machine's
+// cores; x_direct is ns/op over that of the last direct run of the same
+// process. -count N runs each case N times in a row, so for ratios of
+// runs close in time run the command several times with -count 1.
+//
+// interleaved runs the three in turn, one request each per op, and
+// reports each one's median and mean time per request (direct_p50_ns,
+// moved_p50_ns, ..., direct_mean_ns, ...) and the ratios of the medians
+// to direct's (moved_p50_x, forward_p50_x): on a machine shared with
+// other work the load changes from one second to the next, and what it
+// does to one case it does to the others too, so these ratios move less
+// than those of the separate runs.
+//
+// Requests and replies are raw RESP, so no client library's cost is in
+// the figures.
+//
+// Run: go test -run xxx -bench ClusterRoute -benchtime 20000x -count 1 ./bench/
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterBin builds cmd/cellserver once per run.
+var clusterBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "cellserver-bench")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "cellserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cellserver").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// benchNode is one cellserver process of the benchmark's cluster.
+type benchNode struct {
+	addr string
+	rdb  *redis.Client // for the set-up
+}
+
+// freeClusterPort returns a client port p whose gossip port p+10000 is
+// free too.
+func freeClusterPort(tb testing.TB) int {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p+10000 > 65535 {
+			continue
+		}
+		bus := fmt.Sprintf("127.0.0.1:%d", p+10000)
+		if lt, err := net.Listen("tcp", bus); err == nil {
+			lt.Close()
+			if lu, err := net.ListenPacket("udp", bus); err == nil {
+				lu.Close()
+				return p
+			}
+		}
+	}
+	tb.Fatal("no free pair of ports")
+	return 0
+}
+
+// startBenchNode starts a cluster node with args, stopped at the end of
+// the benchmark, and waits until it answers.
+func startBenchNode(tb testing.TB, args ...string) *benchNode {
+	bin, err := clusterBin()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := freeClusterPort(tb)
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--loglevel", "warning",
+		"--cluster-enabled", "yes", "--cluster-secret", "bench"}, args...)...)
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	n := &benchNode{addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DisableIdentity: true})
+	tb.Cleanup(func() { _ = n.rdb.Close() })
+	for deadline := time.Now().Add(10 * time.Second); n.rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("node %s did not answer in 10 s", n.addr)
+		}
+	}
+	return n
+}
+
+// respConn is one raw RESP connection.
+type respConn struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialResp(tb testing.TB, addr string) *respConn {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &respConn{c: c, r: bufio.NewReader(c)}
+}
+
+// errReply is a RESP error reply.
+type errReply string
+
+func (e errReply) Error() string { return string(e) }
+
+// roundTrip sends req and reads the reply: a simple line, or an array of
+// simple lines (FW.INCR's integers); an error reply comes back as an
+// errReply.
+func (rc *respConn) roundTrip(req []byte) error {
+	if _, err := rc.c.Write(req); err != nil {
+		return err
+	}
+	line, err := rc.r.ReadSlice('\n')
+	if err != nil {
+		return err
+	}
+	switch line[0] {
+	case '-':
+		return errReply(bytes.TrimRight(line[1:], "\r\n"))
+	case '*':
+		n, err := strconv.Atoi(string(bytes.TrimRight(line[1:], "\r\n")))
+		if err != nil {
+			return err
+		}
+		for range n {
+			if _, err := rc.r.ReadSlice('\n'); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// movedAddr returns the owner's address of a -MOVED error (a roundTrip's
+// or go-redis's), "" for any other.
+func movedAddr(err error) string {
+	if err == nil {
+		return ""
+	}
+	f := strings.Fields(err.Error())
+	if len(f) != 3 || f[0] != "MOVED" {
+		return ""
+	}
+	return f[2]
+}
+
+func BenchmarkClusterRoute(b *testing.B) {
+	ctx := context.Background()
+	a := startBenchNode(b)
+	bn := startBenchNode(b, "--cluster-join", a.addr)
+	c := startBenchNode(b, "--cluster-join", a.addr, "--cluster-forward", "yes")
+	nodes := []*benchNode{a, bn, c}
+	// Settled: every node knows the three, and a key a or b owns is
+	// answered -MOVED to the same owner by the other plain node and served
+	// by the owner (no hand-off under way).
+	var key, owner string
+	var ownerNode, other *benchNode
+	deadline := time.Now().Add(30 * time.Second)
+	for key == "" {
+		if time.Now().After(deadline) {
+			b.Fatal("the cluster did not settle in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+		known := true
+		for _, n := range nodes {
+			info, err := n.rdb.ClusterInfo(ctx).Result()
+			known = known && err == nil && strings.Contains(info, "cluster_known_nodes:3\r\n")
+		}
+		if !known {
+			continue
+		}
+		for i := range 100 {
+			k := fmt.Sprintf("{bench%d}:k", i)
+			ownerA := movedAddr(bn.rdb.Do(ctx, "FW.INCR", k, 1_000_000_000, 60).Err())
+			ownerB := movedAddr(a.rdb.Do(ctx, "FW.INCR", k, 1_000_000_000, 60).Err())
+			switch {
+			case ownerA == a.addr && ownerB == "":
+				ownerNode, other = a, bn
+			case ownerB == bn.addr && ownerA == "":
+				ownerNode, other = bn, a
+			default:
+				continue
+			}
+			if err := ownerNode.rdb.Do(ctx, "FW.INCR", k, 1_000_000_000, 60).Err(); err == nil {
+				key, owner = k, ownerNode.addr
+			}
+			break
+		}
+	}
+	req := []byte(fmt.Sprintf("*4\r\n$7\r\nFW.INCR\r\n$%d\r\n%s\r\n$10\r\n1000000000\r\n$2\r\n60\r\n", len(key), key))
+	var direct float64 // ns/op of the last direct run
+	report := func(b *testing.B) {
+		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		if direct > 0 {
+			b.ReportMetric(ns/direct, "x_direct")
+		}
+	}
+	b.Run("direct", func(b *testing.B) {
+		o := dialResp(b, owner)
+		for b.Loop() {
+			if err := o.roundTrip(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		direct = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	})
+	b.Run("moved", func(b *testing.B) {
+		n, o := dialResp(b, other.addr), dialResp(b, owner)
+		for b.Loop() {
+			if to := movedAddr(n.roundTrip(req)); to != owner {
+				b.Fatalf("%s answered MOVED to %q, want %s", other.addr, to, owner)
+			}
+			if err := o.roundTrip(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
+	b.Run("forward", func(b *testing.B) {
+		f := dialResp(b, c.addr)
+		for b.Loop() {
+			if err := f.roundTrip(req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b)
+	})
+	b.Run("interleaved", func(b *testing.B) {
+		o, n, f := dialResp(b, owner), dialResp(b, other.addr), dialResp(b, c.addr)
+		cases := []struct {
+			name string
+			run  func() error
+			took []time.Duration
+		}{
+			{name: "direct", run: func() error { return o.roundTrip(req) }},
+			{name: "moved", run: func() error {
+				if to := movedAddr(n.roundTrip(req)); to != owner {
+					return fmt.Errorf("%s answered MOVED to %q, want %s", other.addr, to, owner)
+				}
+				return o.roundTrip(req)
+			}},
+			{name: "forward", run: func() error { return f.roundTrip(req) }},
+		}
+		for b.Loop() {
+			for i := range cases {
+				start := time.Now()
+				if err := cases[i].run(); err != nil {
+					b.Fatal(err)
+				}
+				cases[i].took = append(cases[i].took, time.Since(start))
+			}
+		}
+		var p50 []float64
+		for _, cs := range cases {
+			slices.Sort(cs.took)
+			var sum time.Duration
+			for _, d := range cs.took {
+				sum += d
+			}
+			p50 = append(p50, float64(cs.took[len(cs.took)/2].Nanoseconds()))
+			b.ReportMetric(p50[len(p50)-1], cs.name+"_p50_ns")
+			b.ReportMetric(float64(sum.Nanoseconds())/float64(len(cs.took)), cs.name+"_mean_ns")
+		}
+		b.ReportMetric(p50[1]/p50[0], "moved_p50_x")
+		b.ReportMetric(p50[2]/p50[0], "forward_p50_x")
+	})
+}

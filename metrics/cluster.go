@@ -1,0 +1,70 @@
+package metrics
+
+// A node in cluster mode is reported through ClusterSource, which
+// cmd/cellserver implements over a *cluster.Node: this package does not
+// import cluster.
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// ClusterStats are the figures of a node in cluster mode (package cluster)
+// that the collector reports, read from the node's counters when
+// Prometheus scrapes.
+type ClusterStats struct {
+	// KeysOut and KeysIn count the keys this node has handed to other
+	// nodes, and received from them, since the start (INFO's
+	// cluster_keys_handed_out and cluster_keys_handed_in).
+	KeysOut, KeysIn int64
+	// SlotsServed is how many hash slots this node answers for now.
+	SlotsServed int
+	// Members is how many live members this node knows, itself included.
+	Members int
+}
+
+// ClusterSource is what a Source implements to have its cluster node
+// reported. Its method must be safe for concurrent use and cheap: it
+// reads counters, it takes no lock a command takes.
+type ClusterSource interface {
+	// Cluster returns the figures; ok false (cluster mode off) leaves
+	// every cluster series out.
+	Cluster() (s ClusterStats, ok bool)
+}
+
+// Directions label cellserver_cluster_keys_moved_total.
+const (
+	DirectionOut = "out"
+	DirectionIn  = "in"
+)
+
+var (
+	descKeysMoved = prometheus.NewDesc("cellserver_cluster_keys_moved_total",
+		"Keys moved between this node and others by slot hand-offs since the start, by direction (out: handed to other nodes, in: received).",
+		[]string{"direction"}, nil)
+	descSlotsServed = prometheus.NewDesc("cellserver_cluster_slots_served",
+		"Hash slots this node answers for now.", nil, nil)
+	descMembers = prometheus.NewDesc("cellserver_cluster_members",
+		"Live cluster members this node knows, itself included.", nil, nil)
+)
+
+// describeCluster sends the cluster series' descriptions.
+func describeCluster(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descKeysMoved, descSlotsServed, descMembers} {
+		ch <- d
+	}
+}
+
+// collectCluster sends the cluster series when src is a node in cluster
+// mode.
+func collectCluster(src Source, ch chan<- prometheus.Metric) {
+	cs, ok := src.(ClusterSource)
+	if !ok {
+		return
+	}
+	s, ok := cs.Cluster()
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descKeysMoved, prometheus.CounterValue, float64(s.KeysOut), DirectionOut)
+	ch <- prometheus.MustNewConstMetric(descKeysMoved, prometheus.CounterValue, float64(s.KeysIn), DirectionIn)
+	ch <- prometheus.MustNewConstMetric(descSlotsServed, prometheus.GaugeValue, float64(s.SlotsServed))
+	ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(s.Members))
+}

@@ -1,0 +1,53 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/cellserver/cellserver/metrics"
+)
+
+// clusterSource is a server's Source with cluster figures.
+type clusterSource struct {
+	metrics.Source
+	stats metrics.ClusterStats
+	on    bool
+}
+
+func (s clusterSource) Cluster() (metrics.ClusterStats, bool) { return s.stats, s.on }
+
+var _ metrics.ClusterSource = clusterSource{}
+
+// The cluster series come from the node's figures, and only in cluster
+// mode.
+func TestClusterSeries(t *testing.T) {
+	srv, _ := startServer(t)
+	names := []string{"cellserver_cluster_keys_moved_total", "cellserver_cluster_slots_served", "cellserver_cluster_members"}
+	src := clusterSource{Source: srv, on: true,
+		stats: metrics.ClusterStats{KeysOut: 12, KeysIn: 34, SlotsServed: 5461, Members: 3}}
+	want := `
+# HELP cellserver_cluster_keys_moved_total Keys moved between this node and others by slot hand-offs since the start, by direction (out: handed to other nodes, in: received).
+# TYPE cellserver_cluster_keys_moved_total counter
+cellserver_cluster_keys_moved_total{direction="in"} 34
+cellserver_cluster_keys_moved_total{direction="out"} 12
+# HELP cellserver_cluster_members Live cluster members this node knows, itself included.
+# TYPE cellserver_cluster_members gauge
+cellserver_cluster_members 3
+# HELP cellserver_cluster_slots_served Hash slots this node answers for now.
+# TYPE cellserver_cluster_slots_served gauge
+cellserver_cluster_slots_served 5461
+`
+	if err := testutil.CollectAndCompare(metrics.NewCollector(src), strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	for name, s := range map[string]metrics.Source{"cluster mode off": clusterSource{Source: srv}, "a plain server": srv} {
+		if n := testutil.CollectAndCount(metrics.NewCollector(s), names...); n != 0 {
+			t.Errorf("%s: %d cluster series, want none", name, n)
+		}
+	}
+	if problems, err := testutil.CollectAndLint(metrics.NewCollector(src), names...); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
