@@ -101,9 +101,15 @@ type Store struct {
 	fatal atomic.Pointer[string] // the last error Pebble gave up on (logger.Fatalf)
 
 	mu      sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
-	db      *pebble.DB // nil once closed, or after a failed commit until reopened
+	db      *pebble.DB // nil once closed, or after a failed commit until reopened; changed under dbMu too
 	pending ops        // changes taken from the engine and not committed yet
 	slots   [][]int    // the slots of each shard, for a flushed shard
+
+	// dbMu keeps db open for a Checkpoint without holding mu, so that
+	// snapshots go on while a checkpoint copies files: Checkpoint holds it
+	// for reading; closing or replacing db takes it for writing, with mu.
+	dbMu   sync.RWMutex
+	closed atomic.Bool // Close was called
 
 	// What Pending, LastSave and DiskUsage report, kept apart from mu: a
 	// snapshot holds mu while it waits for shard locks, and a MULTI/EXEC
@@ -171,7 +177,9 @@ func (s *Store) open() error {
 		s.infoMu.Unlock()
 		closer.Close()
 	}
+	s.dbMu.Lock()
 	s.db = db
+	s.dbMu.Unlock()
 	s.disk.Store(db.Metrics().DiskSpaceUsage())
 	return nil
 }
@@ -216,11 +224,14 @@ func (s *Store) Close() error {
 		return nil
 	}
 	var err error
+	s.dbMu.Lock()
 	if s.db != nil {
 		err = s.db.Close()
 		s.db = nil
 	}
+	s.dbMu.Unlock()
 	s.dir = ""
+	s.closed.Store(true)
 	return errors.Join(err, s.lock.Close())
 }
 
@@ -301,8 +312,10 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	if err := s.commit(b); err != nil {
 		// Pebble accepts no more writes after a failed log write: close
 		// this instance and open the store again for the next snapshot.
+		s.dbMu.Lock()
 		s.db.Close()
 		s.db = nil
+		s.dbMu.Unlock()
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
 	}
 	if b.Len() > largeBatch {
@@ -370,16 +383,31 @@ func (s *Store) LastSave() (uint64, time.Time) {
 // or after its last snapshot.
 func (s *Store) DiskUsage() uint64 { return s.disk.Load() }
 
-// Checkpoint writes a consistent copy of the store, as of its last
-// committed snapshot, into dir, which must not exist: a backup taken while
-// the server runs.
+// ErrNotOpen reports a Checkpoint while the store is shut after a failed
+// commit; the next snapshot opens it again.
+var ErrNotOpen = errors.New("persist: the store is not open after a failed snapshot")
+
+// Checkpoint writes a consistent copy of the store into dir, which must
+// not exist (it is created, with its parents, on the store's filesystem):
+// a backup taken while the server runs, which Open opens like the store.
+// The copy holds every snapshot committed before the call, and possibly
+// one committed during it, each whole. Tables are hard-linked where the
+// filesystem allows, copied otherwise. Snapshots go on while it copies;
+// on failure it removes what it wrote of dir.
 func (s *Store) Checkpoint(dir string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
 	if s.db == nil {
-		return ErrClosed
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		return ErrNotOpen
 	}
-	return s.db.Checkpoint(dir, pebble.WithFlushedWAL())
+	// Pebble refuses a dir that exists (fs.ErrExist).
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("persist: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // RestoreStats describe one restore.
