@@ -17,7 +17,8 @@
 // snapshot store in <dir>/cellserver.pebble (refusing to start when dir is
 // missing or not writable, or the store is unreadable), restores the keys
 // in the background while the server answers -LOADING, then runs the save
-// rules (default "1 1").
+// rules (default "1 1"). BACKUP <path> writes a checkpoint of the store
+// into <path>/cellserver.pebble, a directory to start a server on.
 package main
 
 import (
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -206,7 +208,7 @@ func openStore(dir string) (*persist.Store, error) {
 func startPersistence(srv *server.Server, store *persist.Store, cfg server.Config, loadErr chan<- error) {
 	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
 	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf})
-	p := &persistence{Saver: saver, store: store}
+	p := &persistence{Saver: saver, store: store, dir: cfg.Dir, logf: srv.Logf}
 	srv.SetPersistence(p)
 	srv.SetLoading(true)
 	go func() {
@@ -228,8 +230,11 @@ func startPersistence(srv *server.Server, store *persist.Store, cfg server.Confi
 // persistence adapts a persist.Saver and its store to server.Persistence.
 type persistence struct {
 	*persist.Saver
-	store  *persist.Store
-	failed atomic.Bool // the restore failed: take no snapshot
+	store     *persist.Store
+	dir       string // the dir setting: the store is in <dir>/cellserver.pebble
+	logf      func(level, format string, args ...any)
+	failed    atomic.Bool // the restore failed: take no snapshot
+	backingUp atomic.Bool // a BACKUP runs
 }
 
 var _ server.Persistence = (*persistence)(nil)
@@ -247,6 +252,51 @@ func (p *persistence) BGSave(schedule bool) (bool, error) {
 		err = commands.ErrSaveInProgress
 	}
 	return scheduled, err
+}
+
+// Backup writes a backup that a server starts on with --dir path: the
+// directory path (relative: within dir), created here and refused if it
+// exists, holding a checkpoint of the store in path/cellserver.pebble. One
+// backup runs at a time (a second gets commands.ErrBackupInProgress), so
+// that backups do not pile up copies on a busy disk. What a failed backup
+// wrote is removed.
+func (p *persistence) Backup(path string) error {
+	if p.failed.Load() {
+		return errors.New("the keys were not restored")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.dir, path)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if storePath, err := filepath.Abs(filepath.Join(p.dir, storeDir)); err == nil {
+		if rel, err := filepath.Rel(storePath, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return commands.ErrBackupInStore
+		}
+	}
+	if !p.backingUp.CompareAndSwap(false, true) {
+		return commands.ErrBackupInProgress
+	}
+	defer p.backingUp.Store(false)
+	p.logf("notice", "Backup to %s started", path)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		p.logf("warning", "Backup to %s failed: %v", path, err)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", commands.ErrBackupExists, path)
+		}
+		return err
+	}
+	st, err := p.Saver.Backup(filepath.Join(path, storeDir))
+	if err != nil {
+		p.logf("warning", "Backup to %s failed: %v", path, err)
+		_ = os.RemoveAll(path) // made above: nothing else is in it
+		return err
+	}
+	p.logf("notice", "Backup to %s done in %.3f seconds: every change up to snapshot %d; start a server on it with --dir %s",
+		path, st.Duration.Seconds(), st.Generation, path)
+	return nil
 }
 
 func (p *persistence) Info() commands.PersistenceInfo {
