@@ -22,7 +22,8 @@ import (
 )
 
 // Source is what the collector reads: *server.Server implements it. Its
-// methods must be safe for concurrent use.
+// methods must be safe for concurrent use. A Source that also implements
+// SnapshotSource (persist.go) has its snapshots reported too.
 type Source interface {
 	// Stats returns the server-wide counters (connections).
 	Stats() commands.HostStats
@@ -92,6 +93,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		descExpired, descEvicted, descConnected, descReceived, descRejected} {
 		ch <- d
 	}
+	describeSnapshots(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -132,6 +134,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(len(c.src.Clients())))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ConnsReceived))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
+	collectSnapshots(c.src, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

@@ -112,6 +112,11 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		}
 		return err
 	}
+	var p *persistence // nil: persistence off
+	if store != nil {
+		// From here srv closes the store, however it stops.
+		p = wirePersistence(srv, store, cfg)
+	}
 	if node != nil {
 		// The node logs only once started, when srv is set.
 		if err := node.Start(srv.Engine()); err != nil {
@@ -128,7 +133,7 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer os.Remove(cfg.PidFile)
 	}
 	if cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(srv, cfg.MetricsAddr)
+		stop, err := serveMetrics(metricsSource{srv, p}, cfg.MetricsAddr)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -136,8 +141,8 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer stop()
 	}
 	loadErr := make(chan error, 1)
-	if store != nil {
-		startPersistence(srv, store, cfg, loadErr)
+	if p != nil {
+		p.restore(srv, cfg, loadErr)
 	} else {
 		loadErr <- nil
 	}
@@ -201,18 +206,22 @@ func openStore(dir string) (*persist.Store, error) {
 	return st, nil
 }
 
-// startPersistence wires store into srv and restores the keys in the
-// background: until that is done INFO says loading:1 and limiter commands
-// are answered -LOADING. A failed restore stops the server, and its error
-// arrives on loadErr.
-func startPersistence(srv *server.Server, store *persist.Store, cfg server.Config, loadErr chan<- error) {
+// wirePersistence wires store into srv, which answers -LOADING and
+// reports loading:1 until restore has loaded the keys.
+func wirePersistence(srv *server.Server, store *persist.Store, cfg server.Config) *persistence {
 	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
 	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf})
 	p := &persistence{Saver: saver, store: store, dir: cfg.Dir, logf: srv.Logf}
 	srv.SetPersistence(p)
 	srv.SetLoading(true)
+	return p
+}
+
+// restore loads the keys in the background, then starts the save rules.
+// A failed restore stops the server, and its error arrives on loadErr.
+func (p *persistence) restore(srv *server.Server, cfg server.Config, loadErr chan<- error) {
 	go func() {
-		st, err := store.Restore(srv.Engine())
+		st, err := p.store.Restore(srv.Engine())
 		if err != nil {
 			p.failed.Store(true)
 			loadErr <- fmt.Errorf("restoring the keys from %s: %w (to start empty on purpose, move it away)", filepath.Join(cfg.Dir, storeDir), err)
@@ -222,7 +231,7 @@ func startPersistence(srv *server.Server, store *persist.Store, cfg server.Confi
 		}
 		srv.Logf("notice", "DB loaded from disk: %d keys in %.3f seconds (%d expired keys dropped)", st.Loaded, st.Duration.Seconds(), st.Expired)
 		srv.SetLoading(false)
-		saver.Start()
+		p.Saver.Start()
 		loadErr <- nil
 	}()
 }
@@ -319,18 +328,37 @@ func (p *persistence) Close() error {
 	return p.store.Close()
 }
 
-// serveMetrics serves srv's Prometheus metrics over HTTP at addr's
+// metricsSource is what the metrics read: the server, and its snapshots'
+// figures when persistence is on (p not nil).
+type metricsSource struct {
+	*server.Server
+	p *persistence
+}
+
+var _ metrics.SnapshotSource = metricsSource{}
+
+func (m metricsSource) Snapshots() (metrics.Snapshots, bool) {
+	if m.p == nil {
+		return metrics.Snapshots{}, false
+	}
+	st := m.p.Saver.Stats()
+	return metrics.Snapshots{Loading: m.Server.Loading(), InProgress: st.InProgress, LastSuccess: st.LastSuccess,
+		LastDuration: st.LastDuration, Succeeded: st.Succeeded, Failed: st.Failed, KeysWritten: st.KeysWritten,
+		KeysDeleted: st.KeysDeleted, Changes: st.Changes, DiskBytes: st.DiskBytes}, true
+}
+
+// serveMetrics serves src's Prometheus metrics over HTTP at addr's
 // /metrics until stop is called.
-func serveMetrics(srv *server.Server, addr string) (stop func(), err error) {
+func serveMetrics(src metricsSource, addr string) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metrics.Handler(srv))
+	mux.Handle("/metrics", metrics.Handler(src))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
-	srv.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())
+	src.Logf("notice", "Serving metrics on http://%s/metrics", ln.Addr())
 	return func() { _ = hs.Close() }, nil
 }
 

@@ -427,15 +427,16 @@ func freeAddr(t *testing.T) string {
 
 // BACKUP writes, within dir for a relative path, a directory a server
 // starts on with --dir; it refuses a path that exists or lies in the
-// store, and names the reason for one it cannot create.
-func TestRunBackup(t *testing.T) {
+// store, and names the reason for one it cannot create. /metrics shows
+// the snapshot series with persistence on.
+func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr, maddr := freeAddr(t), freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	sigs := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run([]string{"--port", port, "--dir", dir, "--save", "", "--loglevel", "warning"}, &bytes.Buffer{}, sigs)
+		errc <- run([]string{"--port", port, "--dir", dir, "--save", "", "--loglevel", "warning", "--metrics-addr", maddr}, &bytes.Buffer{}, sigs)
 	}()
 	var nc net.Conn
 	for deadline := time.Now().Add(10 * time.Second); nc == nil; {
@@ -500,6 +501,18 @@ func TestRunBackup(t *testing.T) {
 			t.Errorf("backup %s holds snapshot %d, want %d", b, gen, i+1)
 		}
 		st.Close()
+	}
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"cellserver_loading 0\n", `cellserver_snapshots_total{outcome="ok"} 2` + "\n",
+		"cellserver_snapshot_keys_written_total 1\n", "cellserver_changes_since_last_snapshot 0\n"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 	sigs <- os.Interrupt
 	if err := <-errc; err != nil {
