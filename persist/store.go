@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -150,7 +151,21 @@ func Open(dir string, opts Options) (*Store, error) {
 func (s *Store) open() error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(s.dir, &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}})
+	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}}
+	// Every snapshot under churn is one large batch, flushed to a table
+	// of L0 that overlaps all the others: with Pebble's default of
+	// compacting L0 from 4 such tables, compactions rewrote the store every
+	// few seconds and took more CPU than the snapshots themselves. From 16,
+	// a compaction merges 16 snapshots' tables at once (a key changed in
+	// several is written once); writes stop only at 64.
+	po.L0CompactionThreshold, po.L0StopWritesThreshold = 16, 64
+	// Records are a few dozen bytes of varints, and Pebble already shares
+	// key prefixes within a block: Snappy saved little disk for its CPU in
+	// every flush and compaction.
+	for i := range po.Levels {
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(s.dir, po)
 	if err != nil {
 		return fmt.Errorf("persist: open %s: %w", s.dir, err)
 	}
@@ -279,7 +294,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var err error
-	s.pending.each(func(op byte, shard int, k, v []byte) {
+	s.pending.eachSorted(func(op byte, shard int, k, v []byte) {
 		if err != nil {
 			return
 		}
