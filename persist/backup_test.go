@@ -171,30 +171,3 @@ func TestSaverStats(t *testing.T) {
 		t.Fatalf("Stats after the retry = %+v", st)
 	}
 }
-
-// A snapshot's buffers stay for the next one while the churn goes on, and
-// go once nothing changes (Saver.tick calls Trim).
-func TestIdleSaverTrimsBuffers(t *testing.T) {
-	s := openStore(t, vfs.NewMem())
-	e, _ := newEngine(t, now0)
-	sv := NewSaver(s, e, SaverConfig{Rules: []SaveRule{{Seconds: 1, Changes: 1}}})
-	fill(t, e, 20_000)
-	start := time.Now()
-	sv.tick(start.Add(2 * time.Second))
-	if gen, _ := s.LastSave(); gen != 1 {
-		t.Fatalf("the rule took no snapshot: generation %d", gen)
-	}
-	s.mu.Lock()
-	kept := cap(s.pending.buf)
-	s.mu.Unlock()
-	if kept == 0 {
-		t.Fatal("the snapshot kept no buffer for the next")
-	}
-	sv.tick(start.Add(4 * time.Second)) // no change since
-	s.mu.Lock()
-	left := cap(s.pending.buf)
-	s.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("an idle saver keeps %d bytes of buffer", left)
-	}
-}

@@ -66,12 +66,13 @@ func (o *ops) append(p *ops) {
 	o.n += p.n
 }
 
-// reset empties o. Its buffers stay for the next snapshot while it used
-// at least a quarter of them, so that a steady churn reuses them rather
-// than making garbage of them every second; after a burst they go, so that
-// memory follows the churn.
+// reset empties o. Past 1 MiB its buffers go, so that memory follows the
+// churn: a large snapshot's buffers do not stay. (Keeping them for the
+// next snapshot spares some garbage under heavy churn, but holds a
+// snapshot's worth of changes on the heap between snapshots, tens of MB,
+// for a gain no measurement here could separate from the noise.)
 func (o *ops) reset() {
-	if cap(o.buf) > 1<<20 && len(o.buf) < cap(o.buf)/4 {
+	if cap(o.buf) > 1<<20 {
 		o.buf, o.refs, o.sort = nil, nil, nil
 	}
 	o.buf, o.n = o.buf[:0], 0

@@ -186,8 +186,8 @@ func (s *Saver) loop(stop, done chan struct{}) {
 func (s *Saver) tick(now time.Time) {
 	s.mu.Lock()
 	due := s.scheduled
-	var changes int64 = -1
 	if !due {
+		var changes int64 = -1
 		for _, r := range *s.rules.Load() {
 			if now.Sub(s.lastTry) < time.Duration(r.Seconds)*time.Second {
 				continue
@@ -206,8 +206,6 @@ func (s *Saver) tick(now time.Time) {
 	s.mu.Unlock()
 	if due {
 		s.background()
-	} else if changes == 0 {
-		s.store.Trim() // nothing changes: the last snapshot's buffers need not stay
 	}
 }
 

@@ -381,17 +381,6 @@ func (s *Store) take(src Source) {
 	s.pendingN.Store(int64(s.pending.n))
 }
 
-// Trim lets go of the buffers the last snapshot kept for the next one,
-// unless a failed snapshot left changes in them. The Saver calls it when
-// nothing has changed, so that an idle store holds no snapshot's memory.
-func (s *Store) Trim() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.pending.n == 0 {
-		s.pending = ops{}
-	}
-}
-
 // Pending returns the number of changes taken from the engine by failed
 // snapshots, which the next snapshot writes.
 func (s *Store) Pending() int { return int(s.pendingN.Load()) }
