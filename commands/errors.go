@@ -65,6 +65,10 @@ const (
 	errSaveFailed       = "ERR snapshot failed: see the server's log (INFO persistence shows rdb_last_bgsave_status)"
 	errBGSaveInProgress = "ERR Background save already in progress"
 	errShutdownSave     = "ERR Errors trying to SHUTDOWN. Check logs."
+	errBackupEmptyPath  = "ERR BACKUP needs a directory path: BACKUP <path> (relative paths are taken within the dir setting)"
+	errBackupInProgress = "ERR a backup is already in progress: wait for it to end (the server's log says when)"
+	errBackupExists     = "ERR the backup path already exists: BACKUP writes into a new directory"
+	errBackupInStore    = "ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"
 
 	errMultiNested = "ERR MULTI calls can not be nested"
 	errExecNoMulti = "ERR EXEC without MULTI"
@@ -133,6 +137,10 @@ func errConfigSetFailed(name string, err error) string {
 // errRewriteFailed is CONFIG REWRITE's error when the file cannot be
 // written.
 func errRewriteFailed(err error) string { return "ERR Rewriting config file: " + err.Error() }
+
+// errBackupFailed is BACKUP's when the snapshot or the copy failed; what
+// it wrote of the backup is removed.
+func errBackupFailed(err error) string { return "ERR backup failed: " + err.Error() }
 
 // errInternal answers a command whose handler panicked.
 func errInternal(cmd string) string { return "ERR internal error in '" + cmd + "'" }

@@ -25,11 +25,26 @@ type Persistence interface {
 	// Info returns the figures of INFO persistence. It must take no shard
 	// lock: INFO may run inside MULTI/EXEC, which holds them all.
 	Info() PersistenceInfo
+	// Backup takes a snapshot, then writes a consistent copy of the store
+	// into the new directory path (relative: within the dir setting), to
+	// be started with --dir <path>, and returns once it is complete. It
+	// returns ErrBackupInProgress while another backup runs, and
+	// ErrBackupExists or ErrBackupInStore (wrapped or not) for a path
+	// that exists or lies inside the store's own directory.
+	Backup(path string) error
 }
 
-// ErrSaveInProgress is what Persistence.BGSave returns (wrapped or not)
-// while a background snapshot runs.
-var ErrSaveInProgress = errors.New("a background save is already in progress")
+// Errors Persistence returns (wrapped or not).
+var (
+	// ErrSaveInProgress is BGSave's while a background snapshot runs.
+	ErrSaveInProgress = errors.New("a background save is already in progress")
+	// ErrBackupInProgress is Backup's while another backup runs.
+	ErrBackupInProgress = errors.New("a backup is already in progress")
+	// ErrBackupExists is Backup's for a path that exists.
+	ErrBackupExists = errors.New("the backup path exists")
+	// ErrBackupInStore is Backup's for a path inside the store's directory.
+	ErrBackupInStore = errors.New("the backup path is inside the store's directory")
+)
 
 // PersistenceInfo are the figures INFO persistence reports.
 type PersistenceInfo struct {
@@ -51,6 +66,10 @@ func registerPersistence(t *Table) {
 		{Name: "bgsave", Arity: -1, MaxArgs: 2, Flags: FlagAdmin, Handler: bgsave, Complexity: "O(1); the snapshot is O(N) for N keys changed",
 			Summary: "Takes a snapshot in the background; SCHEDULE queues one when a snapshot is under way.",
 			Args:    []Arg{{Name: "schedule", Type: "pure-token", Token: "SCHEDULE", Optional: true}}},
+		{Name: "backup", Arity: 2, Flags: FlagAdmin | FlagNoMulti, Handler: backup,
+			Complexity: "O(N) for N keys changed since the last snapshot, then O(S) for a store of S bytes (hard links where the filesystem allows)",
+			Summary:    "Takes a snapshot, then writes a consistent copy of the store into a new directory, to start a server on with --dir; replies once it is complete.",
+			Args:       []Arg{{Name: "path", Type: "string"}}},
 		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagStale, Handler: lastsave, Complexity: "O(1)",
 			Summary: "The Unix time of the last snapshot committed to disk (the server's start before any)."},
 	}
@@ -99,6 +118,34 @@ func bgsave(c *Client, args [][]byte) {
 		c.W.WriteString("Background saving scheduled")
 	default:
 		c.W.WriteString("Background saving started")
+	}
+}
+
+// backup answers BACKUP <path>. The snapshot and the copy run on the
+// calling connection's goroutine, which holds no lock meanwhile (BACKUP is
+// never queued in MULTI): other clients are served throughout.
+func backup(c *Client, args [][]byte) {
+	p := c.host.Persistence()
+	if p == nil {
+		c.fail(errNoPersistence)
+		return
+	}
+	if len(args[1]) == 0 {
+		c.fail(errBackupEmptyPath)
+		return
+	}
+	err := p.Backup(string(args[1]))
+	switch {
+	case err == nil:
+		c.writeOK()
+	case errors.Is(err, ErrBackupInProgress):
+		c.fail(errBackupInProgress)
+	case errors.Is(err, ErrBackupExists):
+		c.fail(errBackupExists)
+	case errors.Is(err, ErrBackupInStore):
+		c.fail(errBackupInStore)
+	default:
+		c.fail(errBackupFailed(err))
 	}
 }
 

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ type fakePersistence struct {
 	fail           bool // Save fails
 	inProgress     bool // a background save is under way
 	info           PersistenceInfo
+	backups        []string // the paths Backup was given
+	backupErr      error    // what Backup returns
 }
 
 func (p *fakePersistence) Save() error {
@@ -34,12 +38,17 @@ func (p *fakePersistence) BGSave(schedule bool) (bool, error) {
 	return false, nil
 }
 
+func (p *fakePersistence) Backup(path string) error {
+	p.backups = append(p.backups, path)
+	return p.backupErr
+}
+
 func (p *fakePersistence) LastSave() time.Time   { return time.Unix(1_800_000_000, 0) }
 func (p *fakePersistence) Info() PersistenceInfo { return p.info }
 
 func TestPersistenceOff(t *testing.T) {
 	h := newHarness(t, "")
-	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}, {"BGSAVE", "SCHEDULE"}} {
+	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}, {"BGSAVE", "SCHEDULE"}, {"BACKUP", "b"}} {
 		if got, want := h.do(cmd...), errReply(errNoPersistence); got != want {
 			t.Errorf("%v = %q, want %q", cmd, got, want)
 		}
@@ -114,6 +123,60 @@ func TestPersistenceCommands(t *testing.T) {
 	}
 	if got := h.do("SHUTDOWN", "SAVE", "NOSAVE"); got != errReply(errSyntax) {
 		t.Errorf("SHUTDOWN SAVE NOSAVE = %q", got)
+	}
+}
+
+// BACKUP answers +OK once the backup is complete, each error of
+// Persistence.Backup with its text, and is refused while loading and
+// inside MULTI.
+func TestBackup(t *testing.T) {
+	h := newHarness(t, "")
+	p := &fakePersistence{}
+	h.host.persist = p
+	cases := []struct {
+		err  error
+		want string
+	}{
+		{nil, "+OK\r\n"},
+		{ErrBackupInProgress, errReply(errBackupInProgress)},
+		{fmt.Errorf("mkdir: %w", ErrBackupExists), errReply(errBackupExists)},
+		{ErrBackupInStore, errReply(errBackupInStore)},
+		{errors.New("persist: backup: no space left on device\r\n"), errReply(errBackupFailed(errors.New("persist: backup: no space left on device  ")))},
+	}
+	for _, c := range cases {
+		p.backupErr = c.err
+		if got := h.do("BACKUP", "backups/b1"); got != c.want {
+			t.Errorf("BACKUP with Backup returning %v = %q, want %q", c.err, got, c.want)
+		}
+	}
+	if got, want := p.backups, []string{"backups/b1", "backups/b1", "backups/b1", "backups/b1", "backups/b1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Backup got %q, want %q", got, want)
+	}
+	p.backups = nil
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"BACKUP", ""}, errReply(errBackupEmptyPath)},
+		{[]string{"BACKUP"}, errReply(errArity("backup"))},
+		{[]string{"BACKUP", "a", "b"}, errReply(errArity("backup"))},
+	} {
+		if got := h.do(c.words...); got != c.want {
+			t.Errorf("%q = %q, want %q", c.words, got, c.want)
+		}
+	}
+	h.do("MULTI")
+	if got, want := h.do("BACKUP", "b"), errReply(errNotInMulti); got != want {
+		t.Errorf("BACKUP in MULTI = %q, want %q", got, want)
+	}
+	h.do("DISCARD")
+	h.table.SetLoading(true)
+	if got, want := h.do("BACKUP", "b"), errReply(errLoading); got != want {
+		t.Errorf("BACKUP while loading = %q, want %q", got, want)
+	}
+	h.table.SetLoading(false)
+	if len(p.backups) != 0 {
+		t.Errorf("Backup called for refused BACKUPs: %q", p.backups)
 	}
 }
 

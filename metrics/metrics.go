@@ -23,7 +23,8 @@ import (
 )
 
 // Source is what the collector reads: *server.Server implements it. Its
-// methods must be safe for concurrent use.
+// methods must be safe for concurrent use. A Source that also implements
+// SnapshotSource (persist.go) has its snapshots reported too.
 type Source interface {
 	// Stats returns the server-wide counters (connections).
 	Stats() commands.HostStats
@@ -98,6 +99,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	describeCluster(ch)
+	describeSnapshots(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -139,6 +141,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ConnsReceived))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
 	collectCluster(c.src, ch)
+	collectSnapshots(c.src, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

@@ -1,7 +1,10 @@
 package persist
 
 import (
+	"flag"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,13 +12,24 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
+var restoreKeys = flag.String("restore-keys", "1000000", "BenchmarkRestore's key counts, comma-separated")
+
 // BenchmarkRestore snapshots -restore-keys CL.THROTTLE keys (17 bytes)
-// to a store on disk (the test's temporary directory), then measures
-// restoring them into a new engine of 256 shards: one op is one restore.
+// to a store on disk (the test's temporary directory), a million keys per
+// snapshot as a server under save 1 1 would, then measures restoring them
+// into a new engine of 256 shards: one op is one restore.
 //
-//	go test ./persist -run XXX -bench Restore -benchtime 1x
+//	go test ./persist -run XXX -bench Restore -benchtime 1x -restore-keys 1000000,10000000
 func BenchmarkRestore(b *testing.B) {
-	for _, n := range []int{1_000_000} {
+	var counts []int
+	for _, f := range strings.Split(*restoreKeys, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 100 {
+			b.Fatalf("-restore-keys %q: want counts of at least 100", *restoreKeys)
+		}
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
 		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			clock := engine.NewManualClock(now0)
@@ -25,30 +39,35 @@ func BenchmarkRestore(b *testing.B) {
 			}
 			defer e.Close()
 			p, _ := limiter.GCRARequest{MaxBurst: 15, Count: 1, Period: 3600, Quantity: 1}.Params()
-			for i := range n {
-				if _, err := e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p); err != nil {
-					b.Fatal(err)
-				}
-			}
 			s, err := Open(dir, Options{})
 			if err != nil {
 				b.Fatal(err)
 			}
-			start := time.Now()
-			st, err := s.Snapshot(e, time.Now())
-			if err != nil {
-				b.Fatal(err)
+			var full time.Duration
+			written := 0
+			for lo := 0; lo < n; lo += 1_000_000 {
+				for i := lo; i < min(lo+1_000_000, n); i++ {
+					if _, err := e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				start := time.Now()
+				st, err := s.Snapshot(e, time.Now())
+				if err != nil {
+					b.Fatal(err)
+				}
+				full += time.Since(start)
+				written += st.Written
 			}
-			full := time.Since(start)
 			disk := s.DiskUsage()
-			if st.Written != n {
-				b.Fatalf("wrote %d records, want %d", st.Written, n)
+			if written != n {
+				b.Fatalf("wrote %d records, want %d", written, n)
 			}
 			// A second snapshot with 1% of the keys changed.
 			for i := 0; i < n; i += 100 {
 				e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p)
 			}
-			start = time.Now()
+			start := time.Now()
 			if _, err := s.Snapshot(e, time.Now()); err != nil {
 				b.Fatal(err)
 			}
@@ -63,7 +82,7 @@ func BenchmarkRestore(b *testing.B) {
 				e2.Close()
 			}
 			b.StopTimer()
-			b.ReportMetric(full.Seconds(), "snapshot-s")
+			b.ReportMetric(full.Seconds(), "snapshots-s")
 			b.ReportMetric(partial.Seconds(), "snapshot-1%-s")
 			b.ReportMetric(float64(disk)/float64(n), "disk-B/key")
 			s.Close()

@@ -18,6 +18,10 @@
 // store's own facts: its format version, written when the store is created
 // and checked when it is opened, and the generation of the last snapshot.
 //
+// A backup (Saver.Backup) is a snapshot followed by a Pebble checkpoint of
+// the store (Store.Checkpoint), which runs beside later snapshots; the
+// copy opens like the store.
+//
 // Package persist imports engine (through the narrow Source and Sink
 // interfaces, and its record codec) and Pebble; it must not import
 // commands or server, which reach it only through what cmd/cellserver

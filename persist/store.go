@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -74,6 +75,8 @@ type Source interface {
 // Sink is what Restore loads into. *engine.Engine implements it.
 type Sink interface {
 	// Load stores r unless it has expired, and reports whether it did.
+	// Restore calls it from several goroutines at once, each with keys
+	// of its own.
 	Load(r engine.Record) (bool, error)
 }
 
@@ -88,9 +91,6 @@ var (
 	genKey    = []byte("\xffgeneration")
 )
 
-// dataEnd is the first key past every data key.
-var dataEnd = []byte{engine.SlotCount >> 8, 0}
-
 // Store is an open Pebble store of snapshots. Its methods are safe for
 // concurrent use; snapshots and restores run one at a time.
 type Store struct {
@@ -101,9 +101,15 @@ type Store struct {
 	fatal atomic.Pointer[string] // the last error Pebble gave up on (logger.Fatalf)
 
 	mu      sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
-	db      *pebble.DB // nil once closed, or after a failed commit until reopened
+	db      *pebble.DB // nil once closed, or after a failed commit until reopened; changed under dbMu too
 	pending ops        // changes taken from the engine and not committed yet
 	slots   [][]int    // the slots of each shard, for a flushed shard
+
+	// dbMu keeps db open for a Checkpoint without holding mu, so that
+	// snapshots go on while a checkpoint copies files: Checkpoint holds it
+	// for reading; closing or replacing db takes it for writing, with mu.
+	dbMu   sync.RWMutex
+	closed atomic.Bool // Close was called
 
 	// What Pending, LastSave and DiskUsage report, kept apart from mu: a
 	// snapshot holds mu while it waits for shard locks, and a MULTI/EXEC
@@ -145,7 +151,21 @@ func Open(dir string, opts Options) (*Store, error) {
 func (s *Store) open() error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
-	db, err := pebble.Open(s.dir, &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}})
+	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}}
+	// Every snapshot under churn is one large batch, flushed to a table
+	// of L0 that overlaps all the others: with Pebble's default of
+	// compacting L0 from 4 such tables, compactions rewrote the store every
+	// few seconds and took more CPU than the snapshots themselves. From 16,
+	// a compaction merges 16 snapshots' tables at once (a key changed in
+	// several is written once); writes stop only at 64.
+	po.L0CompactionThreshold, po.L0StopWritesThreshold = 16, 64
+	// Records are a few dozen bytes of varints, and Pebble already shares
+	// key prefixes within a block: Snappy saved little disk for its CPU in
+	// every flush and compaction.
+	for i := range po.Levels {
+		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(s.dir, po)
 	if err != nil {
 		return fmt.Errorf("persist: open %s: %w", s.dir, err)
 	}
@@ -171,7 +191,9 @@ func (s *Store) open() error {
 		s.infoMu.Unlock()
 		closer.Close()
 	}
+	s.dbMu.Lock()
 	s.db = db
+	s.dbMu.Unlock()
 	s.disk.Store(db.Metrics().DiskSpaceUsage())
 	return nil
 }
@@ -216,11 +238,14 @@ func (s *Store) Close() error {
 		return nil
 	}
 	var err error
+	s.dbMu.Lock()
 	if s.db != nil {
 		err = s.db.Close()
 		s.db = nil
 	}
+	s.dbMu.Unlock()
 	s.dir = ""
+	s.closed.Store(true)
 	return errors.Join(err, s.lock.Close())
 }
 
@@ -269,7 +294,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	b := s.db.NewBatch()
 	defer b.Close()
 	var err error
-	s.pending.each(func(op byte, shard int, k, v []byte) {
+	s.pending.eachSorted(func(op byte, shard int, k, v []byte) {
 		if err != nil {
 			return
 		}
@@ -301,8 +326,10 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	if err := s.commit(b); err != nil {
 		// Pebble accepts no more writes after a failed log write: close
 		// this instance and open the store again for the next snapshot.
+		s.dbMu.Lock()
 		s.db.Close()
 		s.db = nil
+		s.dbMu.Unlock()
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
 	}
 	if b.Len() > largeBatch {
@@ -370,16 +397,31 @@ func (s *Store) LastSave() (uint64, time.Time) {
 // or after its last snapshot.
 func (s *Store) DiskUsage() uint64 { return s.disk.Load() }
 
-// Checkpoint writes a consistent copy of the store, as of its last
-// committed snapshot, into dir, which must not exist: a backup taken while
-// the server runs.
+// ErrNotOpen reports a Checkpoint while the store is shut after a failed
+// commit; the next snapshot opens it again.
+var ErrNotOpen = errors.New("persist: the store is not open after a failed snapshot")
+
+// Checkpoint writes a consistent copy of the store into dir, which must
+// not exist (it is created, with its parents, on the store's filesystem):
+// a backup taken while the server runs, which Open opens like the store.
+// The copy holds every snapshot committed before the call, and possibly
+// one committed during it, each whole. Tables are hard-linked where the
+// filesystem allows, copied otherwise. Snapshots go on while it copies;
+// on failure it removes what it wrote of dir.
 func (s *Store) Checkpoint(dir string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
 	if s.db == nil {
-		return ErrClosed
+		if s.closed.Load() {
+			return ErrClosed
+		}
+		return ErrNotOpen
 	}
-	return s.db.Checkpoint(dir, pebble.WithFlushedWAL())
+	// Pebble refuses a dir that exists (fs.ErrExist).
+	if err := s.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("persist: checkpoint: %w", err)
+	}
+	return nil
 }
 
 // RestoreStats describe one restore.
@@ -391,7 +433,9 @@ type RestoreStats struct {
 
 // Restore loads every record of the store into dst, and deletes from the
 // store the records dst drops as expired. It returns an error wrapping
-// ErrCorrupt for a record it cannot decode.
+// ErrCorrupt for a record it cannot decode. The slots are split into one
+// contiguous range per processor (GOMAXPROCS), each read and loaded by a
+// goroutine of its own.
 func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 	start := time.Now()
 	s.mu.Lock()
@@ -399,53 +443,108 @@ func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 	if s.db == nil {
 		return RestoreStats{}, ErrClosed
 	}
-	var st RestoreStats
-	it, err := s.db.NewIter(&pebble.IterOptions{UpperBound: dataEnd})
-	if err != nil {
-		return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	n := max(1, min(runtime.GOMAXPROCS(0), maxRestoreWorkers))
+	parts := make([]restorePart, n)
+	var stop atomic.Bool // a part failed: the others stop
+	var wg sync.WaitGroup
+	for i := range parts {
+		lo, _ := SlotRange(engine.SlotCount * i / n)
+		hi, _ := SlotRange(engine.SlotCount * (i + 1) / n) // past every data key for the last
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i] = s.restoreRange(dst, lo, hi, &stop)
+		}()
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
+	wg.Wait()
+	var st RestoreStats
+	for i := range parts {
+		p := &parts[i]
+		if p.err != nil {
+			for j := range parts {
+				parts[j].batch.Close()
+			}
+			return st, p.err
+		}
+		st.Loaded += p.loaded
+		st.Expired += p.expired
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.expired > 0 {
+			// Losing these deletions in a crash costs only their redoing.
+			if err := p.batch.Commit(pebble.NoSync); err != nil {
+				s.opts.Logf("persist: deleting %d expired records: %v", p.expired, err)
+			}
+		}
+		p.batch.Close()
+	}
+	st.Duration = time.Since(start)
+	return st, nil
+}
+
+// maxRestoreWorkers bounds the goroutines of a restore.
+const maxRestoreWorkers = 16
+
+// restorePart is what one goroutine of Restore did.
+type restorePart struct {
+	loaded, expired int
+	batch           *pebble.Batch // deletions of the expired records
+	err             error
+}
+
+// restoreRange is Restore for the data keys in [lo, hi); it stops early
+// once stop is set, and sets it when it fails. s.mu is held.
+func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p restorePart) {
+	p.batch = s.db.NewBatch()
+	defer func() {
+		if p.err != nil {
+			stop.Store(true)
+		}
+	}()
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return p
+	}
+	defer func() {
+		if err := it.Close(); err != nil && p.err == nil {
+			p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}()
 	for ok := it.First(); ok; ok = it.Next() {
+		if p.loaded&1023 == 0 && stop.Load() {
+			return p
+		}
 		k := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
-			it.Close()
-			return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
+			p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return p
 		}
 		r, n, err := engine.DecodeRecord(v)
 		if err != nil || n != len(v) || len(k) < 2 || string(k[2:]) != string(r.Key) || int(binary.BigEndian.Uint16(k)) != engine.Slot(r.Key) {
-			it.Close()
-			return st, fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
+			p.err = fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
+			return p
 		}
 		loaded := false
 		if r.Kind != engine.KindSlidingLog || len(r.Hits) > 0 { // a log with no hits is no key
 			if loaded, err = dst.Load(r); err != nil {
-				it.Close()
-				return st, fmt.Errorf("%w: record under key %q: %v", ErrCorrupt, k, err)
+				p.err = fmt.Errorf("%w: record under key %q: %v", ErrCorrupt, k, err)
+				return p
 			}
 		}
 		if loaded {
-			st.Loaded++
+			p.loaded++
 			continue
 		}
-		st.Expired++
-		if err := b.Delete(k, nil); err != nil {
-			it.Close()
-			return st, err
+		p.expired++
+		if err := p.batch.Delete(k, nil); err != nil {
+			p.err = err
+			return p
 		}
 	}
-	if err := it.Close(); err != nil {
-		return st, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if st.Expired > 0 {
-		// Losing these deletions in a crash costs only their redoing.
-		if err := b.Commit(pebble.NoSync); err != nil {
-			s.opts.Logf("persist: deleting %d expired records: %v", st.Expired, err)
-		}
-	}
-	st.Duration = time.Since(start)
-	return st, nil
+	return p
 }
 
 // largeBatch is the size of a snapshot's batch from which Snapshot flushes

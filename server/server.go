@@ -480,6 +480,9 @@ func (s *Server) SetPersistence(p Persistence) { s.persist = p }
 // answered with Redis's LOADING error.
 func (s *Server) SetLoading(on bool) { s.table.SetLoading(on) }
 
+// Loading reports whether the server is loading its keys (SetLoading).
+func (s *Server) Loading() bool { return s.table.Loading() }
+
 // closePersistence takes the last snapshot, unless SHUTDOWN NOSAVE asked
 // otherwise, and closes the store.
 func (s *Server) closePersistence() {

@@ -169,6 +169,9 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != int64(o.keys) {
 		return nil, fmt.Errorf("DBSIZE %d after inserting %d keys (%v)", n, o.keys, err)
 	}
+	if err := settle(ctx, rdb); err != nil {
+		return nil, err
+	}
 	if f.full, err = read("full"); err != nil {
 		return nil, err
 	}
@@ -271,6 +274,27 @@ func heapAfterGC(ctx context.Context, rdb, gc *redis.Client) (heap uint64, confi
 		return prev, false, nil
 	}
 	return best, true, nil
+}
+
+// settle waits, with persistence on, until the snapshots have written
+// every key and none is under way: what is measured is then the keys', not
+// the buffers of a snapshot in flight (2 copies of each key it writes,
+// gone when it ends).
+func settle(ctx context.Context, rdb *redis.Client) error {
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		s, err := rdb.Info(ctx, "persistence").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(s, "rdb_saves_enabled:1") ||
+			strings.Contains(s, "rdb_changes_since_last_save:0\r\n") && strings.Contains(s, "rdb_bgsave_in_progress:0\r\n") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the snapshots did not catch up within 60 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func usedMemory(ctx context.Context, rdb *redis.Client) (uint64, error) {
@@ -400,7 +424,7 @@ func pct(x, base uint64) string {
 func report(w io.Writer, o options, cs *csFigures, rd *redisFigures) {
 	fmt.Fprintf(w, "%d distinct 17-byte keys (`user:000000000000` on), each set by one allowed `CL.THROTTLE key 15 1 3600` "+
 		"(cellserver) or the same through `EVALSHA gcra.lua` (Redis); %d pipelines of %d. "+
-		"cellserver heap = INFO `used_memory` (Go HeapAlloc + the tables' off-heap arrays), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS, read before that garbage (after expiry: once DBSIZE is 0, and again 10 s later). The empty reading follows a warm-up: 50000 keys inserted and expired, so that code pages read in on first use count in both readings.\n\n",
+		"cellserver heap = INFO `used_memory` (Go HeapAlloc + the tables' off-heap arrays), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS, read before that garbage; with persistence on, the full reading waits until the snapshots have written every key and none is under way (after expiry: once DBSIZE is 0, and again 10 s later). The empty reading follows a warm-up: 50000 keys inserted and expired, so that code pages read in on first use count in both readings.\n\n",
 		o.keys, o.workers, o.batch)
 	fmt.Fprintln(w, "| server | empty heap | full heap | heap B/key | empty RSS | full RSS | RSS B/key | insert time |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")

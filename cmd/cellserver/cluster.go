@@ -103,16 +103,11 @@ func (r router) Topology() commands.ClusterTopology {
 	return out
 }
 
-// clusterMetrics is a metrics source that reports its cluster node too,
-// from the node's counters.
-type clusterMetrics struct {
-	metrics.Source
-	node *cluster.Node
-}
-
-var _ metrics.ClusterSource = clusterMetrics{}
-
-func (m clusterMetrics) Cluster() (metrics.ClusterStats, bool) {
+// Cluster reports the cluster node's counters, when cluster mode is on.
+func (m metricsSource) Cluster() (metrics.ClusterStats, bool) {
+	if m.node == nil {
+		return metrics.ClusterStats{}, false
+	}
 	st := m.node.Stats()
 	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members}, true
 }

@@ -27,8 +27,10 @@ import (
 // sizeThreads runs the sizing every second until stop is closed, logging
 // each change with logf. GOMAXPROCS belongs to the process, so this lives
 // here rather than in package server.
-func sizeThreads(stop <-chan struct{}, logf func(level, format string, args ...any)) {
-	t := &threadSizer{most: runtime.GOMAXPROCS(0)}
+// extra threads are added to the figure, up to the ceiling (one for the
+// snapshots' background work with persistence on: see run).
+func sizeThreads(stop <-chan struct{}, extra int, logf func(level, format string, args ...any)) {
+	t := &threadSizer{most: runtime.GOMAXPROCS(0), extra: extra}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -47,6 +49,7 @@ func sizeThreads(stop <-chan struct{}, logf func(level, format string, args ...a
 type threadSizer struct {
 	load    cpuload.Sampler
 	most    int // GOMAXPROCS at start: the ceiling
+	extra   int // added to the measured figure
 	pending int // the figure the last measurement wanted; 0: none
 }
 
@@ -64,7 +67,7 @@ func (t *threadSizer) size() (int, bool) {
 	if !ok || t.most <= 1 {
 		return cur, false
 	}
-	want := threadsFor(others, t.most)
+	want := min(t.most, threadsFor(others, t.most)+t.extra)
 	if want == cur {
 		t.pending = 0
 		return cur, false

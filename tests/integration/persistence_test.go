@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,3 +344,120 @@ func TestPersistenceKillDuringLargeSnapshot(t *testing.T) {
 }
 
 var sigterm = syscall.SIGTERM
+
+// TestBackupWhileServing drives keys into known states under a frozen
+// clock, runs BACKUP while another client keeps hitting other keys, then
+// starts a second server on the backup (--dir <backup>, the same frozen
+// clock) while the first keeps running. The keys the script set answer
+// exactly as on the original. Each churned key holds a state the original
+// passed through: at least the hits answered before BACKUP was sent, at
+// most all of them (hits answered during BACKUP may or may not be in it).
+func TestBackupWhileServing(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	end := t0
+	for _, s := range persistScript {
+		end += s.advance
+	}
+	dir := t.TempDir()
+	p := startPersisted(t, bin, dir) // save 1 1: background snapshots run too
+	rc := dialRaw(t, p.addr)
+	runPSteps(rc, persistScript)
+
+	// CL.THROTTLE churn:<i> 1000 1 3600 under a frozen clock: each hit
+	// moves the key's TAT, and so its PTTL, on by exactly one hour.
+	const churnKeys, maxHits = 100, 900
+	const hitMs = 3600 * 1000
+	ctx := context.Background()
+	var mu sync.Mutex
+	hits := make([]int, churnKeys) // answered hits per key
+	stop, stopped := make(chan struct{}), make(chan error, 1)
+	go func() {
+		rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+		defer rdb.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				stopped <- nil
+				return
+			default:
+			}
+			k := i % churnKeys
+			mu.Lock()
+			full := hits[k] >= maxHits // stay under the burst: every hit is allowed
+			mu.Unlock()
+			if full {
+				<-stop
+				stopped <- nil
+				return
+			}
+			v, err := rdb.Do(ctx, "CL.THROTTLE", fmt.Sprintf("churn:%d", k), 1000, 1, 3600).Int64Slice()
+			if err != nil || v[0] != 0 {
+				stopped <- fmt.Errorf("CL.THROTTLE churn:%d = %v, %v", k, v, err)
+				return
+			}
+			mu.Lock()
+			hits[k]++
+			mu.Unlock()
+		}
+	}()
+	waitFor(t, "every churned key to be hit", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return hits[churnKeys-1] > 0
+	})
+	mu.Lock()
+	before := append([]int(nil), hits...)
+	mu.Unlock()
+	rc.wantDo("+OK\r\n", "BACKUP", "backups-1")
+	mu.Lock()
+	during := 0
+	for k := range hits {
+		during += hits[k] - before[k]
+	}
+	mu.Unlock()
+	close(stop)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d churn hits answered while BACKUP ran", during)
+	for _, want := range []string{"Backup to " + dir + "/backups-1 started", "Backup to " + dir + "/backups-1 done in "} {
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
+		}
+	}
+
+	// The original: every churned key's PTTL counts its hits.
+	pttl := func(rc *rawConn, k int) int64 {
+		t.Helper()
+		v, err := strconv.ParseInt(strings.Trim(rc.do("PTTL", fmt.Sprintf("churn:%d", k)), ":\r\n"), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for k := range churnKeys {
+		if got, want := pttl(rc, k), int64(hits[k])*hitMs; got != want {
+			t.Fatalf("original: PTTL churn:%d = %d, want %d (%d hits)", k, got, want, hits[k])
+		}
+	}
+
+	b := startPersistedAt(t, end, bin, filepath.Join(dir, "backups-1"), "--save", "")
+	brc := dialRaw(t, b.addr)
+	for k := range churnKeys {
+		got := pttl(brc, k)
+		if got%hitMs != 0 || got/hitMs < int64(before[k]) || got/hitMs > int64(hits[k]) {
+			t.Errorf("backup: PTTL churn:%d = %d, want a multiple of %d between %d and %d hits", k, got, hitMs, before[k], hits[k])
+		}
+	}
+	want := runPSteps(rc, persistProbes)
+	got := runPSteps(brc, persistProbes)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("backup: %v = %q, original %q", persistProbes[i].args, got[i], want[i])
+		}
+	}
+	if want[0] != fmt.Sprintf(":%d\r\n", 6+churnKeys) {
+		t.Errorf("DBSIZE = %q, want %d", want[0], 6+churnKeys)
+	}
+}
