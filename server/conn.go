@@ -273,9 +273,9 @@ func (c *conn) flush(final bool) bool {
 // overLimit drops the connection's replies and reports false: the client
 // is disconnected for its output limit (which: "hard" or "soft").
 func (c *conn) overLimit(which string, n int) bool {
+	c.s.outputDropped.Add(1) // counted before the close, which the client sees
 	c.w.Drop()
 	c.cl.Kill() // nothing more runs or is written: the connection closes
 	c.s.log.Logf("warning", "Client id=%d addr=%s closed for overcoming of output buffer limits (%s limit, %d bytes waiting).", c.cl.ID(), c.nc.RemoteAddr(), which, n)
-	c.s.outputDropped.Add(1)
 	return false
 }
