@@ -171,8 +171,10 @@ func TestOneCommandHugeReplyIsBounded(t *testing.T) {
 			h.c.W.b = h.c.W.b[:0]
 		}
 	}
-	before := testing.AllocsPerRun(1, info(args[:2]))
-	if got := testing.AllocsPerRun(1, info(args)); got > before+50 {
+	// Averaged over runs: AllocsPerRun counts the whole process's
+	// allocations, other goroutines' too (a single run under -race saw 63).
+	before := testing.AllocsPerRun(10, info(args[:2]))
+	if got := testing.AllocsPerRun(10, info(args)); got > before+50 {
 		t.Fatalf("INFO with 300,000 unknown section names: %.0f allocations, %.0f with one name", got, before)
 	}
 	if got := h.do("INFO", "nosuch"); got != "$0\r\n\r\n" {
