@@ -3,9 +3,10 @@
 #
 #   bench/latency.sh [BIN] [N] [ROUNDS] [THREADS...]
 #
-# For each THREADS value [1 0] (0: one per core, the default), ROUNDS
-# rounds [3] of: start BIN [a fresh build of cmd/cellserver] with that
-# --threads and the metrics endpoint, run redis-benchmark -c 50 -n N
+# For each THREADS value [1 0] (0: sized while running, the default),
+# ROUNDS rounds [3] of: start BIN [a fresh build of cmd/cellserver] with
+# that --threads and the metrics endpoint, warm it up for a few seconds
+# (so that the default has sized itself), run redis-benchmark -c 50 -n N
 # [200000] -r 1000000 (no pipelining) on CL.THROTTLE, and print one line:
 #
 #   - the client's view: requests/s, p50, p99 and max latency (ms);
@@ -66,6 +67,8 @@ for t in "${threads[@]}"; do
 		pid=$!
 		pids+=("$pid")
 		for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
+		# A warm-up of 3-4 s, in which the default (0) measures the load.
+		redis-benchmark -p "$port" -c 50 -n $((n / 2 + 150000)) -r 1000000 CL.THROTTLE warm:__rand_int__ 15 30 60 >/dev/null 2>&1
 		m0=$(curl -s "http://$HOST:$mport/metrics")
 		q0=$(runq_ns "$pid")
 		out=$(redis-benchmark -p "$port" -c 50 -n "$n" -r 1000000 CL.THROTTLE user:__rand_int__ 15 30 60 2>&1 | tr '\r' '\n')
