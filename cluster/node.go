@@ -826,9 +826,36 @@ func (d *delegate) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(d)
 	n.logf("notice", "cluster: member %s left or failed", m.Name)
 	n.knownMu.Lock()
+	md, ok := n.known[m.Name]
 	delete(n.known, m.Name)
 	n.knownMu.Unlock()
+	if ok {
+		n.dropPeer(net.JoinHostPort(md.IP, strconv.Itoa(md.Port)))
+	}
 	n.poke()
+}
+
+// dropPeer closes the hand-off client and the idle forwarding connections
+// to the member at addr, which has gone: under churn they would pile up.
+// A hand-off or a forward using them meanwhile fails and is retried or
+// answered as the member's absence dictates; a member that comes back at
+// addr gets new ones.
+func (n *Node) dropPeer(addr string) {
+	n.peersMu.Lock()
+	p, pool := n.peers[addr], n.fwd[addr]
+	delete(n.peers, addr)
+	delete(n.fwd, addr)
+	n.peersMu.Unlock()
+	if p != nil {
+		_ = p.Close()
+	}
+	for pool != nil && len(pool) > 0 {
+		select {
+		case fc := <-pool:
+			fc.c.Close()
+		default:
+		}
+	}
 }
 
 // NotifyUpdate records m's metadata; a node without cellserver's

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -214,15 +215,24 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		t.Errorf("Stats: a %+v, b %+v; want the %d slots split as the map says (b %d), 2 members, %d keys moved",
 			sa, sb, engine.SlotCount, counts[b.ID()], onB)
 	}
+	bAddr := net.JoinHostPort(b.cfg.IP, strconv.Itoa(b.cfg.Port))
+	holdsB := func() bool {
+		a.peersMu.Lock()
+		defer a.peersMu.Unlock()
+		return a.peers[bAddr] != nil
+	}
+	if !holdsB() {
+		t.Fatalf("a has no hand-off client for b (%s) after handing it keys", bAddr)
+	}
 	stop = watchOverlap(t, a, b)
 	if err := b.Leave(); err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount {
+	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount || holdsB() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after the leave a serves %d slots", a.servedSlots())
+			t.Fatalf("after the leave a serves %d slots, and holds a client for b: %v", a.servedSlots(), holdsB())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
