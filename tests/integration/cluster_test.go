@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -241,52 +240,6 @@ func settle(t *testing.T, nodes ...*proc) []string {
 	return owners
 }
 
-// nodeModules installs tests/integration/nodeclients' packages (ioredis,
-// node-redis) with npm once, in the user's cache directory, and returns
-// their node_modules. Without node and npm it skips the test; when npm
-// cannot install them it skips it too, or fails it on CI.
-func nodeModules(t *testing.T) string {
-	t.Helper()
-	skip := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("CI") != "" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: %v", tool, err)
-		}
-	}
-	pkg, err := os.ReadFile("nodeclients/package.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, fmt.Sprintf("cellserver-nodeclients-%x", sha256.Sum256(pkg)))
-	modules := filepath.Join(dir, "node_modules")
-	if _, err := os.Stat(filepath.Join(modules, ".installed")); err == nil {
-		return modules
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund", "--silent")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		skip("npm install: %v\n%s", err, out)
-	}
-	_ = os.WriteFile(filepath.Join(modules, ".installed"), nil, 0o644)
-	return modules
-}
-
 // clusterClient returns a go-redis ClusterClient seeded with p.
 func clusterClient(t *testing.T, nodes ...*proc) *redis.ClusterClient {
 	var addrs []string
@@ -376,12 +329,13 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("ioredis and node-redis", func(t *testing.T) {
-		modules := nodeModules(t)
-		cmd := exec.Command("node", "nodeclients/cluster.js", strconv.Itoa(a.Port))
-		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-		out, err := cmd.CombinedOutput()
+		node, err := exec.LookPath("node")
+		_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "ioredis"))
+		needClient(t, "node with ioredis and node-redis (npm ci in tests/clients/node)", err == nil && modErr == nil)
+		script := filepath.Join(clientsDir, "node", "cluster.js")
+		out, err := exec.Command(node, script, strconv.Itoa(a.Port)).CombinedOutput()
 		if err != nil {
-			t.Fatalf("node nodeclients/cluster.js: %v\n%s", err, out)
+			t.Fatalf("node %s: %v\n%s", script, err, out)
 		}
 		var got map[string][][]int64
 		if err := json.Unmarshal(out, &got); err != nil {
