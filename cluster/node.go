@@ -849,7 +849,7 @@ func (n *Node) dropPeer(addr string) {
 	if p != nil {
 		_ = p.Close()
 	}
-	for pool != nil && len(pool) > 0 {
+	for len(pool) > 0 {
 		select {
 		case fc := <-pool:
 			fc.c.Close()
