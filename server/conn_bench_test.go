@@ -165,6 +165,9 @@ func BenchmarkServeConn(b *testing.B) {
 		args []string
 	}{
 		{"CL.THROTTLE", []string{"15", "30", "60"}},
+		{"TB.TAKE", []string{"15", "1", "2"}},
+		{"SW.HIT", []string{"30", "60"}},
+		{"FW.INCR", []string{"30", "60"}},
 		{"SW.HIT", []string{"100", "60", "EXACT"}},
 	} {
 		b.Run(strings.Join(append([]string{w.name}, w.args...), "_"), func(b *testing.B) {
