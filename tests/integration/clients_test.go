@@ -31,8 +31,15 @@ func needClient(t *testing.T, what string, ok bool) {
 // reports success: the scripts assert every reply themselves.
 func runClient(t *testing.T, want string, name string, args ...string) {
 	t.Helper()
+	runClientEnv(t, nil, want, name, args...)
+}
+
+// runClientEnv is runClient with env added to the script's environment.
+func runClientEnv(t *testing.T, env []string, want string, name string, args ...string) {
+	t.Helper()
 	ts := startServer(t)
-	out, errOut, err := runToolEnv(t, []string{"CELLSERVER_PORT=" + strconv.Itoa(ts.Port)}, name, args...)
+	env = append([]string{"CELLSERVER_PORT=" + strconv.Itoa(ts.Port)}, env...)
+	out, errOut, err := runToolEnv(t, env, name, args...)
 	if err != nil || !strings.HasPrefix(out, want) {
 		t.Fatalf("%s %q: %v\nstdout: %s\nstderr: %s", name, args, err, out, errOut)
 	}
@@ -64,7 +71,7 @@ func TestNodeRedisResp3(t *testing.T) {
 	node, err := exec.LookPath("node")
 	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis5"))
 	needClient(t, "node with node-redis 5 (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClient(t, "node-redis resp3 ok", node, filepath.Join(clientsDir, "node", "node_redis_resp3_test.js"))
+	runClientEnv(t, []string{"NODE_REDIS=redis5"}, "node-redis resp3 ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
 }
 
 // TestRedisPy: redis-py, Debian's python3-redis for the system python3,

@@ -1,15 +1,26 @@
-// node-redis with its defaults runs the shared scenario.
 'use strict';
+// node-redis runs the shared scenario: node-redis 4 with its defaults
+// (RESP2), or, with NODE_REDIS=redis5, node-redis 5 asked for RESP3 (it
+// sends HELLO 3), which must then show as resp=3 in CLIENT INFO. The
+// replies are the same integers either way.
 const assert = require('node:assert/strict');
-const { createClient } = require('redis');
+const resp3 = process.env.NODE_REDIS === 'redis5';
+const { createClient } = require(resp3 ? 'redis5' : 'redis');
 const { T0, expected } = require('./scenario');
 
 async function main() {
   const port = Number(process.env.CELLSERVER_PORT);
-  const c = createClient({ socket: { host: '127.0.0.1', port, reconnectStrategy: false } });
+  const options = { socket: { host: '127.0.0.1', port, reconnectStrategy: false } };
+  if (resp3) {
+    options.RESP = 3;
+  }
+  const c = createClient(options);
   c.on('error', (e) => { console.error(e); process.exit(1); });
   await c.connect();
   try {
+    if (resp3) {
+      assert.match(String(await c.sendCommand(['CLIENT', 'INFO'])), / resp=3 /);
+    }
     assert.equal(await c.sendCommand(['DEBUG', 'CLOCK', 'SET', T0]), expected.clock);
     assert.deepEqual(await c.sendCommand(['CL.THROTTLE', 'user', '15', '30', '60']), expected.throttle);
     assert.deepEqual(await c.sendCommand(['TB.TAKE', 'tb', '10', '1', '1']), expected.tb);
@@ -27,7 +38,7 @@ async function main() {
       .addCommand(['FW.INCR', 'm', '2', '60'])
       .exec();
     assert.deepEqual(multi, expected.multi);
-    console.log('node-redis ok');
+    console.log(resp3 ? 'node-redis resp3 ok' : 'node-redis ok');
   } finally {
     await c.quit();
   }
