@@ -18,11 +18,12 @@ import (
 // well be among (on a 2-core machine, redis-benchmark: bench/RESULTS.md).
 // So with threads at 0 the server runs as many threads as there are
 // processors the rest of the machine leaves idle, rounded, at least one
-// and at most the processors Go found at start (which follow a container's
-// CPU limit): it measures the others' use every second (package cpuload)
-// and changes GOMAXPROCS when two measurements in a row agree on a new
-// figure. Where the machine's load cannot be read (not Linux), the count
-// stays at one per processor.
+// and at most the processors Go found at start: it measures the others'
+// use every second (package cpuload) and changes GOMAXPROCS when two
+// measurements in a row agree on a new figure. Where the machine's load
+// cannot be read (not Linux), or where Go found fewer processors than the
+// machine has (a container's CPU limit, an affinity mask), the count stays
+// as Go set it.
 
 // sizeThreads runs the sizing every second until stop is closed, logging
 // each change with logf. GOMAXPROCS belongs to the process, so this lives
@@ -63,8 +64,11 @@ func threadsFor(others float64, most int) int {
 // above says; it returns the count in force and whether it changed it.
 func (t *threadSizer) size() (int, bool) {
 	cur := runtime.GOMAXPROCS(0)
-	others, _, ok := t.load.Others()
-	if !ok || t.most <= 1 {
+	others, cpus, ok := t.load.Others()
+	if !ok || t.most <= 1 || cpus != t.most {
+		// A container's CPU limit or an affinity mask gave Go fewer
+		// processors than the machine has: the machine's load then says
+		// nothing of what this process may use.
 		return cur, false
 	}
 	want := min(t.most, threadsFor(others, t.most)+t.extra)
