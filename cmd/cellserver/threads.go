@@ -31,7 +31,7 @@ import (
 // extra threads are added to the figure, up to the ceiling (one for the
 // snapshots' background work with persistence on: see run).
 func sizeThreads(stop <-chan struct{}, extra int, logf func(level, format string, args ...any)) {
-	t := &threadSizer{most: runtime.GOMAXPROCS(0), extra: extra}
+	t := &threadSizer{load: new(cpuload.Sampler), most: runtime.GOMAXPROCS(0), extra: extra}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -46,12 +46,18 @@ func sizeThreads(stop <-chan struct{}, extra int, logf func(level, format string
 	}
 }
 
+// sampler measures the other processes' use of the processors, as
+// cpuload.Sampler does.
+type sampler interface {
+	Others() (others float64, cpus int, ok bool)
+}
+
 // threadSizer holds what sizing needs between two measurements.
 type threadSizer struct {
-	load    cpuload.Sampler
-	most    int // GOMAXPROCS at start: the ceiling
-	extra   int // added to the measured figure
-	pending int // the figure the last measurement wanted; 0: none
+	load    sampler // a *cpuload.Sampler
+	most    int     // GOMAXPROCS at start: the ceiling
+	extra   int     // added to the measured figure
+	pending int     // the figure the last measurement wanted; 0: none
 }
 
 // threadsFor returns how many threads to run when other processes use

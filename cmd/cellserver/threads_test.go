@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestThreadsFor(t *testing.T) {
 	for _, tt := range []struct {
@@ -20,5 +23,55 @@ func TestThreadsFor(t *testing.T) {
 		if got := threadsFor(tt.others, tt.most); got != tt.want {
 			t.Errorf("threadsFor(%v, %d) = %d, want %d", tt.others, tt.most, got, tt.want)
 		}
+	}
+}
+
+// fakeLoad answers Others from a script.
+type fakeLoad struct {
+	others []float64
+	cpus   int
+}
+
+func (f *fakeLoad) Others() (float64, int, bool) {
+	if len(f.others) == 0 {
+		return 0, f.cpus, false
+	}
+	o := f.others[0]
+	f.others = f.others[1:]
+	return o, f.cpus, true
+}
+
+// TestThreadSizer: the count changes when two measurements agree, never on
+// one, and never where Go was given fewer processors than the machine has.
+func TestThreadSizer(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(4)
+	s := &threadSizer{load: &fakeLoad{others: []float64{2.1, 0.2, 2.2, 1.9, 0.1}, cpus: 4}, most: 4}
+	for i, want := range []struct {
+		n       int
+		changed bool
+	}{
+		{4, false}, // wants 2: first measurement
+		{4, false}, // wants 4: the count in force; forget the 2
+		{4, false}, // wants 2 again: first measurement again
+		{2, true},  // wants 2: two agree
+		{2, false}, // wants 4: first measurement
+	} {
+		n, changed := s.size()
+		if n != want.n || changed != want.changed || runtime.GOMAXPROCS(0) != want.n {
+			t.Fatalf("measurement %d: %d, %v (GOMAXPROCS %d); want %d, %v", i, n, changed, runtime.GOMAXPROCS(0), want.n, want.changed)
+		}
+	}
+	runtime.GOMAXPROCS(4)
+	limited := &threadSizer{load: &fakeLoad{others: []float64{3, 3, 3}, cpus: 64}, most: 4}
+	for range 3 {
+		if n, changed := limited.size(); n != 4 || changed {
+			t.Fatalf("with 4 of 64 processors: %d, %v; want the count left at 4", n, changed)
+		}
+	}
+	extra := &threadSizer{load: &fakeLoad{others: []float64{3.2, 3.1}, cpus: 4}, most: 4, extra: 1}
+	extra.size()
+	if n, _ := extra.size(); n != 2 {
+		t.Fatalf("persistence's extra thread: %d, want 1 + 1", n)
 	}
 }
