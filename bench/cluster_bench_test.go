@@ -47,6 +47,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/ports"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,27 +73,11 @@ type benchNode struct {
 // freeClusterPort returns a client port p whose gossip port p+10000 is
 // free too.
 func freeClusterPort(tb testing.TB) int {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p+10000 > 65535 {
-			continue
-		}
-		bus := fmt.Sprintf("127.0.0.1:%d", p+10000)
-		if lt, err := net.Listen("tcp", bus); err == nil {
-			lt.Close()
-			if lu, err := net.ListenPacket("udp", bus); err == nil {
-				lu.Close()
-				return p
-			}
-		}
+	p, err := ports.FreePair(10000)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	tb.Fatal("no free pair of ports")
-	return 0
+	return p
 }
 
 // startBenchNode starts a cluster node with args, stopped at the end of

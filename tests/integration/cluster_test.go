@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/ports"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -53,27 +53,11 @@ func binary(t *testing.T) string {
 // UDP), for a node's gossip.
 func clusterPort(t *testing.T) int {
 	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if p+10000 > 65535 {
-			continue
-		}
-		bus := fmt.Sprintf("127.0.0.1:%d", p+10000)
-		if lt, err := net.Listen("tcp", bus); err == nil {
-			lt.Close()
-			if lu, err := net.ListenPacket("udp", bus); err == nil {
-				lu.Close()
-				return p
-			}
-		}
+	p, err := ports.FreePair(10000)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free pair of ports")
-	return 0
+	return p
 }
 
 // proc is one cellserver process of a cluster.
