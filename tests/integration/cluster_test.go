@@ -279,6 +279,11 @@ func TestCluster(t *testing.T) {
 			{"FW.INCR", "{u2}:fw", 2, 60},
 			{"GET", "{u2}:fw"},
 			{"PTTL", "{u2}:fw"},
+			// ML.THROTTLE's keys move (movablekeys): the client sends it
+			// anywhere and follows MOVED to the owner of their one slot.
+			{"ML.THROTTLE", 2, "FW", "{u3}:day", 3, 86400, "TB", "{u3}:sec", 2, 1, 1},
+			{"ML.THROTTLE", 2, "FW", "{u3}:day", 3, 86400, "TB", "{u3}:sec", 2, 1, 1},
+			{"ML.THROTTLE", 2, "FW", "{u3}:day", 3, 86400, "TB", "{u3}:sec", 2, 1, 1},
 		} {
 			want, werr := refc.Do(ctx, args...).Result()
 			got, gerr := cc.Do(ctx, args...).Result()
@@ -301,6 +306,13 @@ func TestCluster(t *testing.T) {
 			t.Errorf("CLUSTER INFO: %q", info)
 		}
 		wantErr(t, cc, "CROSSSLOT Keys in request don't hash to the same slot", "DEL", "{u1}:tb", "{u2}:fw")
+		// Every node refuses a multi-limit call whose keys span two slots,
+		// before charging anything, whichever node owns them.
+		for _, n := range []*proc{a, b, c} {
+			wantErr(t, n.rdb, "CROSSSLOT Keys in request don't hash to the same slot", "ML.THROTTLE", 2, "FW", "{u1}:ml", 10, 60, "FW", "{u2}:ml", 10, 60)
+		}
+		wantVal(t, cc, int64(0), "EXISTS", "{u1}:ml")
+		wantVal(t, cc, int64(0), "EXISTS", "{u2}:ml")
 		wantVal(t, cc, int64(2), "DEL", "{u1}:tb", "{u1}:sw")
 		// A node that does not own a key answers MOVED to its owner (c
 		// forwards instead: see below).
