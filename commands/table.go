@@ -387,6 +387,14 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	if !fast && c.runN > 0 {
 		c.settleAt(mono.Now()) // the fast commands before this one
 	}
+	// A fast command is decided at the last reading of the clock, taken
+	// at most runMax fast commands ago (Mark, settleAt): one reading for
+	// its timing and its limit. Any other reads the clock itself.
+	if fast {
+		c.view.At(c.mark)
+	} else {
+		c.view.At(0)
+	}
 	cmd.Handler(c, args)
 	if fast {
 		// Timed with the fast commands around it (Client.Mark).

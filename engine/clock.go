@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/mono"
 )
 
 // Clock tells the engine what time it is, in nanoseconds since the Unix
@@ -21,24 +23,28 @@ type Clock interface {
 // within a tick, as a clock going back or forward, which every algorithm
 // handles. Make one with NewSystemClock.
 type SystemClock struct {
-	base   time.Time    // a reading that carries the monotonic clock
-	offset atomic.Int64 // Unix ns at base, per the last Sync
+	offset atomic.Int64 // Unix ns minus the monotonic clock (mono.Now), per the last Sync
 }
 
 // NewSystemClock returns a SystemClock in step with the wall clock.
 func NewSystemClock() *SystemClock {
-	c := &SystemClock{base: time.Now()}
+	c := &SystemClock{}
 	c.Sync()
 	return c
 }
 
 // Now returns the wall-clock time in Unix nanoseconds.
-func (c *SystemClock) Now() int64 { return c.offset.Load() + int64(time.Since(c.base)) }
+func (c *SystemClock) Now() int64 { return c.At(mono.Now()) }
+
+// At returns the wall-clock time, in Unix nanoseconds, of the instant at
+// which the monotonic clock (mono.Now) read m: a reading someone else
+// took already, converted without reading the clock again.
+func (c *SystemClock) At(m int64) int64 { return c.offset.Load() + m }
 
 // Sync measures the wall clock's offset again.
 func (c *SystemClock) Sync() {
-	now := time.Now()
-	c.offset.Store(now.UnixNano() - int64(now.Sub(c.base)))
+	wall := time.Now().UnixNano()
+	c.offset.Store(wall - mono.Now())
 }
 
 // ManualClock is a clock that is either the wall clock or frozen at an

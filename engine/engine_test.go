@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/mono"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -600,6 +601,53 @@ func TestSystemClock(t *testing.T) {
 			t.Fatalf("Now() went back from %d to %d without a Sync", prev, got)
 		}
 		prev = got
+	}
+}
+
+// TestViewAt: a View told At a monotonic reading decides its calls at
+// that instant with the system clock, and reads the clock again once told
+// 0; with any other clock (DEBUG CLOCK's) At changes nothing.
+func TestViewAt(t *testing.T) {
+	sys := NewSystemClock()
+	e, err := New(Config{Shards: 1, Clock: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	v := e.NewView()
+	p, err := limiter.GCRARequest{MaxBurst: 0, Count: 1, Period: 3600, Quantity: 1}.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mono.Now()
+	v.At(m - int64(3*time.Hour)) // three hours ago: the key is empty then
+	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+		t.Fatalf("first call: %+v, %v", r, err)
+	}
+	// An hour later than that, the one token per hour is back.
+	v.At(m - int64(2*time.Hour))
+	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+		t.Fatalf("an hour later: %+v, %v", r, err)
+	}
+	// Back at the same instant: limited, and retry_after counts from it.
+	if r, err := v.Throttle([]byte("k"), p); err != nil || !r.Limited || r.RetryAfter != 3600 {
+		t.Fatalf("at the same instant: %+v, %v", r, err)
+	}
+	// Reading the clock (now, an hour after the last call): allowed.
+	v.At(0)
+	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+		t.Fatalf("reading the clock: %+v, %v", r, err)
+	}
+
+	me, clock := newTestEngine(t, 1)
+	mv := me.NewView()
+	mv.At(m - int64(2*time.Hour))
+	if r, err := mv.Throttle([]byte("k"), p); err != nil || r.Limited {
+		t.Fatalf("manual clock, first call: %+v, %v", r, err)
+	}
+	mv.At(m + int64(2*time.Hour)) // ignored: the manual clock has not moved
+	if r, err := mv.Throttle([]byte("k"), p); err != nil || !r.Limited {
+		t.Fatalf("manual clock: At moved it: %+v, %v (clock %d)", r, err, clock.Now())
 	}
 }
 

@@ -121,7 +121,7 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 		}
 	}()
 
-	now := v.e.clock.Now()
+	now := v.now()
 	nowMs := unixMs(now)
 	type pending struct {
 		e    entry

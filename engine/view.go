@@ -15,11 +15,40 @@ type View struct {
 	held bool
 	only []uint64   // when held: the shards held, a bit each; nil: all
 	hint ahead.Hint // for the next call on a key (see Ahead)
+	sys  *SystemClock
+	at   int64 // when nonzero: the monotonic reading the next call's time is (see At)
 }
 
-// NewView returns a View of its own, for one client: one whose Ahead may
-// be used.
-func (e *Engine) NewView() *View { return &View{e: e} }
+// NewView returns a View of its own, for one client: one whose Ahead and
+// At may be used.
+func (e *Engine) NewView() *View {
+	v := &View{e: e}
+	v.sys, _ = e.clock.(*SystemClock)
+	return v
+}
+
+// At tells the View that its calls happen at the instant the monotonic
+// clock (mono.Now) read m, a reading the caller took anyway, so that they
+// need not read the clock again; 0 goes back to reading it per call. A
+// server that times its requests passes the reading taken when a batch of
+// them arrived (commands.Client.Mark), renewed at least every few dozen
+// requests: the requests of a batch are then decided at one instant, as
+// if they had arrived together, which they did. It applies only with the
+// engine's SystemClock: any other clock (DEBUG CLOCK's) is read per call,
+// as before, so a clock set in the middle of a pipeline shows at once.
+func (v *View) At(m int64) {
+	if v.sys != nil {
+		v.at = m
+	}
+}
+
+// now is the time of a call: At's instant, or the clock's.
+func (v *View) now() int64 {
+	if v.at != 0 {
+		return v.sys.At(v.at)
+	}
+	return v.e.clock.Now()
+}
 
 // locate returns key's shard and hash, from the expected Hint when it was
 // made for key.
@@ -55,7 +84,7 @@ func (v *View) Throttle(key []byte, p limiter.GCRAParams) (limiter.Result, error
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	now := v.e.clock.Now()
+	now := v.now()
 	var o op
 	if err := v.findLocked(sh, key, h, KindGCRA, now, &o); err != nil {
 		return limiter.Result{}, err
@@ -68,7 +97,7 @@ func (v *View) TokenBucket(key []byte, r limiter.TokenBucketRequest) (limiter.Re
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	now := v.e.clock.Now()
+	now := v.now()
 	var o op
 	if err := v.findLocked(sh, key, h, KindTokenBucket, now, &o); err != nil {
 		return limiter.Result{}, err
@@ -85,7 +114,7 @@ func (v *View) SlidingWindow(key []byte, r limiter.SlidingWindowRequest) (limite
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	now := v.e.clock.Now()
+	now := v.now()
 	var o op
 	if err := v.findLocked(sh, key, h, KindSlidingWindow, now, &o); err != nil {
 		return limiter.Result{}, err
@@ -98,7 +127,7 @@ func (v *View) FixedWindow(key []byte, r limiter.FixedWindowRequest) (limiter.Re
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	now := v.e.clock.Now()
+	now := v.now()
 	var o op
 	if err := v.findLocked(sh, key, h, KindFixedWindow, now, &o); err != nil {
 		return limiter.Result{}, err
@@ -183,7 +212,7 @@ func (v *View) slidingLog(key []byte, r limiter.SlidingWindowRequest) (limiter.R
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	now := v.e.clock.Now()
+	now := v.now()
 	var o op
 	o.i, o.ok = sh.getLocked(key, h, unixMs(now), &o.e)
 	sh.countLookup(o.ok)
@@ -244,7 +273,7 @@ func (v *View) lookup(key []byte) (entry, bool, int64) {
 	sh, h := v.locate(key)
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := unixMs(v.e.clock.Now())
+	nowMs := unixMs(v.now())
 	var e entry
 	_, ok := sh.getLocked(key, h, nowMs, &e)
 	sh.countLookup(ok)
@@ -375,7 +404,7 @@ func (v *View) scanShard(i int, from uint64, count int, keep func([]byte) bool, 
 	sh := &v.e.shards[i]
 	v.lock(sh)
 	defer v.unlock(sh)
-	nowMs := unixMs(v.e.clock.Now())
+	nowMs := unixMs(v.now())
 	next, visited = sh.t.scanFrom(from, count, func(j int) {
 		passed++
 		e := sh.t.entryAt(j)

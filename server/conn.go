@@ -145,8 +145,14 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			c.flush(true) // closing anyway
 			return nil
 		}
-		if c.w.Len() > flushAt && !c.flush(false) {
-			return nil
+		if c.w.Len() > flushAt {
+			if !c.flush(false) {
+				return nil
+			}
+			// A write can wait on a client that reads slowly: the
+			// commands after it must not be timed, or decided (see
+			// engine.View.At), at the instant before it.
+			c.cl.Mark()
 		}
 	}
 	c.cl.Settle() // before p.release: a lone fast command's arguments may go to the slow log
