@@ -67,8 +67,13 @@ for t in "${threads[@]}"; do
 		pid=$!
 		pids+=("$pid")
 		for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
-		# A warm-up of 3-4 s, in which the default (0) measures the load.
-		redis-benchmark -p "$port" -c 50 -n $((n / 2 + 150000)) -r 1000000 CL.THROTTLE warm:__rand_int__ 15 30 60 >/dev/null 2>&1
+		# A warm-up of 3-4 s, in which the default (0) measures the load,
+		# on the measured run's keys: the run sees the keyspace in its
+		# steady state (LATENCY_WARM=other: on other keys, which then
+		# expire while the run fills its own, as bench/threads.sh explains).
+		prefix=user
+		[[ ${LATENCY_WARM:-same} == other ]] && prefix=warm
+		redis-benchmark -p "$port" -c 50 -n $((n / 2 + 150000)) -r 1000000 CL.THROTTLE "$prefix:__rand_int__" 15 30 60 >/dev/null 2>&1
 		m0=$(curl -s "http://$HOST:$mport/metrics")
 		q0=$(runq_ns "$pid")
 		out=$(redis-benchmark -p "$port" -c 50 -n "$n" -r 1000000 CL.THROTTLE user:__rand_int__ 15 30 60 2>&1 | tr '\r' '\n')
