@@ -52,7 +52,7 @@ func RemoteIP(r *http.Request) string {
 
 // Middleware returns net/http middleware that applies opt.Limits to every
 // request before it reaches the next handler. On every response it sets
-// the header fields of draft-ietf-httpapi-ratelimit-headers-09:
+// the header fields of draft-ietf-httpapi-ratelimit-headers (-09 and -10 share their syntax):
 //
 //	RateLimit-Policy: "per-second";q=10;w=1, "per-day";q=1000;w=86400
 //	RateLimit: "per-second";r=7;t=1
