@@ -44,6 +44,22 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// waitLog waits, bounded, until the process's log holds want, and fails
+// the test with the log if it does not. A line the server logs before it
+// replies can still reach the test after the reply: the log comes through
+// a pipe that os/exec copies on a goroutine of its own.
+func (p *persisted) waitLog(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for !strings.Contains(p.stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // startPersisted starts bin on dir with DEBUG CLOCK frozen at t0 from the
 // start (before the restore), and waits until it has loaded its keys.
 func startPersisted(t *testing.T, bin, dir string, args ...string) *persisted {
@@ -184,9 +200,7 @@ func TestPersistenceSurvivesKill(t *testing.T) {
 				t.Errorf("after the restart, %v = %q, want %q", persistProbes[i].args, got[i], want[i])
 			}
 		}
-		if !strings.Contains(p.stderr.String(), "DB loaded from disk: 6 keys") {
-			t.Errorf("log lacks the restore line:\n%s", p.stderr.String())
-		}
+		p.waitLog(t, "DB loaded from disk: 6 keys")
 	}
 
 	t.Run("SAVE", func(t *testing.T) {
@@ -422,9 +436,7 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	t.Logf("%d churn hits answered while BACKUP ran", during)
 	for _, want := range []string{"Backup to " + dir + "/backups-1 started", "Backup to " + dir + "/backups-1 done in "} {
-		if !strings.Contains(p.stderr.String(), want) {
-			t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
-		}
+		p.waitLog(t, want)
 	}
 
 	// The original: every churned key's PTTL counts its hits.
