@@ -35,7 +35,6 @@ port=$(free_port 7470)
 pids+=($!)
 for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
 
-rps() { grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1; }
 run() { redis-benchmark -p "$port" -c 50 -r 1000000 -n "$1" -P 16 -q "${@:2}" 2>&1 | tr '\r' '\n' | rps; }
 
 names=("CL.THROTTLE" "TB.TAKE" "SW.HIT" "FW.INCR" "SW.HIT EXACT" "PING")
@@ -58,7 +57,6 @@ for r in $(seq "$rounds"); do
 	done
 	echo "$line"
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 for i in "${!cmds[@]}"; do
 	printf '%-13s median %s of CL.THROTTLE [%s]\n' "${names[$i]}" "$(median <<<"${ratios[$i]}")" "${ratios[$i]% }"
 done

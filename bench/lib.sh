@@ -4,7 +4,9 @@
 # It makes a scratch directory, $tmp, and a list of the processes the
 # script starts, $pids; on exit, however the script ends, it stops them
 # (SIGKILL after 5 s) and removes $tmp. log writes a timestamped line to
-# standard error; free_port finds a port nothing listens on.
+# standard error; free_port finds a port nothing listens on; rps reads a
+# redis-benchmark -q run's requests per second from its output; median
+# prints the median of the numbers on its input.
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cell$NAME.XXXXXX")
 pids=()
@@ -42,3 +44,9 @@ free_port() {
 	echo "bench/$NAME: no free port from $1" >&2
 	return 1
 }
+
+# rps: the requests per second of the redis-benchmark -q output on stdin.
+rps() { grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1; }
+
+# median: the median of the space- or line-separated numbers on stdin.
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }

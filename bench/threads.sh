@@ -27,7 +27,6 @@ rounds=${1:-3} n1=${2:-400000} n16=${3:-2000000}
 bin=$tmp/cellserver
 go build -o "$bin" ./cmd/cellserver
 
-rps() { grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1; }
 
 # run PORT P N CMD...: one redis-benchmark run's requests per second.
 run() {
@@ -72,7 +71,6 @@ for r in $(seq "$rounds"); do
 		done
 	done
 done
-median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 for p in 1 16; do
 	for t in 1 2 0; do
 		printf -- '-P %-2d threads %s: median %s x Redis PING [%s]\n' "$p" "$t" "$(median <<<"${ratios[$p,$t]}")" "${ratios[$p,$t]% }"
