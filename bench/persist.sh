@@ -11,7 +11,10 @@
 # alternating, BENCH_ROUNDS rounds, with the median of the on/off ratios.
 #
 # Environment: BENCH_MEM_KEYS [1000000], BENCH_MEM_PORT [7313],
-# BENCH_N [400000; 5x at -P 16], BENCH_ROUNDS [3].
+# BENCH_N [400000; 5x at -P 16], BENCH_ROUNDS [3], BENCH_PIPES ["1 16"],
+# BENCH_BASE [none]: a git revision whose build also runs with
+# persistence on in every round (mode "base"), after this tree's, for a
+# before/after in the same rounds.
 # Persistence on means --dir <temporary directory> and the default rule
 # (save 1 1): a snapshot each second while the keys go in.
 set -euo pipefail
@@ -24,11 +27,18 @@ tmp=$(mktemp -d)
 pid=
 cleanup() {
 	if [[ -n $pid ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	if [[ -d $tmp/base ]]; then git worktree remove --force "$tmp/base" || true; fi
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 go build -o "$tmp/cellserver" ./cmd/cellserver
 go build -o "$tmp/memprobe" ./bench/memprobe
+modes=(off on)
+if [[ -n ${BENCH_BASE:-} ]]; then
+	git worktree add --detach "$tmp/base" "$BENCH_BASE" >/dev/null 2>&1
+	(cd "$tmp/base" && go build -o "$tmp/cellserver-base" ./cmd/cellserver)
+	modes+=(base)
+fi
 probe() { # label, extra flags...
 	local label=$1
 	shift
@@ -85,16 +95,17 @@ tput() {
 	echo "| round | -P | persistence | load | requests/s | p50 ms | p99 ms | snapshots (the last's time) | on/off |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	local round P mode out rps p50 p99 load snaps offrps ratio
-	local ratios1=() ratios16=()
+	local ratios1=() ratios16=() bratios1=() bratios16=()
 	for round in $(seq "$rounds"); do
-		for P in 1 16; do
-			for mode in off on; do
-				local flags=(--threads 1)
-				if [[ $mode == on ]]; then
+		for P in ${BENCH_PIPES:-1 16}; do
+			for mode in "${modes[@]}"; do
+				local flags=(--threads 1) bin=$tmp/cellserver
+				[[ $mode != base ]] || bin=$tmp/cellserver-base
+				if [[ $mode != off ]]; then
 					rm -rf "$tmp/tdir" && mkdir -p "$tmp/tdir"
 					flags+=(--dir "$tmp/tdir")
 				fi
-				"$tmp/cellserver" --port "$port" --loglevel warning --metrics-addr "127.0.0.1:$mport" "${flags[@]}" &
+				"$bin" --port "$port" --loglevel warning --metrics-addr "127.0.0.1:$mport" "${flags[@]}" &
 				pid=$!
 				for _ in $(seq 100); do
 					redis-cli -p "$port" ping >/dev/null 2>&1 && break
@@ -111,7 +122,7 @@ tput() {
 				# "name","rps","avg","min","p50","p95","p99","max"
 				IFS=, read -r _ rps _ _ p50 _ p99 _ <<<"${out//\"/}"
 				snaps=-
-				if [[ $mode == on ]]; then
+				if [[ $mode != off ]]; then
 					snaps="$(($(snapshots) - before)) ($(scrape cellserver_snapshot_last_duration_seconds) s)"
 				fi
 				ratio=
@@ -119,7 +130,10 @@ tput() {
 					offrps=$rps
 				else
 					ratio=$(awk -v a="$rps" -v b="$offrps" 'BEGIN { printf "%.2f", a / b }')
-					if [[ $P == 1 ]]; then ratios1+=("$ratio"); else ratios16+=("$ratio"); fi
+					if [[ $mode == on && $P == 1 ]]; then ratios1+=("$ratio"); fi
+					if [[ $mode == on && $P != 1 ]]; then ratios16+=("$ratio"); fi
+					if [[ $mode == base && $P == 1 ]]; then bratios1+=("$ratio"); fi
+					if [[ $mode == base && $P != 1 ]]; then bratios16+=("$ratio"); fi
 				fi
 				echo "| $round | $P | $mode | $load | $rps | $p50 | $p99 | $snaps | $ratio |"
 				kill "$pid"
@@ -129,8 +143,14 @@ tput() {
 		done
 	done
 	echo
-	median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+	median() {
+		[[ $# -gt 0 ]] || { echo -; return; }
+		printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+	}
 	echo "Median on/off ratio: -P 1 $(median "${ratios1[@]}"), -P 16 $(median "${ratios16[@]}") ($rounds rounds)."
+	if [[ -n ${BENCH_BASE:-} ]]; then
+		echo "Median base/off ratio ($BENCH_BASE): -P 1 $(median "${bratios1[@]}"), -P 16 $(median "${bratios16[@]}")."
+	fi
 	echo
 }
 echo "## Persistence: memory per key, restore time, throughput"

@@ -7,9 +7,12 @@
 // since the previous one (engine.Engine.TakeDirty), so its cost follows
 // the churn, not the size of the keyspace. It copies each shard's changes
 // under that shard's lock and does all I/O after releasing it, then
-// commits them in one Pebble batch, with the snapshot's generation, synced
-// to disk: a crash at any instant leaves either the previous snapshot or
-// this one, whole.
+// commits them with the snapshot's generation, durably and atomically: a
+// crash at any instant leaves either the previous snapshot or this one,
+// whole. A small snapshot is one Pebble batch, synced; a large one (1 MiB
+// of changes and up) is written as a table, in key order, and ingested,
+// which spares Pebble's log, its in-memory copy of the batch and the
+// flush that writes the batch to a table again.
 //
 // On disk, a key's record lives under its hash slot (2 bytes, big-endian)
 // then its bytes, so that a slot's keys are one contiguous range (to

@@ -3,6 +3,7 @@ package persist
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 
 	"github.com/cellserver/cellserver/engine"
@@ -12,168 +13,328 @@ import (
 const (
 	opPut    = 1 // set key to value (a record)
 	opDelete = 2 // delete key
-	opFlush  = 3 // drop every key of a shard's slots
 )
 
-// ops is a list of changes to write, in order, in one byte buffer: per op
-// its kind, then a shard (uvarint), key and value (each a uvarint length
-// then bytes). Order matters: a later op on a key wins, and a flush drops
-// the puts before it only.
+// ops is the list of changes a snapshot writes: the puts and deletes each
+// take of a shard (Engine.TakeDirty) brought, and the shards emptied
+// whole (FLUSHALL) before them. A part holds one take of one shard, its
+// ops sorted by key with one op per key; part is where a take builds it.
+// A failed snapshot leaves its parts here and the next one adds its own
+// after them, so a shard may have several parts, and a key an op in each:
+// the last wins, and a flush voids the parts of its shard before it.
 type ops struct {
-	buf []byte
-	n   int
+	parts []part
+	n     int // ops in parts
 
-	refs []opRef // eachSorted's scratch
-	sort []opRef
+	byShard [][]int // each's scratch: the parts of each shard, in order
+	runs    []run   // each's scratch: the runs of one slot
+	refs    []opRef // addPart's scratch
+	sorted  []opRef
 }
 
-// opRef locates one op in ops.buf: its start, and its key's.
+// part is one take of one shard: its ops in one byte buffer (per op its
+// kind, then its key and value, each a uvarint length then bytes), sorted
+// by key, one per key.
+type part struct {
+	shard   int
+	flushed bool // the shard was emptied whole before these ops
+	buf     []byte
+	n       int
+}
+
+// run is the ops of one slot in one part: buf[at:end].
+type run struct {
+	buf     []byte
+	at, end int
+}
+
+// opRef locates one op in a buffer: the offsets of its key and value,
+// their lengths, its kind, and the slot of its key.
 type opRef struct {
-	at, key, klen uint32
+	key, val   uint32
+	klen, vlen uint32
+	slot       uint16
+	op         byte
 }
 
-func (o *ops) add(op byte, shard int, k, v []byte) {
-	o.buf = append(o.buf, op)
-	o.buf = binary.AppendUvarint(o.buf, uint64(shard))
-	o.buf = binary.AppendUvarint(o.buf, uint64(len(k)))
-	o.buf = append(o.buf, k...)
-	o.buf = binary.AppendUvarint(o.buf, uint64(len(v)))
-	o.buf = append(o.buf, v...)
-	o.n++
+// add adds an op to the part being built.
+func (p *part) add(op byte, k, v []byte) {
+	p.buf = append(p.buf, op)
+	p.buf = binary.AppendUvarint(p.buf, uint64(len(k)))
+	p.buf = append(p.buf, k...)
+	p.buf = binary.AppendUvarint(p.buf, uint64(len(v)))
+	p.buf = append(p.buf, v...)
+	p.n++
 }
 
-// addRecord adds a put of r's encoding under k, encoding it in place.
-func (o *ops) addRecord(k []byte, r engine.Record) {
-	o.buf = append(o.buf, opPut, 0)
-	o.buf = binary.AppendUvarint(o.buf, uint64(len(k)))
-	o.buf = append(o.buf, k...)
+// addRecord adds a put of r's encoding under k to the part being built,
+// encoding it in place.
+func (p *part) addRecord(k []byte, r engine.Record) {
+	p.buf = append(p.buf, opPut)
+	p.buf = binary.AppendUvarint(p.buf, uint64(len(k)))
+	p.buf = append(p.buf, k...)
 	// The value's length comes before it: encode after a one-byte guess,
 	// and move the value when the length takes more.
-	at := len(o.buf)
-	o.buf = append(o.buf, 0)
-	o.buf = r.AppendBinary(o.buf)
-	vlen := len(o.buf) - at - 1
+	at := len(p.buf)
+	p.buf = append(p.buf, 0)
+	p.buf = r.AppendBinary(p.buf)
+	vlen := len(p.buf) - at - 1
 	if w := uvarintLen(uint64(vlen)); w > 1 {
-		o.buf = append(o.buf, make([]byte, w-1)...)
-		copy(o.buf[at+w:], o.buf[at+1:at+1+vlen])
+		p.buf = append(p.buf, make([]byte, w-1)...)
+		copy(p.buf[at+w:], p.buf[at+1:at+1+vlen])
 	}
-	binary.PutUvarint(o.buf[at:], uint64(vlen))
-	o.n++
+	binary.PutUvarint(p.buf[at:], uint64(vlen))
+	p.n++
 }
 
-func (o *ops) append(p *ops) {
-	o.buf = append(o.buf, p.buf...)
-	o.n += p.n
+// reset empties the part being built, keeping its buffer.
+func (p *part) reset(shard int) {
+	p.shard, p.flushed, p.buf, p.n = shard, false, p.buf[:0], 0
 }
 
-// reset empties o. Past 1 MiB its buffers go, so that memory follows the
+// addPart adds p, the take of one shard, to o: its ops sorted by key, the
+// last of each key only, in a buffer of their own. p is left as it was.
+// The sort runs on the take's few thousand ops at most, while they are in
+// the processor's cache; each then only merges sorted parts.
+func (o *ops) addPart(p *part) {
+	if p.n == 0 && !p.flushed {
+		return
+	}
+	// A counting sort on the slot's high bits (a shard's slots spread
+	// over all of them), then a sort of each bucket by slot, key, then
+	// order of addition (key is the op's offset): stable, which Go's own
+	// stable sort (an in-place merge) makes several times dearer.
+	const buckets = 64
+	var counts [buckets + 1]int
+	refs := o.refs[:0]
+	for at := 0; at < len(p.buf); {
+		r, next := opAt(p.buf, at)
+		refs = append(refs, r)
+		counts[int(r.slot)*buckets/engine.SlotCount+1]++
+		at = next
+	}
+	for i := 1; i <= buckets; i++ {
+		counts[i] += counts[i-1]
+	}
+	sorted := slices.Grow(o.sorted[:0], len(refs))[:len(refs)]
+	for _, r := range refs {
+		b := int(r.slot) * buckets / engine.SlotCount
+		sorted[counts[b]] = r
+		counts[b]++
+	}
+	key := func(r opRef) []byte { return p.buf[r.key : r.key+r.klen] }
+	for lo := 0; lo < len(sorted); {
+		b := int(sorted[lo].slot) * buckets / engine.SlotCount
+		hi := counts[b] // the bucket's end, after the counting pass
+		slices.SortFunc(sorted[lo:hi], func(a, b opRef) int {
+			if a.slot != b.slot {
+				return int(a.slot) - int(b.slot)
+			}
+			if c := bytes.Compare(key(a), key(b)); c != 0 {
+				return c
+			}
+			return int(a.key) - int(b.key)
+		})
+		lo = hi
+	}
+	o.refs, o.sorted = refs[:0], sorted[:0]
+	refs = sorted
+	q := part{shard: p.shard, flushed: p.flushed, buf: make([]byte, 0, len(p.buf))}
+	for i, r := range refs {
+		if i+1 < len(refs) && refs[i+1].slot == r.slot && bytes.Equal(key(r), key(refs[i+1])) {
+			continue // a later op on the same key wins
+		}
+		q.add(r.op, key(r), p.buf[r.val:r.val+r.vlen])
+	}
+	o.parts = append(o.parts, q)
+	o.n += q.n
+}
+
+// len returns the number of ops and flushes in o.
+func (o *ops) len() int {
+	n := o.n
+	for _, p := range o.parts {
+		if p.flushed {
+			n++
+		}
+	}
+	return n
+}
+
+// size returns the bytes of o's ops.
+func (o *ops) size() int {
+	n := 0
+	for _, p := range o.parts {
+		n += len(p.buf)
+	}
+	return n
+}
+
+// reset empties o. The parts' buffers go, so that memory follows the
 // churn: a large snapshot's buffers do not stay. (Keeping them for the
 // next snapshot spares some garbage under heavy churn, but holds a
 // snapshot's worth of changes on the heap between snapshots, tens of MB,
 // for a gain no measurement here could separate from the noise.)
 func (o *ops) reset() {
-	if cap(o.buf) > 1<<20 {
-		o.buf, o.refs, o.sort = nil, nil, nil
+	clear(o.parts)
+	o.parts, o.n = o.parts[:0], 0
+	if cap(o.refs) > 1<<16 {
+		o.refs, o.sorted = nil, nil
 	}
-	o.buf, o.n = o.buf[:0], 0
 }
 
-// eachSorted calls fn with every op (k and v alias the buffer): the puts
-// and deletes between two flushes in the order of their keys (a later op
-// on a key still after an earlier one), each flush where it stands,
-// between the ops before and after it. Pebble
-// sorts a large batch by key when it commits it (a flushable batch): given
-// in order, its sort is a linear pass. Keys start with their 2-byte slot,
-// so a counting sort by slot does most of the work; the few keys of one
-// slot are then sorted among themselves.
-func (o *ops) eachSorted(fn func(op byte, shard int, k, v []byte)) {
-	refs := o.refs[:0]
-	flushAt := func(at int) {
-		o.emitSorted(refs, fn)
-		refs = refs[:0]
-		if at >= 0 {
-			op, shard, k, v, _ := o.at(at)
-			fn(op, shard, k, v)
+// each hands o's net effect, in key order: first dropSlots with each run
+// of consecutive slots to empty, [lo, hi), in order (the slots of the
+// shards flushed, slotsOf), then point with each key that has a put or a
+// delete left, once, with the last. k and v alias o's buffers. It stops
+// at the first error either returns, and returns it.
+//
+// Each part is sorted by key, and so by slot; a slot's keys are in the
+// parts of its shard (slotsOf), so each walks the slots in order and
+// takes each slot's run from each of its shard's parts. Those runs are
+// one in the common case (a shard's one take since the last snapshot),
+// handed as they are; several are merged.
+func (o *ops) each(slotsOf func(shard int) []int, dropSlots func(lo, hi int) error, point func(op byte, k, v []byte) error) error {
+	// The parts of each shard still in force: from its last flush on.
+	var dropped [engine.SlotCount]bool
+	shardOf := make([]int32, engine.SlotCount)
+	byShard := o.byShard[:0]
+	for i, p := range o.parts {
+		for p.shard >= len(byShard) {
+			byShard = append(byShard, nil)
+		}
+		if p.flushed {
+			byShard[p.shard] = byShard[p.shard][:0]
+			for _, slot := range slotsOf(p.shard) {
+				dropped[slot] = true
+			}
+		}
+		byShard[p.shard] = append(byShard[p.shard], i)
+	}
+	for shard := range byShard {
+		for _, slot := range slotsOf(shard) {
+			shardOf[slot] = int32(shard)
 		}
 	}
-	for at := 0; at < len(o.buf); {
-		op, _, k, _, next := o.at(at)
-		if op == opFlush {
-			flushAt(at)
-		} else {
-			refs = append(refs, opRef{at: uint32(at), key: o.keyAt(at), klen: uint32(len(k))})
+	defer func() {
+		for i := range byShard {
+			byShard[i] = byShard[i][:0]
 		}
-		at = next
-	}
-	flushAt(-1)
-	o.refs = refs[:0]
-}
-
-// emitSorted calls fn with the ops of refs in key order.
-func (o *ops) emitSorted(refs []opRef, fn func(op byte, shard int, k, v []byte)) {
-	if len(refs) == 0 {
-		return
-	}
-	var counts [engine.SlotCount + 1]int32
-	for _, r := range refs {
-		counts[o.slotOf(r)+1]++
-	}
-	for i := 1; i < len(counts); i++ {
-		counts[i] += counts[i-1]
-	}
-	sorted := slices.Grow(o.sort[:0], len(refs))[:len(refs)]
-	for _, r := range refs {
-		s := o.slotOf(r)
-		sorted[counts[s]] = r
-		counts[s]++
-	}
-	key := func(r opRef) []byte { return o.buf[r.key : r.key+r.klen] }
-	for lo := 0; lo < len(sorted); {
+		o.byShard = byShard[:0]
+	}()
+	for lo := 0; lo < engine.SlotCount; {
+		if !dropped[lo] {
+			lo++
+			continue
+		}
 		hi := lo + 1
-		for hi < len(sorted) && o.slotOf(sorted[hi]) == o.slotOf(sorted[lo]) {
+		for hi < engine.SlotCount && dropped[hi] {
 			hi++
 		}
-		if hi-lo > 1 {
-			slices.SortStableFunc(sorted[lo:hi], func(a, b opRef) int { return bytes.Compare(key(a), key(b)) })
+		if err := dropSlots(lo, hi); err != nil {
+			return err
 		}
 		lo = hi
 	}
-	for _, r := range sorted {
-		op, shard, k, v, _ := o.at(int(r.at))
-		fn(op, shard, k, v)
+
+	cursor := make([]int, len(o.parts)) // where each part's next slot starts
+	for slot := range engine.SlotCount {
+		shard := int(shardOf[slot])
+		if shard >= len(byShard) || len(byShard[shard]) == 0 {
+			continue
+		}
+		if in := byShard[shard]; len(in) == 1 { // the common case: hand the run as it is
+			p := &o.parts[in[0]]
+			at := cursor[in[0]]
+			for at < len(p.buf) {
+				r, next := opAt(p.buf, at)
+				if int(r.slot) != slot {
+					break
+				}
+				if err := point(r.op, p.buf[r.key:r.key+r.klen], p.buf[r.val:r.val+r.vlen]); err != nil {
+					return err
+				}
+				at = next
+			}
+			cursor[in[0]] = at
+			continue
+		}
+		runs := o.runs[:0]
+		for _, i := range byShard[shard] {
+			p := &o.parts[i]
+			at := cursor[i]
+			end := at
+			for end < len(p.buf) {
+				r, next := opAt(p.buf, end)
+				if int(r.slot) != slot {
+					break
+				}
+				end = next
+			}
+			if end > at {
+				runs = append(runs, run{p.buf, at, end})
+				cursor[i] = end
+			}
+		}
+		o.runs = runs[:0]
+		if err := o.merge(runs, point); err != nil {
+			return err
+		}
 	}
-	o.sort = sorted[:0]
-}
-
-// slotOf returns the slot of the key of r: its first two bytes.
-func (o *ops) slotOf(r opRef) int {
-	if r.klen < 2 {
-		return 0
+	for _, in := range byShard {
+		for _, i := range in {
+			if p := &o.parts[i]; cursor[i] != len(p.buf) {
+				return fmt.Errorf("a change of shard %d is outside its slots", p.shard)
+			}
+		}
 	}
-	return int(binary.BigEndian.Uint16(o.buf[r.key:]))
+	return nil
 }
 
-// at decodes the op at offset at, and returns where the next starts.
-func (o *ops) at(at int) (op byte, shard int, k, v []byte, next int) {
-	b := o.buf[at:]
-	op = b[0]
-	sh, w := binary.Uvarint(b[1:])
-	b = b[1+w:]
-	kn, w := binary.Uvarint(b)
-	k = b[w : w+int(kn)]
-	b = b[w+int(kn):]
-	vn, w := binary.Uvarint(b)
-	v = b[w : w+int(vn)]
-	b = b[w+int(vn):]
-	return op, int(sh), k, v, len(o.buf) - len(b)
+// merge hands point the ops of runs, the runs of one slot in the order of
+// their parts, in key order, the last of each key only.
+func (o *ops) merge(runs []run, point func(op byte, k, v []byte) error) error {
+	type ref struct {
+		r   opRef
+		buf []byte
+	}
+	var refs []ref
+	for _, rn := range runs {
+		for at := rn.at; at < rn.end; {
+			r, next := opAt(rn.buf, at)
+			refs = append(refs, ref{r, rn.buf})
+			at = next
+		}
+	}
+	key := func(x ref) []byte { return x.buf[x.r.key : x.r.key+x.r.klen] }
+	slices.SortStableFunc(refs, func(a, b ref) int { return bytes.Compare(key(a), key(b)) })
+	for i, x := range refs {
+		if i+1 < len(refs) && bytes.Equal(key(x), key(refs[i+1])) {
+			continue
+		}
+		if err := point(x.r.op, key(x), x.buf[x.r.val:x.r.val+x.r.vlen]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// keyAt returns the offset of the key of the op at offset at.
-func (o *ops) keyAt(at int) uint32 {
-	b := o.buf[at+1:]
-	_, w := binary.Uvarint(b)
-	_, w2 := binary.Uvarint(b[w:])
-	return uint32(at + 1 + w + w2)
+// opAt decodes the op at offset at of buf, and returns where the next
+// starts.
+func opAt(buf []byte, at int) (r opRef, next int) {
+	r.op = buf[at]
+	at++
+	kn, w := binary.Uvarint(buf[at:])
+	at += w
+	r.key, r.klen = uint32(at), uint32(kn)
+	if kn >= 2 {
+		r.slot = binary.BigEndian.Uint16(buf[at:]) % engine.SlotCount
+	}
+	at += int(kn)
+	vn, w := binary.Uvarint(buf[at:])
+	at += w
+	r.val, r.vlen = uint32(at), uint32(vn)
+	return r, at + int(vn)
 }
 
 func uvarintLen(x uint64) int {

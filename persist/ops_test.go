@@ -6,80 +6,144 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/cellserver/cellserver/engine"
 )
 
-// eachSorted hands the puts and deletes between two flushes in key order,
-// a later op on a key after an earlier one, and each flush where it was.
-func TestOpsEachSorted(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+// each hands the net effect of the parts: the slots of the flushed shards
+// as runs, then every key left once, in key order, with its last op; a
+// flush voids the parts of its shard before it, not its own ops. Three
+// takes of every shard (as after two failed snapshots), the first and the
+// third one only, give both of each's ways: one run a slot, and several
+// merged.
+func TestOpsEach(t *testing.T) {
+	for _, takes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("takes=%d", takes), func(t *testing.T) { testOpsEach(t, takes) })
+	}
+}
+
+func testOpsEach(t *testing.T, takes int) {
+	rng := rand.New(rand.NewPCG(1, uint64(takes)))
+	const shards = 8
+	slotsOf := func(shard int) []int {
+		var s []int
+		for slot := range engine.SlotCount {
+			if slot%shards == shard {
+				s = append(s, slot)
+			}
+		}
+		return s
+	}
 	var o ops
-	type op struct {
-		op      byte
-		shard   int
-		k, v    string
-		ordinal int // order of addition
+	var p part
+	type last struct {
+		op byte
+		v  string
 	}
-	var added []op
-	for i := range 5000 {
-		switch {
-		case i == 1700 || i == 3300:
-			o.add(opFlush, i%7, nil, nil)
-			added = append(added, op{opFlush, i % 7, "", "", i})
-			continue
-		}
-		k := binary.BigEndian.AppendUint16(nil, uint16(rng.IntN(40)*400)) // few slots: many keys share one
-		k = fmt.Appendf(k, "key%d", rng.IntN(300))
-		kind, v := byte(opPut), fmt.Sprint(i)
-		if rng.IntN(4) == 0 {
-			kind, v = opDelete, ""
-		}
-		o.add(kind, 0, k, []byte(v))
-		added = append(added, op{kind, 0, string(k), v, i})
-	}
-	// The expected order: each segment between flushes sorted stably by key.
-	var want []op
-	seg := []op{}
-	for _, a := range added {
-		if a.op == opFlush {
-			slices.SortStableFunc(seg, func(x, y op) int {
-				switch {
-				case x.k < y.k:
-					return -1
-				case x.k > y.k:
-					return 1
+	want := map[string]last{}
+	flushed := map[int]bool{}
+	ops := 0
+	for take := range takes {
+		for shard := range shards {
+			p.reset(shard)
+			if (take == takes-1 && shard == 3) || (take == 0 && shard == 5) || (takes > 1 && take == 1 && shard == 5) {
+				p.flushed = true
+				flushed[shard] = true
+				for k := range want {
+					if int(binary.BigEndian.Uint16([]byte(k)))%shards == shard {
+						delete(want, k)
+					}
 				}
-				return 0
-			})
-			want = append(append(want, seg...), a)
-			seg = seg[:0]
-			continue
+			}
+			for i := range 300 {
+				// Few slots per shard: many keys share one.
+				slot := (rng.IntN(10)*37*shards + shard) % engine.SlotCount
+				k := binary.BigEndian.AppendUint16(nil, uint16(slot))
+				k = fmt.Appendf(k, "key%d", rng.IntN(60))
+				kind, v := byte(opPut), fmt.Sprint(take, shard, i)
+				if rng.IntN(4) == 0 {
+					kind, v = opDelete, ""
+					p.add(kind, k, nil)
+				} else {
+					r := engine.Record{Key: []byte(v), Kind: engine.KindGCRA}
+					p.addRecord(k, r)
+					v = string(r.AppendBinary(nil))
+				}
+				want[string(k)] = last{kind, v}
+				ops++
+			}
+			o.addPart(&p)
 		}
-		seg = append(seg, a)
 	}
-	slices.SortStableFunc(seg, func(x, y op) int {
-		switch {
-		case x.k < y.k:
-			return -1
-		case x.k > y.k:
-			return 1
+	var wantKeys []string
+	for k := range want {
+		wantKeys = append(wantKeys, k)
+	}
+	slices.Sort(wantKeys)
+	var wantDrops [][2]int
+	for lo := 0; lo < engine.SlotCount; lo++ {
+		if flushed[lo%shards] {
+			if n := len(wantDrops); n > 0 && wantDrops[n-1][1] == lo {
+				wantDrops[n-1][1] = lo + 1
+			} else {
+				wantDrops = append(wantDrops, [2]int{lo, lo + 1})
+			}
 		}
-		return 0
-	})
-	want = append(want, seg...)
+	}
 	for round := range 2 { // the second reuses the scratch
-		i := 0
-		o.eachSorted(func(kind byte, shard int, k, v []byte) {
-			if i >= len(want) {
-				t.Fatalf("round %d: more ops than added", round)
+		var drops [][2]int
+		var keys []string
+		err := o.each(slotsOf, func(lo, hi int) error {
+			if len(keys) > 0 {
+				t.Fatalf("round %d: a dropped range after a key", round)
 			}
-			w := want[i]
-			if kind != w.op || shard != w.shard || string(k) != w.k || string(v) != w.v {
-				t.Fatalf("round %d: op %d = %d %d %q %q, want %+v", round, i, kind, shard, k, v, w)
+			drops = append(drops, [2]int{lo, hi})
+			return nil
+		}, func(op byte, k, v []byte) error {
+			w, ok := want[string(k)]
+			if !ok || op != w.op || string(v) != w.v {
+				t.Fatalf("round %d: key %q: op %d %q, want %+v (present %v)", round, k, op, v, w, ok)
 			}
-			i++
+			keys = append(keys, string(k))
+			return nil
 		})
-		if i != len(want) {
-			t.Fatalf("round %d: %d ops, want %d", round, i, len(want))
+		if err != nil {
+			t.Fatal(err)
 		}
+		if !slices.Equal(keys, wantKeys) {
+			t.Fatalf("round %d: %d keys, want %d, in order", round, len(keys), len(wantKeys))
+		}
+		if !slices.Equal(drops, wantDrops) {
+			t.Fatalf("round %d: dropped %v, want %v", round, drops, wantDrops)
+		}
+	}
+	if o.n > ops || o.n < len(want) {
+		t.Fatalf("%d ops kept of %d added, %d keys", o.n, ops, len(want))
+	}
+	o.reset()
+	if o.len() != 0 || o.size() != 0 {
+		t.Fatal("reset left ops")
+	}
+}
+
+// each refuses a change outside its shard's slots, rather than lose it.
+func TestOpsEachRefusesStrayKey(t *testing.T) {
+	slotsOf := func(shard int) []int { return []int{shard} }
+	var o ops
+	var p part
+	p.reset(1)
+	p.add(opPut, []byte("\x00\x05a"), nil) // slot 5, not shard 1's
+	o.addPart(&p)
+	err := o.each(slotsOf, nil, func(byte, []byte, []byte) error { return nil })
+	if err == nil {
+		t.Fatal("each = nil error for a key outside its shard's slots")
+	}
+	stop := fmt.Errorf("stop")
+	o.reset()
+	p.reset(5)
+	p.add(opPut, []byte("\x00\x05a"), nil)
+	o.addPart(&p)
+	if err := o.each(slotsOf, nil, func(byte, []byte, []byte) error { return stop }); err != stop {
+		t.Fatalf("each returned %v, want point's error", err)
 	}
 }

@@ -1,9 +1,11 @@
 package persist
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -100,10 +103,12 @@ type Store struct {
 	lock  *pebble.Lock           // the directory's lock, held from Open to Close across reopenings
 	fatal atomic.Pointer[string] // the last error Pebble gave up on (logger.Fatalf)
 
-	mu      sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
-	db      *pebble.DB // nil once closed, or after a failed commit until reopened; changed under dbMu too
-	pending ops        // changes taken from the engine and not committed yet
-	slots   [][]int    // the slots of each shard, for a flushed shard
+	mu         sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
+	db         *pebble.DB // nil once closed, or after a failed commit until reopened; changed under dbMu too
+	pending    ops        // changes taken from the engine and not committed yet
+	part       part       // take's scratch: one shard's changes
+	ingestFrom int        // pending's size from which a snapshot is ingested as a table
+	slots      [][]int    // the slots of each shard, for a flushed shard
 
 	// dbMu keeps db open for a Checkpoint without holding mu, so that
 	// snapshots go on while a checkpoint copies files: Checkpoint holds it
@@ -138,7 +143,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persist: lock %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, opts: opts, lock: lock}
+	s := &Store{dir: dir, opts: opts, lock: lock, ingestFrom: ingestFrom}
+	// A crash may have left a snapshot's table unwritten or not ingested.
+	if err := opts.FS.Remove(opts.FS.PathJoin(dir, ingestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		lock.Close()
+		return nil, fmt.Errorf("persist: remove %s: %w", ingestName, err)
+	}
 	if err := s.open(); err != nil {
 		lock.Close()
 		return nil, err
@@ -290,66 +300,43 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		}
 	}
 	gen, _ := s.LastSave()
-	st := SnapshotStats{Generation: gen + 1}
-	b := s.db.NewBatch()
-	defer b.Close()
-	var err error
-	// The snapshot's own work (the take, shard by shard, and building the
-	// batch) yields to the connections every shard and every yieldEvery
+	st := SnapshotStats{Generation: gen + 1, Flushed: s.pending.len() - s.pending.n}
+	marker := binary.BigEndian.AppendUint64(nil, st.Generation)
+	marker = binary.BigEndian.AppendUint64(marker, uint64(now.UnixMilli()))
+	write, finish := s.batchWriter()
+	if s.pending.size() >= s.ingestFrom {
+		write, finish = s.tableWriter()
+	}
+	// The snapshot's own work (the take, shard by shard, and writing the
+	// changes) yields to the connections every shard and every yieldEvery
 	// changes: the Go scheduler otherwise lets a running goroutine keep
 	// its thread for up to 10 ms, and with the server's threads busy
 	// (persistence adds one) the connections queued behind it wait that
 	// long. Measured at -P 16 with snapshots every second: p99 9–13 ms
 	// against 13–17 ms, throughput unchanged (bench/RESULTS.md).
 	n := 0
-	s.pending.eachSorted(func(op byte, shard int, k, v []byte) {
-		if err != nil {
-			return
-		}
-		if n++; n%yieldEvery == 0 {
-			runtime.Gosched()
-		}
-		switch op {
-		case opPut:
-			st.Written++
-			err = b.Set(k, v, nil)
-		case opDelete:
-			st.Deleted++
-			err = b.Delete(k, nil)
-		case opFlush:
-			st.Flushed++
-			for _, slot := range s.slots[shard] {
-				lo, hi := SlotRange(slot)
-				if err = b.DeleteRange(lo, hi, nil); err != nil {
-					return
-				}
+	err := s.pending.each(func(shard int) []int { return s.slots[shard] },
+		func(lo, hi int) error {
+			a, _ := SlotRange(lo)
+			_, b := SlotRange(hi - 1)
+			return write(opDropRange, a, b)
+		},
+		func(op byte, k, v []byte) error {
+			if n++; n%yieldEvery == 0 {
+				runtime.Gosched()
 			}
-		}
-	})
-	if err != nil {
-		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
+			if op == opPut {
+				st.Written++
+			} else {
+				st.Deleted++
+			}
+			return write(op, k, v)
+		})
+	if err == nil {
+		err = write(opPut, genKey, marker)
 	}
-	marker := binary.BigEndian.AppendUint64(nil, st.Generation)
-	marker = binary.BigEndian.AppendUint64(marker, uint64(now.UnixMilli()))
-	if err := b.Set(genKey, marker, nil); err != nil {
+	if err = finish(err); err != nil {
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
-	}
-	if err := s.commit(b); err != nil {
-		// Pebble accepts no more writes after a failed log write: close
-		// this instance and open the store again for the next snapshot.
-		s.dbMu.Lock()
-		s.db.Close()
-		s.db = nil
-		s.dbMu.Unlock()
-		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
-	}
-	if b.Len() > largeBatch {
-		// Pebble keeps a large batch in memory, as a memtable of its own,
-		// until it is flushed: flush now so that its memory goes back
-		// within moments rather than at the next memtable rotation.
-		if _, err := s.db.AsyncFlush(); err != nil {
-			s.opts.Logf("persist: flush after snapshot: %v", err)
-		}
 	}
 	s.pending.reset()
 	s.pendingN.Store(0)
@@ -373,24 +360,23 @@ func (s *Store) take(src Source) {
 		}
 	}
 	var key []byte
-	var part ops
 	for i := range n {
-		part.reset()
-		flushed := src.TakeDirty(i, func(r engine.Record, deleted bool) {
+		s.part.reset(i)
+		s.part.flushed = src.TakeDirty(i, func(r engine.Record, deleted bool) {
 			key = dataKey(key[:0], r.Key)
 			if deleted {
-				part.add(opDelete, 0, key, nil)
+				s.part.add(opDelete, key, nil)
 			} else {
-				part.addRecord(key, r)
+				s.part.addRecord(key, r)
 			}
 		})
-		if flushed {
-			s.pending.add(opFlush, i, nil, nil)
-		}
-		s.pending.append(&part)
+		s.pending.addPart(&s.part)
 		runtime.Gosched() // see yieldEvery in Snapshot
 	}
-	s.pendingN.Store(int64(s.pending.n))
+	if cap(s.part.buf) > 1<<20 {
+		s.part.buf = nil
+	}
+	s.pendingN.Store(int64(s.pending.len()))
 }
 
 // Pending returns the number of changes taken from the engine by failed
@@ -563,19 +549,102 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 // yields to the connections (about 100 µs of work).
 const yieldEvery = 1024
 
-// largeBatch is the size of a snapshot's batch from which Snapshot flushes
-// it to a table at once.
-const largeBatch = 1 << 20
+// ingestFrom is the size of a snapshot's changes (ops.size) from which
+// Snapshot writes them as a table and ingests it, rather than committing a
+// batch (Store.ingestFrom, which tests lower).
+const ingestFrom = 1 << 20
+
+// ingestName is the file, in the store's directory, a snapshot writes its
+// table to before Pebble ingests it. Pebble links it under a name of its
+// own; a file left by a crash is removed when the store is opened.
+const ingestName = "snapshot-ingest.tmp"
+
+// opDropRange, a third kind of write besides opPut and opDelete, deletes
+// the keys in [k, v).
+const opDropRange = 3
+
+// writeFunc adds one change to a snapshot being written.
+type writeFunc func(op byte, k, v []byte) error
+
+// batchWriter returns how to write a snapshot as one Pebble batch: write
+// adds a change, and finish(err) commits the batch, synced (or, given an
+// error, only discards it). s.mu is held.
+func (s *Store) batchWriter() (write writeFunc, finish func(error) error) {
+	b := s.db.NewBatch()
+	write = func(op byte, k, v []byte) error {
+		switch op {
+		case opPut:
+			return b.Set(k, v, nil)
+		case opDelete:
+			return b.Delete(k, nil)
+		default:
+			return b.DeleteRange(k, v, nil)
+		}
+	}
+	finish = func(err error) error {
+		defer b.Close()
+		if err == nil {
+			err = s.apply(func() error { return b.Commit(pebble.Sync) })
+		}
+		return err
+	}
+	return write, finish
+}
+
+// tableWriter returns how to write a snapshot as a table that Pebble then
+// ingests: write adds a change (in key order, ranges first), and finish
+// syncs the table and ingests it (or, given an error, only removes it).
+// An ingestion is atomic and durable, like a batch's synced commit, and
+// it spares what a large batch costs: Pebble's log gets the changes'
+// bytes, the batch a sorted index of its own, and a flush then writes them
+// again into a table (bench/RESULTS.md). s.mu is held.
+func (s *Store) tableWriter() (write writeFunc, finish func(error) error) {
+	fsys := s.opts.FS
+	path := fsys.PathJoin(s.dir, ingestName)
+	f, err := fsys.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		err = fmt.Errorf("create %s: %w", path, err)
+		return func(byte, []byte, []byte) error { return err }, func(error) error { return err }
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
+		TableFormat: s.db.TableFormat(),
+		Compression: sstable.NoCompression,
+	})
+	write = func(op byte, k, v []byte) error {
+		switch op {
+		case opPut:
+			return w.Set(k, v)
+		case opDelete:
+			return w.Delete(k)
+		default:
+			return w.DeleteRange(k, v)
+		}
+	}
+	finish = func(err error) error {
+		defer fsys.Remove(path)
+		if cerr := w.Close(); err == nil {
+			err = cerr // Close syncs the file
+		}
+		if err == nil {
+			err = s.apply(func() error { return s.db.Ingest(context.Background(), []string{path}) })
+		}
+		return err
+	}
+	return write, finish
+}
 
 // errFatal reports a commit that Pebble gave up as fatal (logger.Fatalf).
 var errFatal = errors.New("pebble gave up the write")
 
-// commit commits b synced to disk. Pebble treats a failed write of its
-// log as fatal and calls its logger's Fatalf, which would end the process:
-// commit runs it on a goroutine of its own, which logger.Fatalf ends
-// instead (runtime.Goexit, deferred unlocks run), and reports errFatal
-// with Pebble's message.
-func (s *Store) commit(b *pebble.Batch) error {
+// apply runs fn, a write to the store that commits a snapshot. Pebble
+// treats a failed write of its log or manifest as fatal and calls its
+// logger's Fatalf, which would end the process: apply runs fn on a
+// goroutine of its own, which logger.Fatalf ends instead
+// (runtime.Goexit, deferred unlocks run), and reports errFatal with
+// Pebble's message. On any failure it closes the database, which a later
+// snapshot opens again: Pebble accepts no more writes after a failed log
+// write. s.mu is held.
+func (s *Store) apply(fn func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		finished := false
@@ -588,11 +657,18 @@ func (s *Store) commit(b *pebble.Batch) error {
 				done <- fmt.Errorf("%w: %s", errFatal, msg)
 			}
 		}()
-		err := b.Commit(pebble.Sync)
+		err := fn()
 		finished = true
 		done <- err
 	}()
-	return <-done
+	err := <-done
+	if err != nil {
+		s.dbMu.Lock()
+		s.db.Close()
+		s.db = nil
+		s.dbMu.Unlock()
+	}
+	return err
 }
 
 // logger sends Pebble's log lines to Logf. Fatalf ends the goroutine that
