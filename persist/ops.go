@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -51,6 +52,7 @@ type run struct {
 // opRef locates one op in a buffer: the offsets of its key and value,
 // their lengths, its kind, and the slot of its key.
 type opRef struct {
+	w1, w2     uint64 // addPart's: the key's bytes after its slot, 8 and 8, big-endian, zero-padded
 	key, val   uint32
 	klen, vlen uint32
 	slot       uint16
@@ -103,12 +105,15 @@ func (o *ops) addPart(p *part) {
 	// A counting sort on the slot's high bits (a shard's slots spread
 	// over all of them), then a sort of each bucket by slot, key, then
 	// order of addition (key is the op's offset): stable, which Go's own
-	// stable sort (an in-place merge) makes several times dearer.
+	// stable sort (an in-place merge) makes several times dearer. Keys
+	// are compared by their first 16 bytes after the slot as two integers
+	// (keyWords), whole only when those are equal.
 	const buckets = 64
 	var counts [buckets + 1]int
 	refs := o.refs[:0]
 	for at := 0; at < len(p.buf); {
 		r, next := opAt(p.buf, at)
+		r.w1, r.w2 = keyWords(p.buf[r.key : r.key+r.klen])
 		refs = append(refs, r)
 		counts[int(r.slot)*buckets/engine.SlotCount+1]++
 		at = next
@@ -127,8 +132,13 @@ func (o *ops) addPart(p *part) {
 		b := int(sorted[lo].slot) * buckets / engine.SlotCount
 		hi := counts[b] // the bucket's end, after the counting pass
 		slices.SortFunc(sorted[lo:hi], func(a, b opRef) int {
-			if a.slot != b.slot {
+			switch {
+			case a.slot != b.slot:
 				return int(a.slot) - int(b.slot)
+			case a.w1 != b.w1:
+				return cmp.Compare(a.w1, b.w1)
+			case a.w2 != b.w2:
+				return cmp.Compare(a.w2, b.w2)
 			}
 			if c := bytes.Compare(key(a), key(b)); c != 0 {
 				return c
@@ -317,6 +327,17 @@ func (o *ops) merge(runs []run, point func(op byte, k, v []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// keyWords returns the bytes of k after its 2-byte slot, the first 16 as
+// two big-endian integers, zero-padded: keys whose words differ compare as
+// their words do, and keys whose words are equal must be compared whole.
+func keyWords(k []byte) (w1, w2 uint64) {
+	var b [16]byte
+	if len(k) > 2 {
+		copy(b[:], k[2:])
+	}
+	return binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 }
 
 // opAt decodes the op at offset at of buf, and returns where the next

@@ -59,7 +59,11 @@ func testOpsEach(t *testing.T, takes int) {
 				// Few slots per shard: many keys share one.
 				slot := (rng.IntN(10)*37*shards + shard) % engine.SlotCount
 				k := binary.BigEndian.AppendUint16(nil, uint16(slot))
-				k = fmt.Appendf(k, "key%d", rng.IntN(60))
+				if rng.IntN(2) == 0 {
+					k = fmt.Appendf(k, "key%d", rng.IntN(60))
+				} else { // alike in the 16 bytes keyWords reads, and with a zero byte
+					k = fmt.Appendf(k, "a-long-shared-prefix:%d\x00%d", rng.IntN(5), rng.IntN(5))
+				}
 				kind, v := byte(opPut), fmt.Sprint(take, shard, i)
 				if rng.IntN(4) == 0 {
 					kind, v = opDelete, ""
