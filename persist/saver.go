@@ -73,6 +73,13 @@ type SaverConfig struct {
 	Tick time.Duration
 	// Logf logs at a level ("verbose", "notice", "warning"). Default: none.
 	Logf func(level, format string, args ...any)
+	// Busy, when set, is called with true as a background snapshot (the
+	// rules' or BGSAVE's) starts, and with false once it has ended and the
+	// store has no compaction under way or due (Store.Compacting),
+	// checked every Tick: so that the server can give that work a thread
+	// of its own only while it lasts (cmd/cellserver). Calls alternate,
+	// true first, from one goroutine.
+	Busy func(bool)
 }
 
 // EnsureDefaults fills the zero fields of c with their defaults.
@@ -169,21 +176,36 @@ func (s *Saver) loop(stop, done chan struct{}) {
 	defer close(done)
 	t := time.NewTicker(s.cfg.Tick)
 	defer t.Stop()
+	busy := false // s.cfg.Busy was last called with true
+	setBusy := func(b bool) {
+		if s.cfg.Busy != nil && b != busy {
+			busy = b
+			s.cfg.Busy(b)
+		}
+	}
+	defer setBusy(false)
 	for {
 		select {
 		case <-stop:
 			return
 		case now := <-t.C:
-			s.tick(now)
+			switch {
+			case s.due(now):
+				setBusy(true)
+				s.background()
+			case busy && !s.store.Compacting():
+				setBusy(false)
+			}
 		case <-s.kick:
+			setBusy(true)
 			s.background()
 		}
 	}
 }
 
-// tick takes a background snapshot if one was scheduled or a rule is met
-// at now.
-func (s *Saver) tick(now time.Time) {
+// due reports whether a background snapshot was scheduled or a rule is
+// met at now.
+func (s *Saver) due(now time.Time) bool {
 	s.mu.Lock()
 	due := s.scheduled
 	if !due {
@@ -204,9 +226,7 @@ func (s *Saver) tick(now time.Time) {
 		}
 	}
 	s.mu.Unlock()
-	if due {
-		s.background()
-	}
+	return due
 }
 
 // background runs one snapshot as a background one (INFO's bgsave fields).

@@ -104,3 +104,50 @@ func TestSaverSaveAndBGSave(t *testing.T) {
 		t.Fatalf("scheduled save did not run: generation %d", gen)
 	}
 }
+
+// The loop calls Busy with true before a background snapshot, and with
+// false at a tick after it, the store having no compaction under way;
+// Close ends a busy spell it finds.
+func TestSaverBusy(t *testing.T) {
+	s := openStore(t, vfs.NewMem())
+	e, _ := newEngine(t, now0)
+	calls := make(chan bool, 16)
+	sv := NewSaver(s, e, SaverConfig{Tick: time.Millisecond, Busy: func(b bool) { calls <- b }})
+	sv.Start()
+	fill(t, e, 10)
+	if _, err := sv.BGSave(false); err != nil {
+		t.Fatal(err)
+	}
+	next := func() bool {
+		t.Helper()
+		select {
+		case b := <-calls:
+			return b
+		case <-time.After(10 * time.Second):
+			t.Fatal("no call of Busy within 10 s")
+			return false
+		}
+	}
+	if !next() {
+		t.Fatal("first call false, want true")
+	}
+	if next() {
+		t.Fatal("second call true, want false")
+	}
+	if gen, _ := s.LastSave(); gen != 1 {
+		t.Fatalf("generation %d after BGSAVE, want 1", gen)
+	}
+	sv.Close()
+	select {
+	case b := <-calls:
+		t.Fatalf("Close called Busy(%v) with no spell under way", b)
+	default:
+	}
+}
+
+// tick is what the rules' loop does at each tick, without the loop.
+func (s *Saver) tick(now time.Time) {
+	if s.due(now) {
+		s.background()
+	}
+}

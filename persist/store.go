@@ -168,7 +168,7 @@ func (s *Store) open() error {
 	// few seconds and took more CPU than the snapshots themselves. From 16,
 	// a compaction merges 16 snapshots' tables at once (a key changed in
 	// several is written once); writes stop only at 64.
-	po.L0CompactionThreshold, po.L0StopWritesThreshold = 16, 64
+	po.L0CompactionThreshold, po.L0StopWritesThreshold = l0CompactionThreshold, 64
 	// Records are a few dozen bytes of varints, and Pebble already shares
 	// key prefixes within a block: Snappy saved little disk for its CPU in
 	// every flush and compaction.
@@ -310,11 +310,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	}
 	// The snapshot's own work (the take, shard by shard, and writing the
 	// changes) yields to the connections every shard and every yieldEvery
-	// changes: the Go scheduler otherwise lets a running goroutine keep
-	// its thread for up to 10 ms, and with the server's threads busy
-	// (persistence adds one) the connections queued behind it wait that
-	// long. Measured at -P 16 with snapshots every second: p99 9–13 ms
-	// against 13–17 ms, throughput unchanged (bench/RESULTS.md).
+	// changes, when the process runs one thread (yield).
 	n := 0
 	err := s.pending.each(func(shard int) []int { return s.slots[shard] },
 		func(lo, hi int) error {
@@ -324,7 +320,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		},
 		func(op byte, k, v []byte) error {
 			if n++; n%yieldEvery == 0 {
-				runtime.Gosched()
+				yield()
 			}
 			if op == opPut {
 				st.Written++
@@ -372,7 +368,7 @@ func (s *Store) take(src Source) {
 			}
 		})
 		s.pending.addPart(&s.part)
-		runtime.Gosched() // see yieldEvery in Snapshot
+		yield()
 	}
 	if cap(s.part.buf) > 1<<20 {
 		s.part.buf = nil
@@ -390,6 +386,22 @@ func (s *Store) LastSave() (uint64, time.Time) {
 	s.infoMu.Lock()
 	defer s.infoMu.Unlock()
 	return s.gen, s.saved
+}
+
+// l0CompactionThreshold is the number of L0 sublevels (one per large
+// snapshot) from which Pebble compacts L0 (see open).
+const l0CompactionThreshold = 16
+
+// Compacting reports whether Pebble is compacting the store, or has enough
+// of the snapshots' tables to start: the background work a snapshot leaves.
+func (s *Store) Compacting() bool {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return false
+	}
+	m := s.db.Metrics()
+	return m.Compact.NumInProgress > 0 || m.Flush.NumInProgress > 0 || m.Levels[0].Sublevels >= l0CompactionThreshold
 }
 
 // DiskUsage returns the bytes the store took on disk when it was opened
@@ -546,9 +558,24 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 	return p
 }
 
-// yieldEvery is how many changes Snapshot adds to its batch between two
-// yields to the connections (about 100 µs of work).
+// yieldEvery is how many changes Snapshot writes between two yields to
+// the connections (about 100 µs of work).
 const yieldEvery = 1024
+
+// yield lets the connections run, when they share the snapshot's only
+// thread: the Go scheduler otherwise lets a running goroutine keep its
+// thread for up to 10 ms, and the connections queued behind it wait that
+// long. With two threads or more it does nothing: the other threads take
+// the connections' goroutines, and a snapshot that yields its own thread
+// (the one the server adds for it, cmd/cellserver) lets connections onto
+// it, which then contend with the server's other thread and its clients
+// for the processors. Measured at -P 16 with snapshots every second and
+// the added thread, yielding or not: bench/RESULTS.md.
+func yield() {
+	if runtime.GOMAXPROCS(0) == 1 {
+		runtime.Gosched()
+	}
+}
 
 // ingestFrom is the size of a snapshot's changes (ops.size) from which
 // Snapshot writes them as a table and ingests it, rather than committing a

@@ -69,14 +69,13 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	if err != nil || done {
 		return err
 	}
+	// With persistence on, the snapshots' background work gets a thread
+	// of its own while it lasts (threadCount).
+	threads := &threadCount{}
 	if cfg.Threads > 0 {
-		// With persistence on, the snapshots' background work (Pebble's
-		// flushes and compactions, copying changes out) gets a thread of
-		// its own, as Redis's BGSAVE gets a process: sharing the commands'
-		// threads, it held them for Go's 10 ms time slices (measured at
-		// --threads 1, redis-benchmark -P 16 and save 1 1: p99 22-43 ms
-		// against 6-8 ms with the extra thread; bench/RESULTS.md).
-		runtime.GOMAXPROCS(cfg.Threads + persistThreads(cfg))
+		threads.set(cfg.Threads)
+	} else {
+		threads.most = runtime.GOMAXPROCS(0)
 	}
 	if os.Getenv("GOGC") == "" {
 		// Keys (sliding logs included) live in tables outside the Go heap,
@@ -125,7 +124,7 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	var p *persistence // nil: persistence off
 	if store != nil {
 		// From here srv closes the store, however it stops.
-		p = wirePersistence(srv, store, cfg)
+		p = wirePersistence(srv, store, cfg, threads.persisting)
 	}
 	if node != nil {
 		defer node.Close()
@@ -186,7 +185,7 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	if cfg.Threads == 0 {
 		stopSizing := make(chan struct{})
 		defer close(stopSizing)
-		go sizeThreads(stopSizing, persistThreads(cfg), srv.Logf)
+		go sizeThreads(stopSizing, threads, srv.Logf)
 	}
 	err = srv.ListenAndServe()
 	if errors.Is(err, server.ErrServerClosed) {
@@ -200,15 +199,6 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	_ = srv.Close()
 	return err
-}
-
-// persistThreads is the thread run beside the threads setting for the
-// snapshots: 1 with persistence on, else 0.
-func persistThreads(cfg server.Config) int {
-	if cfg.Dir != "" {
-		return 1
-	}
-	return 0
 }
 
 // storeDir is the store's directory inside the dir setting.
@@ -240,9 +230,9 @@ func openStore(dir string) (*persist.Store, error) {
 
 // wirePersistence wires store into srv, which answers -LOADING and
 // reports loading:1 until restore has loaded the keys.
-func wirePersistence(srv *server.Server, store *persist.Store, cfg server.Config) *persistence {
+func wirePersistence(srv *server.Server, store *persist.Store, cfg server.Config, busy func(bool)) *persistence {
 	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
-	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf})
+	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf, Busy: busy})
 	p := &persistence{Saver: saver, store: store, dir: cfg.Dir, logf: srv.Logf}
 	srv.SetPersistence(p)
 	srv.SetLoading(true)

@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/cellserver/cellserver/internal/cpuload"
@@ -25,13 +26,61 @@ import (
 // machine has (a container's CPU limit, an affinity mask), the count stays
 // as Go set it.
 
-// sizeThreads runs the sizing every second until stop is closed, logging
-// each change with logf. GOMAXPROCS belongs to the process, so this lives
-// here rather than in package server.
-// extra threads are added to the figure, up to the ceiling (one for the
-// snapshots' background work with persistence on: see run).
-func sizeThreads(stop <-chan struct{}, extra int, logf func(level, format string, args ...any)) {
-	t := &threadSizer{load: new(cpuload.Sampler), most: runtime.GOMAXPROCS(0), extra: extra}
+// threadCount sets GOMAXPROCS: a base figure (the threads setting, or the
+// sizing's), plus one while persistence works in the background (a
+// snapshot, then Pebble's compactions: persist.SaverConfig.Busy), as
+// Redis's BGSAVE gets a process of its own while it runs. Sharing the
+// commands' threads, that work held them for Go's 10 ms time slices; a
+// thread added for good, though, costs as much when idle as when busy:
+// beside redis-benchmark on 2 cores, an idle persistence thread alone
+// took the throughput at -P 16 to 0.70-0.88 of the server without one,
+// and p99 from 1.1-1.2 to 5.1-5.2 ms (bench/RESULTS.md). GOMAXPROCS
+// belongs to the process, so this lives here rather than in package
+// server.
+type threadCount struct {
+	mu   sync.Mutex
+	base int  // 0: as Go set it
+	most int  // the ceiling of base plus one; 0: none
+	busy bool // persistence is at work
+}
+
+// set makes n the base figure.
+func (c *threadCount) set(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.base = n
+	c.apply()
+}
+
+// persisting adds the thread for persistence's work (busy), or takes it
+// away.
+func (c *threadCount) persisting(busy bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = busy
+	c.apply()
+}
+
+func (c *threadCount) apply() {
+	if c.base == 0 {
+		return
+	}
+	n := c.base
+	if c.busy {
+		n++
+	}
+	if c.most > 0 {
+		n = min(n, c.most)
+	}
+	if runtime.GOMAXPROCS(0) != n {
+		runtime.GOMAXPROCS(n)
+	}
+}
+
+// sizeThreads runs the sizing every second until stop is closed, setting
+// the base of count and logging each change with logf.
+func sizeThreads(stop <-chan struct{}, count *threadCount, logf func(level, format string, args ...any)) {
+	t := &threadSizer{load: new(cpuload.Sampler), most: runtime.GOMAXPROCS(0), set: count.set}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -54,10 +103,11 @@ type sampler interface {
 
 // threadSizer holds what sizing needs between two measurements.
 type threadSizer struct {
-	load    sampler // a *cpuload.Sampler
-	most    int     // GOMAXPROCS at start: the ceiling
-	extra   int     // added to the measured figure
-	pending int     // the figure the last measurement wanted; 0: none
+	load    sampler   // a *cpuload.Sampler
+	most    int       // GOMAXPROCS at start: the ceiling
+	set     func(int) // sets the figure (threadCount.set)
+	cur     int       // the figure set last; 0: none yet (most)
+	pending int       // the figure the last measurement wanted; 0: none
 }
 
 // threadsFor returns how many threads to run when other processes use
@@ -66,10 +116,13 @@ func threadsFor(others float64, most int) int {
 	return min(most, max(1, int(math.Round(float64(most)-others))))
 }
 
-// size measures the machine's load and sets GOMAXPROCS as the comment
-// above says; it returns the count in force and whether it changed it.
+// size measures the machine's load and sets the figure as the comment
+// above says; it returns the figure in force and whether it changed it.
 func (t *threadSizer) size() (int, bool) {
-	cur := runtime.GOMAXPROCS(0)
+	if t.cur == 0 {
+		t.cur = t.most
+	}
+	cur := t.cur
 	others, cpus, ok := t.load.Others()
 	if !ok || t.most <= 1 || cpus != t.most {
 		// A container's CPU limit or an affinity mask gave Go fewer
@@ -77,7 +130,7 @@ func (t *threadSizer) size() (int, bool) {
 		// nothing of what this process may use.
 		return cur, false
 	}
-	want := min(t.most, threadsFor(others, t.most)+t.extra)
+	want := threadsFor(others, t.most)
 	if want == cur {
 		t.pending = 0
 		return cur, false
@@ -87,6 +140,7 @@ func (t *threadSizer) size() (int, bool) {
 		return cur, false
 	}
 	t.pending = 0
-	runtime.GOMAXPROCS(want)
+	t.cur = want
+	t.set(want)
 	return want, true
 }

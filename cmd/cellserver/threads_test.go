@@ -46,7 +46,8 @@ func (f *fakeLoad) Others() (float64, int, bool) {
 func TestThreadSizer(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	runtime.GOMAXPROCS(4)
-	s := &threadSizer{load: &fakeLoad{others: []float64{2.1, 0.2, 2.2, 1.9, 0.1}, cpus: 4}, most: 4}
+	count := &threadCount{most: 4}
+	s := &threadSizer{load: &fakeLoad{others: []float64{2.1, 0.2, 2.2, 1.9, 0.1}, cpus: 4}, most: 4, set: count.set}
 	for i, want := range []struct {
 		n       int
 		changed bool
@@ -63,15 +64,57 @@ func TestThreadSizer(t *testing.T) {
 		}
 	}
 	runtime.GOMAXPROCS(4)
-	limited := &threadSizer{load: &fakeLoad{others: []float64{3, 3, 3}, cpus: 64}, most: 4}
+	limited := &threadSizer{load: &fakeLoad{others: []float64{3, 3, 3}, cpus: 64}, most: 4, set: count.set}
 	for range 3 {
 		if n, changed := limited.size(); n != 4 || changed {
 			t.Fatalf("with 4 of 64 processors: %d, %v; want the count left at 4", n, changed)
 		}
 	}
-	extra := &threadSizer{load: &fakeLoad{others: []float64{3.2, 3.1}, cpus: 4}, most: 4, extra: 1}
-	extra.size()
-	if n, _ := extra.size(); n != 2 {
-		t.Fatalf("persistence's extra thread: %d, want 1 + 1", n)
+	// Persistence's thread is added to the sized figure while it works.
+	count = &threadCount{most: 4}
+	sized := &threadSizer{load: &fakeLoad{others: []float64{3.2, 3.1}, cpus: 4}, most: 4, set: count.set}
+	sized.size()
+	if n, _ := sized.size(); n != 1 || runtime.GOMAXPROCS(0) != 1 {
+		t.Fatalf("sized to %d (GOMAXPROCS %d), want 1", n, runtime.GOMAXPROCS(0))
+	}
+	count.persisting(true)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("persisting: GOMAXPROCS %d, want 1 + 1", got)
+	}
+	count.persisting(false)
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("done persisting: GOMAXPROCS %d, want 1", got)
+	}
+}
+
+// The threads setting is the base, persistence adds one while it works,
+// within the ceiling when there is one; a count with no base yet leaves
+// GOMAXPROCS as Go set it.
+func TestThreadCount(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(3)
+	var unset threadCount
+	unset.persisting(true)
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("no base: GOMAXPROCS %d, want 3 as it was", got)
+	}
+	set := &threadCount{}
+	set.set(1)
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("threads 1: GOMAXPROCS %d", got)
+	}
+	set.persisting(true)
+	if got := runtime.GOMAXPROCS(0); got != 2 {
+		t.Fatalf("threads 1, persisting: GOMAXPROCS %d, want 2", got)
+	}
+	set.set(4)
+	if got := runtime.GOMAXPROCS(0); got != 5 {
+		t.Fatalf("threads 4, persisting: GOMAXPROCS %d, want 5 (no ceiling)", got)
+	}
+	capped := &threadCount{most: 4}
+	capped.set(4)
+	capped.persisting(true)
+	if got := runtime.GOMAXPROCS(0); got != 4 {
+		t.Fatalf("sized 4 of 4, persisting: GOMAXPROCS %d, want the ceiling 4", got)
 	}
 }
