@@ -661,7 +661,20 @@ func (s *Store) tableWriter() (write writeFunc, finish func(error) error) {
 			err = cerr // Close syncs the file
 		}
 		if err == nil {
-			err = s.apply(func() error { return s.db.Ingest(context.Background(), []string{path}) })
+			err = s.apply(func() error {
+				if err := s.db.Ingest(context.Background(), []string{path}); err != nil {
+					return err
+				}
+				// A table that overlaps the memtable (which holds the small
+				// snapshots' batches) is ingested into the log and queued
+				// behind the memtable, and counts in no level until the
+				// two are flushed: flush them now, so that the store's
+				// levels, and DiskUsage, hold it.
+				if err := s.db.Flush(); err != nil {
+					s.opts.Logf("persist: flush after ingesting a snapshot: %v", err)
+				}
+				return nil
+			})
 		}
 		return err
 	}

@@ -402,3 +402,30 @@ func testCrashAtEveryWrite(t *testing.T) {
 }
 
 func newRand(seed int) *rand.Rand { return rand.New(rand.NewPCG(uint64(seed), 1)) }
+
+// DiskUsage counts a snapshot once it is committed: a large snapshot's
+// table, ingested over a memtable that holds a small one's batch, is
+// flushed into a level at once.
+func TestDiskUsageCountsSnapshot(t *testing.T) {
+	// On disk: in memory Pebble's own flush came before the check.
+	s, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	e, _ := newEngine(t, now0)
+	fill(t, e, 10)
+	if _, err := s.Snapshot(e, saveTime); err != nil { // a batch, in the memtable
+		t.Fatal(err)
+	}
+	fill(t, e, 80000)
+	if s.ingestFrom > 80000*20 {
+		t.Fatalf("ingestFrom %d: 80000 keys would not be ingested", s.ingestFrom)
+	}
+	if _, err := s.Snapshot(e, saveTime.Add(time.Second)); err != nil { // a table
+		t.Fatal(err)
+	}
+	if got, least := s.DiskUsage(), uint64(80000*20); got < least {
+		t.Fatalf("DiskUsage = %d after 80000 keys, want at least %d", got, least)
+	}
+}
