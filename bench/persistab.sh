@@ -10,7 +10,7 @@
 # --threads 1 and gets 1M keys set first (key:000000000000 on, 15 1 3600,
 # as bench/persist.sh's prefill), persistence on waiting until a snapshot
 # holds them, then one redis-benchmark -c 50 -r 1000000 -P P run of
-# CL.THROTTLE over them (2M requests at -P 16, 400k at -P 1). A LABEL
+# CL.THROTTLE over them (BENCH_N requests: default 2M at -P 16, 400k at -P 1). A LABEL
 # starting "idle" adds --save "" (persistence on, no snapshot ever runs).
 # One line per run: requests/s, p50, p99 and max (ms), snapshots during
 # the run and the last one's duration (s).
@@ -28,8 +28,8 @@ shift 2
 [[ $# -gt 0 ]] || { echo "usage: bench/persistab.sh ROUNDS P LABEL=BIN[,VAR=VALUE...] ..." >&2; exit 2; }
 port=$(free_port 7521)
 mport=$(free_port $((port + 1)))
-n=2000000
-[[ $P != 1 ]] || n=400000
+n=${BENCH_N:-2000000}
+[[ $P != 1 || -n ${BENCH_N:-} ]] || n=400000
 
 metric() { curl -s "http://$HOST:$mport/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 snapshots() { local v; v=$(metric 'cellserver_snapshots_total{outcome="ok"}'); echo "${v:-0}"; }
