@@ -404,9 +404,20 @@ func (s *Store) Compacting() bool {
 	return m.Compact.NumInProgress > 0 || m.Flush.NumInProgress > 0 || m.Levels[0].Sublevels >= l0CompactionThreshold
 }
 
-// DiskUsage returns the bytes the store took on disk when it was opened
-// or after its last snapshot.
-func (s *Store) DiskUsage() uint64 { return s.disk.Load() }
+// DiskUsage returns the bytes the store takes on disk, as Pebble counts
+// them: a snapshot's table counts once Pebble has it in a level, which may
+// follow the snapshot by a moment (see tableWriter). While the store is
+// shut after a failed snapshot, or being closed or reopened, it returns
+// the last count, without waiting.
+func (s *Store) DiskUsage() uint64 {
+	if s.dbMu.TryRLock() {
+		if s.db != nil {
+			s.disk.Store(s.db.Metrics().DiskSpaceUsage())
+		}
+		s.dbMu.RUnlock()
+	}
+	return s.disk.Load()
+}
 
 // ErrNotOpen reports a Checkpoint while the store is shut after a failed
 // commit; the next snapshot opens it again.
@@ -662,18 +673,13 @@ func (s *Store) tableWriter() (write writeFunc, finish func(error) error) {
 		}
 		if err == nil {
 			err = s.apply(func() error {
-				if err := s.db.Ingest(context.Background(), []string{path}); err != nil {
-					return err
-				}
 				// A table that overlaps the memtable (which holds the small
-				// snapshots' batches) is ingested into the log and queued
-				// behind the memtable, and counts in no level until the
-				// two are flushed: flush them now, so that the store's
-				// levels, and DiskUsage, hold it.
-				if err := s.db.Flush(); err != nil {
-					s.opts.Logf("persist: flush after ingesting a snapshot: %v", err)
-				}
-				return nil
+				// snapshots' batches) is recorded in Pebble's log and
+				// queued behind the memtable, flushed in the background,
+				// rather than waited for: a flush that fails (a failing
+				// disk) is retried until it succeeds, and a snapshot must
+				// not wait on that. DiskUsage counts it once flushed.
+				return s.db.Ingest(context.Background(), []string{path})
 			})
 		}
 		return err
