@@ -214,6 +214,11 @@ func wrap(nc net.Conn) net.Conn {
 // Write writes all of b, waiting in the netpoller while the socket has no
 // room, as net.Conn's Write does.
 func (c *conn) Write(b []byte) (int, error) {
+	if c.closed.Load() {
+		// A Close while readLoop ran closes the socket in the background:
+		// until it has, the socket would still take the write.
+		return 0, &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: net.ErrClosed}
+	}
 	c.wbuf, c.wn, c.werr, c.wzero = b, 0, 0, false
 	err := c.rc.Write(c.writeFn)
 	n := c.wn
