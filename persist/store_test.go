@@ -227,6 +227,56 @@ func testRestoreDropsAndDeletesExpired(t *testing.T) {
 	}
 }
 
+// A restore on a disk that fails writes still returns: deleting the
+// expired records fails (Pebble gives up its log), the keys are loaded,
+// and the next snapshot opens the store again.
+func TestRestoreOnFailingDisk(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, mem)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 3)
+	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var failing errorfs.Toggle
+	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	s2 := openStore(t, errorfs.Wrap(mem, &failing))
+	e2, _ := newEngine(t, now0+1000*1e9) // every key but "long" has expired
+	failing.On()
+	done := make(chan RestoreStats, 1)
+	go func() {
+		st, err := s2.Restore(e2)
+		if err != nil {
+			t.Errorf("Restore: %v", err)
+		}
+		done <- st
+	}()
+	select {
+	case st := <-done:
+		if st.Loaded != 1 || st.Expired != 7 {
+			t.Fatalf("restore = %+v, want 1 loaded, 7 expired", st)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Restore on a failing disk did not return within 30 s")
+	}
+	failing.Off()
+	if _, err := e2.FixedWindow([]byte("new"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Snapshot(e2, saveTime.Add(time.Hour)); err != nil {
+		t.Fatalf("Snapshot after the disk recovered: %v", err)
+	}
+}
+
 func TestStoreKeysBySlot(t *testing.T) { bothWays(t, testStoreKeysBySlot) }
 
 func testStoreKeysBySlot(t *testing.T) {
