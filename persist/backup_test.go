@@ -128,14 +128,8 @@ func TestSnapshotsGoOnDuringCheckpoint(t *testing.T) {
 // Stats count the snapshots by outcome and the keys they wrote.
 func TestSaverStats(t *testing.T) {
 	mem := vfs.NewMem()
-	var failing errorfs.Toggle
-	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})
-	s := openStore(t, errorfs.Wrap(mem, &failing))
+	failing := failingWrites()
+	s := openStore(t, errorfs.Wrap(mem, failing))
 	e, _ := newEngine(t, now0)
 	sv := NewSaver(s, e, SaverConfig{})
 	if st := sv.Stats(); st != (Stats{DiskBytes: st.DiskBytes}) {

@@ -46,6 +46,30 @@ func openStore(t testing.TB, fs vfs.FS) *Store {
 	return s
 }
 
+// failingWrites returns an injector, off until turned on, that fails
+// every write.
+func failingWrites() *errorfs.Toggle {
+	return &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})}
+}
+
+// saveAllButLongExpiring fills e with keys that expire within 1000 s and
+// one, "long", that lives an hour, and snapshots them into s.
+func saveAllButLongExpiring(t *testing.T, s *Store, e *engine.Engine) {
+	t.Helper()
+	fill(t, e, 3)
+	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testIngestFrom is the ingestFrom of the stores openStore opens.
 var testIngestFrom = ingestFrom
 
@@ -204,13 +228,7 @@ func testRestoreDropsAndDeletesExpired(t *testing.T) {
 	fs := vfs.NewMem()
 	s := openStore(t, fs)
 	e, _ := newEngine(t, now0)
-	fill(t, e, 3)
-	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	saveAllButLongExpiring(t, s, e)
 	s.Close()
 	later := now0 + 1000*1e9 // every key but "long" has expired
 	e2, rst := restored(t, fs, later)
@@ -227,29 +245,17 @@ func testRestoreDropsAndDeletesExpired(t *testing.T) {
 	}
 }
 
-// A restore on a disk that fails writes still returns: deleting the
-// expired records fails (Pebble gives up its log), the keys are loaded,
-// and the next snapshot opens the store again.
+// A restore on a disk that fails writes still returns, with the keys
+// loaded (its deletions of the expired records may be lost), and the
+// next snapshot, the disk recovered, succeeds.
 func TestRestoreOnFailingDisk(t *testing.T) {
 	mem := vfs.NewMem()
 	s := openStore(t, mem)
 	e, _ := newEngine(t, now0)
-	fill(t, e, 3)
-	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	saveAllButLongExpiring(t, s, e)
 	s.Close()
-	var failing errorfs.Toggle
-	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})
-	s2 := openStore(t, errorfs.Wrap(mem, &failing))
+	failing := failingWrites()
+	s2 := openStore(t, errorfs.Wrap(mem, failing))
 	e2, _ := newEngine(t, now0+1000*1e9) // every key but "long" has expired
 	failing.On()
 	done := make(chan RestoreStats, 1)
@@ -347,14 +353,8 @@ func TestSnapshotWriteErrorKeepsChanges(t *testing.T) {
 
 func testSnapshotWriteErrorKeepsChanges(t *testing.T) {
 	mem := vfs.NewMem()
-	var failing errorfs.Toggle
-	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})
-	s := openStore(t, errorfs.Wrap(mem, &failing))
+	failing := failingWrites()
+	s := openStore(t, errorfs.Wrap(mem, failing))
 	e, _ := newEngine(t, now0)
 	fill(t, e, 10)
 	if _, err := s.Snapshot(e, saveTime); err != nil {
