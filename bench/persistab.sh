@@ -11,7 +11,9 @@
 # as bench/persist.sh's prefill), persistence on waiting until a snapshot
 # holds them, then one redis-benchmark -c 50 -r 1000000 -P P run of
 # CL.THROTTLE over them (BENCH_N requests: default 2M at -P 16, 400k at -P 1). A LABEL
-# starting "idle" adds --save "" (persistence on, no snapshot ever runs).
+# starting "idle" adds --save "" (persistence on, no snapshot ever runs);
+# one starting "default" leaves threads at its default (0: sized while
+# running) instead of 1.
 # One line per run: requests/s, p50, p99 and max (ms), snapshots during
 # the run and the last one's duration (s).
 #
@@ -38,6 +40,7 @@ run() { # LABEL BIN [VAR=VALUE...]
 	local label=$1 bin=$2
 	shift 2
 	local flags=(--threads 1)
+	[[ $label != default* ]] || flags=()
 	if [[ $label != off ]]; then
 		rm -rf "$tmp/dir" && mkdir -p "$tmp/dir"
 		flags+=(--dir "$tmp/dir")

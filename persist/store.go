@@ -100,14 +100,15 @@ type Store struct {
 	dir  string
 	opts Options
 
-	lock  *pebble.Lock           // the directory's lock, held from Open to Close across reopenings
-	fatal atomic.Pointer[string] // the last error Pebble gave up on (logger.Fatalf)
+	lock  *pebble.Lock // the directory's lock, held from Open to Close across reopenings
+	fatal *fatalNote   // the open instance's: what Pebble gave up on (logger.Fatalf); under mu and dbMu like db
 
 	mu         sync.Mutex // serializes Snapshot, Restore, Close; guards the fields below
 	db         *pebble.DB // nil once closed, or after a failed commit until reopened; changed under dbMu too
 	pending    ops        // changes taken from the engine and not committed yet
 	part       part       // take's scratch: one shard's changes
 	ingestFrom int        // pending's size from which a snapshot is ingested as a table
+	wedged     bool       // a failed instance could not be closed (shut): no more snapshots
 	slots      [][]int    // the slots of each shard, for a flushed shard
 
 	// dbMu keeps db open for a Checkpoint without holding mu, so that
@@ -161,7 +162,8 @@ func Open(dir string, opts Options) (*Store, error) {
 func (s *Store) open() error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
-	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, &s.fatal}}
+	note := &fatalNote{ch: make(chan struct{})}
+	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, note}}
 	// Every snapshot under churn is one large batch, flushed to a table
 	// of L0 that overlaps all the others: with Pebble's default of
 	// compacting L0 from 4 such tables, compactions rewrote the store every
@@ -203,7 +205,7 @@ func (s *Store) open() error {
 		closer.Close()
 	}
 	s.dbMu.Lock()
-	s.db = db
+	s.db, s.fatal = db, note
 	s.dbMu.Unlock()
 	s.disk.Store(db.Metrics().DiskSpaceUsage())
 	return nil
@@ -248,17 +250,48 @@ func (s *Store) Close() error {
 	if s.dir == "" {
 		return nil
 	}
-	var err error
-	s.dbMu.Lock()
-	if s.db != nil {
-		err = s.db.Close()
-		s.db = nil
-	}
-	s.dbMu.Unlock()
+	err := s.shut()
 	s.dir = ""
 	s.closed.Store(true)
-	return errors.Join(err, s.lock.Close())
+	if err != nil {
+		// The instance is left open: the lock with it.
+		return err
+	}
+	return s.lock.Close()
 }
+
+// closeWait bounds how long shut waits for Pebble to close.
+var closeWait = 10 * time.Second
+
+// shut closes the open database, if any, and forgets it; s.mu is held.
+// After Pebble gave up on a write (logger.Fatalf), one of its goroutines
+// has ended halfway, and closing may wait for it forever: shut waits
+// closeWait at most, and then leaves that instance as it is. Its lock
+// then stays taken, and opening the store again fails until the process
+// restarts (Snapshot says so).
+func (s *Store) shut() error {
+	s.dbMu.Lock()
+	db := s.db
+	s.db = nil
+	s.dbMu.Unlock()
+	if db == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- db.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeWait):
+		s.wedged = true
+		s.opts.Logf("persist: the store did not close within %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
+		return errWedged
+	}
+}
+
+// errWedged reports a store whose Pebble instance could not be closed
+// after a failure (see shut).
+var errWedged = errors.New("persist: the store failed and could not be reopened; snapshots resume after a restart (see the log)")
 
 // dataKey returns the store's key for key: its slot, then its bytes.
 func dataKey(buf, key []byte) []byte {
@@ -295,6 +328,14 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		return SnapshotStats{}, ErrClosed
 	}
 	s.take(src)
+	if s.db != nil && s.fatal.fired() {
+		// Pebble gave up a write in the background (a flush's or a
+		// compaction's): this instance may wait forever for it.
+		s.shut()
+	}
+	if s.wedged {
+		return SnapshotStats{}, errWedged
+	}
 	if s.db == nil { // a commit failed: Pebble may have given up on its log
 		if err := s.open(); err != nil {
 			return SnapshotStats{}, err
@@ -692,37 +733,82 @@ var errFatal = errors.New("pebble gave up the write")
 
 // apply runs fn, a write to the store that commits a snapshot. Pebble
 // treats a failed write of its log or manifest as fatal and calls its
-// logger's Fatalf, which would end the process: apply runs fn on a
-// goroutine of its own, which logger.Fatalf ends instead
-// (runtime.Goexit, deferred unlocks run), and reports errFatal with
-// Pebble's message. On any failure it closes the database, which a later
-// snapshot opens again: Pebble accepts no more writes after a failed log
-// write. s.mu is held.
+// logger's Fatalf, which would end the process; logger.Fatalf ends the
+// calling goroutine instead (runtime.Goexit, deferred unlocks run), and
+// notes the failure. apply runs fn on a goroutine of its own, and returns
+// errFatal with Pebble's message when that goroutine ends so, or when
+// Pebble gave up a write on any goroutine of this instance (a background
+// flush that fn would wait for forever), whether before fn or during it.
+// On any failure it closes the database (shut), which a later snapshot
+// opens again: Pebble accepts no more writes after a failed log write.
+// s.mu is held.
 func (s *Store) apply(fn func() error) error {
+	note := s.fatal
 	done := make(chan error, 1)
 	go func() {
 		finished := false
 		defer func() {
 			if !finished {
-				msg := "unknown"
-				if p := s.fatal.Load(); p != nil {
-					msg = *p
-				}
-				done <- fmt.Errorf("%w: %s", errFatal, msg)
+				done <- fmt.Errorf("%w: %s", errFatal, note.message())
 			}
 		}()
 		err := fn()
 		finished = true
 		done <- err
 	}()
-	err := <-done
+	var err error
+	select {
+	case err = <-done:
+	case <-note.ch:
+		// fn may still finish: closing the database under it would make
+		// Pebble panic on fn's goroutine. Wait for it, closeWait at most.
+		select {
+		case err = <-done:
+		case <-time.After(closeWait):
+			s.dbMu.Lock()
+			s.db = nil // left open: fn's goroutine waits on it forever
+			s.dbMu.Unlock()
+			s.wedged = true
+			s.opts.Logf("persist: a snapshot's write waited %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
+			return fmt.Errorf("%w: %s", errFatal, note.message())
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: %s", errFatal, note.message())
+		}
+	}
 	if err != nil {
-		s.dbMu.Lock()
-		s.db.Close()
-		s.db = nil
-		s.dbMu.Unlock()
+		s.shut()
 	}
 	return err
+}
+
+// fatalNote is what one Pebble instance gave up on: its first message, and
+// ch, closed then.
+type fatalNote struct {
+	once sync.Once
+	ch   chan struct{}
+	msg  atomic.Pointer[string]
+}
+
+func (n *fatalNote) note(msg string) {
+	n.msg.CompareAndSwap(nil, &msg)
+	n.once.Do(func() { close(n.ch) })
+}
+
+func (n *fatalNote) fired() bool {
+	select {
+	case <-n.ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (n *fatalNote) message() string {
+	if p := n.msg.Load(); p != nil {
+		return *p
+	}
+	return "unknown"
 }
 
 // logger sends Pebble's log lines to Logf. Fatalf ends the goroutine that
@@ -730,14 +816,14 @@ func (s *Store) apply(fn func() error) error {
 // stop a server whose snapshots are a convenience of restarts.
 type logger struct {
 	logf  func(string, ...any)
-	fatal *atomic.Pointer[string]
+	fatal *fatalNote
 }
 
 func (l logger) Infof(format string, args ...any)  { l.logf("pebble: "+format, args...) }
 func (l logger) Errorf(format string, args ...any) { l.logf("pebble: "+format, args...) }
 func (l logger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	l.fatal.Store(&msg)
+	l.fatal.note(msg)
 	l.logf("pebble: fatal: %s", msg)
 	runtime.Goexit()
 }

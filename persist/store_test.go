@@ -278,8 +278,18 @@ func TestRestoreOnFailingDisk(t *testing.T) {
 	if _, err := e2.FixedWindow([]byte("new"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
+	// The restore's deletions are written to Pebble's log in the
+	// background: their failure may be noted during the first snapshot,
+	// which then fails and leaves its changes to the next.
 	if _, err := s2.Snapshot(e2, saveTime.Add(time.Hour)); err != nil {
-		t.Fatalf("Snapshot after the disk recovered: %v", err)
+		if _, err := s2.Snapshot(e2, saveTime.Add(time.Hour+time.Second)); err != nil {
+			t.Fatalf("second snapshot after the disk recovered: %v", err)
+		}
+	}
+	s2.Close()
+	e3, _ := restored(t, mem, now0+1000*1e9)
+	if got, want := dump(e3), dump(e2); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
 	}
 }
 
@@ -358,6 +368,12 @@ func testSnapshotWriteErrorKeepsChanges(t *testing.T) {
 	e, _ := newEngine(t, now0)
 	fill(t, e, 10)
 	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	// A table ingested over the memtable is flushed in the background:
+	// wait for that flush, so that the failures below hit the snapshot
+	// (a background flush that fails is TestBackgroundFailureReopens).
+	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	e.Del([]byte("user:000000000001"))
@@ -482,5 +498,39 @@ func TestDiskUsageCountsSnapshot(t *testing.T) {
 	}
 	if got, least := s.DiskUsage(), uint64(80000*20); got < least {
 		t.Fatalf("DiskUsage = %d after a snapshot of 80000 keys, want at least %d", got, least)
+	}
+}
+
+// When Pebble gave up a write in the background (logger.Fatalf on one of
+// its own goroutines, as a flush's manifest write on a failing disk does),
+// the next snapshot does not use that instance, which may wait forever
+// for the ended goroutine: it closes it and opens the store again.
+func TestBackgroundFailureReopens(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, mem)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 10)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	before := s.db
+	done := make(chan struct{})
+	go func() { // as a background goroutine of Pebble's would
+		defer close(done)
+		logger{func(string, ...any) {}, s.fatal}.Fatalf("MANIFEST sync failed: %s", "injected")
+	}()
+	<-done
+	fill(t, e, 20)
+	st, err := s.Snapshot(e, saveTime.Add(time.Second))
+	if err != nil {
+		t.Fatalf("Snapshot after a background failure: %v", err)
+	}
+	if s.db == before || st.Generation != 2 {
+		t.Fatalf("the snapshot used the failed instance (generation %d)", st.Generation)
+	}
+	s.Close()
+	e2, _ := restored(t, mem, now0)
+	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
 	}
 }
