@@ -345,9 +345,12 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	st := SnapshotStats{Generation: gen + 1, Flushed: s.pending.len() - s.pending.n}
 	marker := binary.BigEndian.AppendUint64(nil, st.Generation)
 	marker = binary.BigEndian.AppendUint64(marker, uint64(now.UnixMilli()))
-	write, finish := s.batchWriter()
+	var write writeFunc
+	var finish func(error) error
 	if s.pending.size() >= s.ingestFrom {
 		write, finish = s.tableWriter()
+	} else {
+		write, finish = s.batchWriter()
 	}
 	// The snapshot's own work (the take, shard by shard, and writing the
 	// changes) yields to the connections every shard and every yieldEvery
