@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -532,5 +533,50 @@ func TestBackgroundFailureReopens(t *testing.T) {
 	e2, _ := restored(t, mem, now0)
 	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+}
+
+// When Pebble gave up a write in the background and its instance cannot
+// be closed (a flush ended halfway by logger.Fatalf leaves it waiting for
+// that flush forever), the snapshot gives up closing it after closeWait,
+// and this and every later snapshot fail with errWedged rather than wait.
+func TestWedgedStoreFailsSnapshots(t *testing.T) {
+	defer func(d time.Duration) { closeWait = d }(closeWait)
+	closeWait = 100 * time.Millisecond
+	mem := vfs.NewMem()
+	var manifest atomic.Bool // fail the writes of Pebble's manifest
+	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if manifest.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.Contains(op.Path, "MANIFEST") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})
+	s, err := Open("db", Options{FS: errorfs.Wrap(mem, inj)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ingestFrom = math.MaxInt // a batch, in the memtable
+	e, _ := newEngine(t, now0)
+	fill(t, e, 10)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	manifest.Store(true)
+	if _, err := s.db.AsyncFlush(); err != nil { // its manifest write fails: Fatalf
+		t.Fatal(err)
+	}
+	select {
+	case <-s.fatal.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the flush's failure was not noted within 10 s")
+	}
+	fill(t, e, 20)
+	for i := range 2 {
+		if _, err := s.Snapshot(e, saveTime.Add(time.Duration(i+1)*time.Second)); !errors.Is(err, errWedged) {
+			t.Fatalf("snapshot %d on a wedged store = %v, want errWedged", i+1, err)
+		}
+	}
+	if !s.wedged {
+		t.Fatal("the store is not marked wedged")
 	}
 }
