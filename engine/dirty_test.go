@@ -2,10 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cellserver/cellserver/limiter"
 )
@@ -35,15 +39,16 @@ func takeAll(e *Engine) []string {
 	var out []string
 	for i := range e.Shards() {
 		var part []string
-		if e.TakeDirty(i, func(r Record, deleted bool) {
-			if deleted {
+		e.TakeDirty(i, func(r Record, c Change) {
+			switch c {
+			case Flushed:
+				part = []string{"flush"} // voids what came before
+			case Removed:
 				part = append(part, "del "+string(r.Key))
-				return
+			default:
+				part = append(part, fmt.Sprintf("put %s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits))
 			}
-			part = append(part, fmt.Sprintf("put %s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits))
-		}) {
-			out = append(out, "flush")
-		}
+		})
 		sort.Strings(part)
 		out = append(out, part...)
 	}
@@ -116,8 +121,8 @@ func TestTakeDirtyDeleteThenWrite(t *testing.T) {
 	e.Del([]byte("a"))
 	e.Throttle([]byte("a"), p)
 	var order []string
-	e.TakeDirty(0, func(r Record, deleted bool) {
-		order = append(order, fmt.Sprint(deleted))
+	e.TakeDirty(0, func(r Record, c Change) {
+		order = append(order, fmt.Sprint(c == Removed))
 	})
 	if want := []string{"true", "false"}; !reflect.DeepEqual(order, want) {
 		t.Fatalf("order = %q, want %q (the delete first)", order, want)
@@ -149,7 +154,7 @@ func TestTakeDirtySlidingLogAndLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	var recs []Record
-	e.TakeDirty(0, func(r Record, deleted bool) {
+	e.TakeDirty(0, func(r Record, c Change) {
 		r.Key = append([]byte(nil), r.Key...)
 		r.Hits = append([]limiter.Hit(nil), r.Hits...)
 		recs = append(recs, r)
@@ -267,16 +272,29 @@ func BenchmarkTakeDirty(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	// The longest time a take held a shard's lock: from one chunk's
+	// start to the next (takeBetween), or to the take's return.
+	var hold time.Duration
+	var last time.Time
+	defer func() { takeBetween = nil }()
+	takeBetween = func(int) {
+		now := time.Now()
+		hold = max(hold, now.Sub(last))
+		last = now
+	}
 	take := func() int {
 		got := 0
 		for i := range e.Shards() {
-			e.TakeDirty(i, func(Record, bool) { got++ })
+			last = time.Now()
+			e.TakeDirty(i, func(Record, Change) { got++ })
+			hold = max(hold, time.Since(last))
 		}
 		return got
 	}
 	take()
 	for _, dirty := range []int{65_000, 450_000} {
 		b.Run(fmt.Sprintf("dirty=%d", dirty), func(b *testing.B) {
+			hold = 0
 			x := uint64(88172645463325252)
 			got := 0
 			for range b.N {
@@ -293,6 +311,210 @@ func BenchmarkTakeDirty(b *testing.B) {
 				got += take()
 			}
 			b.ReportMetric(float64(got)/float64(b.N), "keys/op")
+			b.ReportMetric(float64(hold.Microseconds()), "max-hold-µs")
+		})
+	}
+}
+
+// TestTakeDirtyInChunks takes a shard a few records at a time while
+// other callers write, remove and flush keys between the chunks (which
+// would deadlock if the take held the lock there). Applied in order, one
+// take then another brings a copy to exactly the engine's state; and
+// after the first take alone, every key nothing touched during it is
+// already right: no change made before a take is left for the next.
+func TestTakeDirtyInChunks(t *testing.T) {
+	for _, flush := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flush=%v", flush), func(t *testing.T) {
+			defer func(n int) { takeChunk, takeBetween = n, nil }(takeChunk)
+			takeChunk = 4
+			e, _ := newTrackingEngine(t, 1)
+			p, err := limiter.GCRARequest{MaxBurst: 1 << 20, Count: 1, Period: 10, Quantity: 1}.Params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hit := func(k string) {
+				if _, err := e.Throttle([]byte(k), p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(1, 2))
+			key := func() string { return fmt.Sprintf("k%d", rng.IntN(2500)) }
+			for i := range 2000 {
+				hit(fmt.Sprintf("k%d", i))
+			}
+			copyOf := map[string]string{}
+			apply := func() {
+				takeBetween = nil
+				e.TakeDirty(0, func(r Record, c Change) {
+					switch c {
+					case Flushed:
+						clear(copyOf)
+					case Removed:
+						delete(copyOf, string(r.Key))
+					default:
+						copyOf[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
+					}
+				})
+			}
+			apply()
+			for range 1500 {
+				hit(key())
+			}
+			touched := map[string]bool{}
+			calls := 0
+			takeBetween = func(int) {
+				calls++
+				for range 3 {
+					k := key()
+					touched[k] = true
+					if rng.IntN(3) == 0 {
+						e.Del([]byte(k))
+					} else {
+						hit(k) // new keys too: the table grows
+					}
+				}
+				if calls == 30 {
+					if flush {
+						e.Flush()
+					} else {
+						for i := range 2500 { // the table shrinks
+							if i%10 != 0 {
+								touched[fmt.Sprintf("k%d", i)] = true
+								e.Del(fmt.Appendf(nil, "k%d", i))
+							}
+						}
+					}
+				}
+			}
+			e.TakeDirty(0, func(r Record, c Change) {
+				switch c {
+				case Flushed:
+					clear(copyOf)
+				case Removed:
+					delete(copyOf, string(r.Key))
+				default:
+					copyOf[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
+				}
+			})
+			if calls < 30 {
+				t.Fatalf("the take ran %d chunks, want more than 30", calls+1)
+			}
+			state := func() map[string]string {
+				m := map[string]string{}
+				for slot := range SlotCount {
+					for _, r := range e.ExportSlot(slot) {
+						m[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
+					}
+				}
+				return m
+			}
+			if !flush {
+				for k, v := range state() {
+					if !touched[k] && copyOf[k] != v {
+						t.Errorf("after the first take, untouched %s = %q, want %q", k, copyOf[k], v)
+					}
+				}
+			}
+			apply()
+			if got, want := copyOf, state(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("after two takes the copy has %d keys, the engine %d; they differ", len(got), len(want))
+			}
+		})
+	}
+}
+
+// BenchmarkTakeDirtyWait: what a take costs the requests served while it
+// runs. One goroutine takes every shard of an engine of 256 shards
+// holding keys CL.THROTTLE keys, half of them changed, while another
+// throttles keys at random until the take is done; each op is one take.
+// wait-p99-µs, wait-p999-µs and wait-max-µs are the percentiles of the
+// requests' times (over all ops), which a shard's lock held by the take
+// stretches. Run at GOMAXPROCS 2 (-cpu 2), so that each has a processor.
+// BENCH_TAKE_CHUNK sets takeChunk (a figure of 1<<30 takes a shard
+// whole, as TakeDirty did before it took chunks).
+func BenchmarkTakeDirtyWait(b *testing.B) {
+	if v := os.Getenv("BENCH_TAKE_CHUNK"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func(c int) { takeChunk = c }(takeChunk)
+		takeChunk = n
+	}
+	for _, n := range []int{1 << 20, 4 << 20} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			e, err := New(Config{Shards: 256, Clock: NewManualClock(now0), TrackChanges: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			p, err := limiter.GCRARequest{MaxBurst: 1 << 20, Count: 30, Period: 86400, Quantity: 1}.Params()
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Keys are made on the fly: a million keys on the heap would
+			// have the collector's assists in the figures.
+			var kb []byte
+			key := func(i int) []byte {
+				kb = append(kb[:0], "user:000000000000"...)
+				for j := len(kb) - 1; i > 0; j, i = j-1, i/10 {
+					kb[j] = byte('0' + i%10)
+				}
+				return kb
+			}
+			for i := range n {
+				if _, err := e.Throttle(key(i), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(3, 4))
+			var waits [100_000]int // by µs; the last: 100 ms or more
+			total := 0
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				for range n / 2 {
+					if _, err := e.Throttle(key(rng.IntN(n)), p); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					for i := range e.Shards() {
+						e.TakeDirty(i, func(Record, Change) {})
+					}
+				}()
+			serve:
+				for {
+					select {
+					case <-done:
+						break serve
+					default:
+					}
+					k := key(rng.IntN(n))
+					start := time.Now()
+					if _, err := e.Throttle(k, p); err != nil {
+						b.Fatal(err)
+					}
+					waits[min(int(time.Since(start).Microseconds()), len(waits)-1)]++
+					total++
+				}
+			}
+			b.StopTimer()
+			at := func(q float64) float64 {
+				seen := 0
+				for us, c := range waits {
+					if seen += c; float64(seen) >= q*float64(total) {
+						return float64(us)
+					}
+				}
+				return float64(len(waits))
+			}
+			b.ReportMetric(at(0.99), "wait-p99-µs")
+			b.ReportMetric(at(0.999), "wait-p999-µs")
+			b.ReportMetric(at(1), "wait-max-µs")
 		})
 	}
 }

@@ -30,9 +30,11 @@ const tagEnd = uint64(1) << 32
 // the first b at which it has passed count records or visited 10·count
 // slots (so sparse tables cost bounded work too), and returns the tag to
 // continue from: the least tag whose home is b, or tagEnd when b is the
-// table's end. It also returns how many slots it visited. fn must not
-// change the table.
-func (t *table) scanFrom(from uint64, count int, fn func(i int)) (next uint64, visited int) {
+// table's end. It also returns how many slots it visited. With dirtyOnly,
+// fn is called only for the records passed that are marked changed
+// (headDirty), a test made in the loop, so that the records that are not
+// cost no call (TakeDirty). fn must not change the table's layout.
+func (t *table) scanFrom(from uint64, count int, dirtyOnly bool, fn func(i int)) (next uint64, visited int) {
 	n := uint64(len(t.slots))
 	if t.count == 0 || n == 0 || from >= tagEnd {
 		return tagEnd, 1
@@ -41,21 +43,26 @@ func (t *table) scanFrom(from uint64, count int, fn func(i int)) (next uint64, v
 	a := from * n >> 32
 	b := a
 	passed := 0
-	for b < n && passed < count && visited < 10*count {
-		s := t.slots[b]
+	arena := t.arena
+	for _, s := range t.slots[a:min(n, a+10*uint64(count))] {
+		if passed == count {
+			break
+		}
 		if s != 0 && s>>32 >= from && homeOf(s) <= b { // not a record that wrapped around
-			fn(int(b))
+			if !dirtyOnly || arena[uint32(s)]&headDirty != 0 {
+				fn(int(b))
+			}
 			passed++
 		}
 		b++
-		visited++
 	}
+	visited = int(b - a)
 	// Records with a home in [a, b) that probing pushed past b-1.
 	for i, steps := b%n, uint64(0); t.slots[i] != 0 && steps < n; i, steps = (i+1)%n, steps+1 {
 		s := t.slots[i]
 		h := homeOf(s)
 		walkedInLoop := a <= i && i < b && h <= i
-		if s>>32 >= from && h < b && !walkedInLoop {
+		if s>>32 >= from && h < b && !walkedInLoop && (!dirtyOnly || t.arena[uint32(s)]&headDirty != 0) {
 			fn(int(i))
 		}
 		visited++

@@ -115,7 +115,7 @@ func TestScanFromWalksDisplacedRecords(t *testing.T) {
 	for count := 1; count <= 50; count++ {
 		passed := map[int]int{}
 		for from := uint64(0); from < tagEnd; {
-			next, _ := tb.scanFrom(from, count, func(i int) { passed[i]++ })
+			next, _ := tb.scanFrom(from, count, false, func(i int) { passed[i]++ })
 			if next <= from {
 				t.Fatalf("count %d: cursor went from %d to %d", count, from, next)
 			}

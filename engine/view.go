@@ -405,7 +405,7 @@ func (v *View) scanShard(i int, from uint64, count int, keep func([]byte) bool, 
 	v.lock(sh)
 	defer v.unlock(sh)
 	nowMs := unixMs(v.now())
-	next, visited = sh.t.scanFrom(from, count, func(j int) {
+	next, visited = sh.t.scanFrom(from, count, false, func(j int) {
 		passed++
 		e := sh.t.entryAt(j)
 		if nowMs > e.expireMs || want != KindNone && e.kind != want {

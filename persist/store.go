@@ -72,7 +72,7 @@ func (o *Options) Validate() error {
 type Source interface {
 	Shards() int
 	ShardOf(slot int) int
-	TakeDirty(shard int, fn func(r engine.Record, deleted bool)) (flushed bool)
+	TakeDirty(shard int, fn func(r engine.Record, c engine.Change))
 }
 
 // Sink is what Restore loads into. *engine.Engine implements it.
@@ -403,9 +403,14 @@ func (s *Store) take(src Source) {
 	var key []byte
 	for i := range n {
 		s.part.reset(i)
-		s.part.flushed = src.TakeDirty(i, func(r engine.Record, deleted bool) {
+		src.TakeDirty(i, func(r engine.Record, c engine.Change) {
+			if c == engine.Flushed { // voids what the take brought before it
+				s.part.reset(i)
+				s.part.flushed = true
+				return
+			}
 			key = dataKey(key[:0], r.Key)
-			if deleted {
+			if c == engine.Removed {
 				s.part.add(opDelete, key, nil)
 			} else {
 				s.part.addRecord(key, r)
