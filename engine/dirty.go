@@ -116,8 +116,14 @@ func (e *Engine) TakeDirty(shard int, fn func(r Record, c Change)) {
 		// A request that found the lock taken sleeps, and Unlock readies
 		// it on this goroutine's processor, where it would wait for the
 		// take to end, or for the lock to hand itself over (after 1 ms).
-		// Yield, so that it runs now.
-		runtime.Gosched()
+		// So yield when one waited (shard.lock notes it), and only then:
+		// a yield also lets other connections onto the take's thread,
+		// which on a machine with few cores costs them more than it
+		// saves (bench/RESULTS.md).
+		if sh.waited.Load() {
+			sh.waited.Store(false)
+			runtime.Gosched()
+		}
 		sh.mu.Lock()
 	}
 	sh.mu.Unlock()

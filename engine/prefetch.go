@@ -47,7 +47,7 @@ func (l locator) Prefetch(hs []ahead.Hint) {
 		if s == nil {
 			continue
 		}
-		s.mu.Lock()
+		s.lock()
 		if t := &s.t; len(t.slots) > 0 {
 			prefetch.Load(&t.slots[t.home(slotTag(h.Hash))])
 		}
@@ -62,7 +62,7 @@ func (l locator) PrefetchRecords(hs []ahead.Hint) {
 		if s == nil {
 			continue
 		}
-		s.mu.Lock()
+		s.lock()
 		s.t.prefetchRecord(slotTag(h.Hash))
 		s.mu.Unlock()
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/cellserver/cellserver/limiter"
 )
@@ -54,6 +55,9 @@ type shard struct {
 	track   bool
 	deleted []byte
 	flushed bool
+	// waited is set when a request found mu taken (lock), so that
+	// TakeDirty, between its chunks, lets it run (dirty.go).
+	waited atomic.Bool
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
@@ -130,6 +134,16 @@ func (s *shard) clearLocked() {
 	s.kinds = [NumKinds]int64{}
 	if s.track {
 		s.flushed, s.deleted = true, s.deleted[:0]
+	}
+}
+
+// lock takes s's lock for a request, noting when the request has to wait
+// for it (waited). TryLock is what Lock itself tries first: a free lock
+// costs nothing more.
+func (s *shard) lock() {
+	if !s.mu.TryLock() {
+		s.waited.Store(true)
+		s.mu.Lock()
 	}
 }
 

@@ -64,7 +64,7 @@ func (v *View) locate(key []byte) (*shard, uint64) {
 
 func (v *View) lock(s *shard) {
 	if !v.held || !v.holds(s) {
-		s.mu.Lock()
+		s.lock()
 	}
 }
 
