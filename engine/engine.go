@@ -231,7 +231,7 @@ func (e *Engine) sweepLoop(stop, done chan struct{}) {
 			if sys != nil {
 				sys.Sync() // a step of the system clock shows from here on
 			}
-			e.sweepTick(e.cfg.SweepBudget, &pacer{slice: sweepSlice, total: sweepTickWork})
+			e.sweepTick(e.cfg.SweepBudget, &pacer{slice: sweepSlice, pause: sweepPause, total: sweepTickWork})
 		}
 	}
 }

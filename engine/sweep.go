@@ -17,10 +17,11 @@ const (
 const sweepMaxRounds = 8
 
 // A background tick runs for at most sweepTickWork of its own time, in
-// slices of at most sweepSlice with a pause as long after each: removing a
-// key costs a few hundred nanoseconds, so a tick that found half a million
-// expired keys would otherwise hold the processor for a fifth of a second,
-// and where the server runs on one thread every client would wait.
+// slices of at most sweepSlice with a pause three times as long after
+// each: removing a key costs a few hundred nanoseconds, so a tick that
+// found half a million expired keys would otherwise hold the processor
+// for a fifth of a second, and where the server runs on one thread every
+// client would wait.
 //
 // The pause is a sleep, not a yield (runtime.Gosched): the Go scheduler
 // looks for connections that became readable only once it has nothing
@@ -30,17 +31,21 @@ const sweepMaxRounds = 8
 // with no keys at all (bench/RESULTS.md compares no pacing, yielding and
 // sleeping).
 //
-// A quarter of the 100 ms interval is the share of the processor Redis's
-// active expiry allows itself; at that pace a million keys expiring at
-// once are reclaimed in a few seconds. (When the server is otherwise idle,
-// a pause lasts about a millisecond, since the runtime then waits for
-// timers in whole milliseconds: a tick of 25 ms of work takes about
-// 125 ms, the ticker drops the tick it overlaps, and the sweep gets about
-// a fifth of a thread.) The pauses are taken holding sweepMu, so Close and
-// Sweep wait at most one pause for a tick.
+// A quarter of the processor is the share Redis's active expiry allows
+// itself, and the pauses spread it evenly: a tick with the most work
+// fills its 100 ms interval at a quarter of the thread, rather than
+// taking half of it for 50 ms (as pauses as long as the slices did),
+// which doubled the wait of every request in that time and showed at the
+// 99th percentile of non-pipelined requests while keys expired
+// (bench/RESULTS.md). At that pace a million keys expiring at once are
+// reclaimed in a few seconds. (When the server is otherwise idle, a
+// pause lasts about a millisecond, since the runtime then waits for
+// timers in whole milliseconds.) The pauses are taken holding sweepMu,
+// so Close and Sweep wait at most one pause for a tick.
 const (
 	sweepTickWork = 25 * time.Millisecond
 	sweepSlice    = 250 * time.Microsecond
+	sweepPause    = 3 * sweepSlice
 )
 
 // sweepTick is one tick of the background sweep.
@@ -92,10 +97,10 @@ func (e *Engine) sweep(budget int, pace func() bool) (examined, removed int, don
 }
 
 // A pacer keeps a background task to its share of the processor: the task
-// calls pace between steps, and pace sleeps for as long as the slice once a
-// slice of running time is used up, and stops the task once total is.
+// calls pace between steps, and pace sleeps for pause once a slice of
+// running time is used up, and stops the task once total is.
 type pacer struct {
-	slice, total time.Duration
+	slice, pause, total time.Duration
 	start        time.Time     // of the current slice
 	worked       time.Duration // in the slices before it
 }
@@ -109,7 +114,7 @@ func (p *pacer) pace() bool {
 	}
 	if ran >= p.slice {
 		p.worked += ran
-		time.Sleep(p.slice)
+		time.Sleep(p.pause)
 		p.start = time.Now()
 	}
 	return true
