@@ -101,8 +101,8 @@ func (e *Engine) sweep(budget int, pace func() bool) (examined, removed int, don
 // running time is used up, and stops the task once total is.
 type pacer struct {
 	slice, pause, total time.Duration
-	start        time.Time     // of the current slice
-	worked       time.Duration // in the slices before it
+	start               time.Time     // of the current slice
+	worked              time.Duration // in the slices before it
 }
 
 // pace reports whether the task may go on.
