@@ -343,8 +343,9 @@ func TestTakeDirtyInChunks(t *testing.T) {
 				hit(fmt.Sprintf("k%d", i))
 			}
 			copyOf := map[string]string{}
-			apply := func() {
-				takeBetween = nil
+			// take applies a take to copyOf, between running between its chunks.
+			take := func(between func(int)) {
+				takeBetween = between
 				e.TakeDirty(0, func(r Record, c Change) {
 					switch c {
 					case Flushed:
@@ -356,13 +357,13 @@ func TestTakeDirtyInChunks(t *testing.T) {
 					}
 				})
 			}
-			apply()
+			take(nil)
 			for range 1500 {
 				hit(key())
 			}
 			touched := map[string]bool{}
 			calls := 0
-			takeBetween = func(int) {
+			take(func(int) {
 				calls++
 				for range 3 {
 					k := key()
@@ -385,16 +386,6 @@ func TestTakeDirtyInChunks(t *testing.T) {
 						}
 					}
 				}
-			}
-			e.TakeDirty(0, func(r Record, c Change) {
-				switch c {
-				case Flushed:
-					clear(copyOf)
-				case Removed:
-					delete(copyOf, string(r.Key))
-				default:
-					copyOf[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
-				}
 			})
 			if calls < 30 {
 				t.Fatalf("the take ran %d chunks, want more than 30", calls+1)
@@ -415,7 +406,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 					}
 				}
 			}
-			apply()
+			take(nil)
 			if got, want := copyOf, state(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("after two takes the copy has %d keys, the engine %d; they differ", len(got), len(want))
 			}
