@@ -223,6 +223,46 @@ func testSnapshotAfterFlush(t *testing.T) {
 	}
 }
 
+// midFlush is a Source whose every take meets a FLUSHALL halfway: it
+// reports its engine's changes, then the flush, then after's changes.
+type midFlush struct {
+	*engine.Engine
+	after *engine.Engine
+}
+
+func (m midFlush) TakeDirty(shard int, fn func(r engine.Record, c engine.Change)) {
+	m.Engine.TakeDirty(shard, fn)
+	fn(engine.Record{}, engine.Flushed)
+	m.after.TakeDirty(shard, fn)
+}
+
+func TestSnapshotFlushMidTake(t *testing.T) { bothWays(t, testSnapshotFlushMidTake) }
+
+// A FLUSHALL that a take meets halfway voids what the take brought before
+// it, and what earlier snapshots stored: the store holds what came after.
+func testSnapshotFlushMidTake(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, 50)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, e, 50) // changed again: taken before the flush
+	after, _ := newEngine(t, now0)
+	if _, err := after.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(midFlush{e, after}, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	e2, _ := restored(t, fs, now0)
+	if got, want := dump(e2), dump(after); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys:\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestRestoreDropsAndDeletesExpired(t *testing.T) { bothWays(t, testRestoreDropsAndDeletesExpired) }
 
 func testRestoreDropsAndDeletesExpired(t *testing.T) {
