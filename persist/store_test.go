@@ -135,6 +135,17 @@ func restored(t testing.TB, fs vfs.FS, now int64) (*engine.Engine, RestoreStats)
 	return e, st
 }
 
+// restoredAs is restored, failing unless the new engine holds exactly
+// want's keys.
+func restoredAs(t testing.TB, fs vfs.FS, now int64, want *engine.Engine) (*engine.Engine, RestoreStats) {
+	t.Helper()
+	e2, rst := restored(t, fs, now)
+	if got, want := dump(e2), dump(want); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
+	}
+	return e2, rst
+}
+
 func TestSnapshotRestoreEveryKind(t *testing.T) { bothWays(t, testSnapshotRestoreEveryKind) }
 
 func testSnapshotRestoreEveryKind(t *testing.T) {
@@ -153,12 +164,9 @@ func testSnapshotRestoreEveryKind(t *testing.T) {
 		t.Fatalf("LastSave = %d, %v", gen, at)
 	}
 	s.Close()
-	e2, rst := restored(t, fs, now0)
+	e2, rst := restoredAs(t, fs, now0, e)
 	if rst.Loaded != 104 || rst.Expired != 0 {
 		t.Fatalf("restore stats = %+v, want 104 loaded", rst)
-	}
-	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
 	}
 	if e2.Changes() != 0 {
 		t.Fatalf("Changes after restore = %d, want 0", e2.Changes())
@@ -189,10 +197,7 @@ func testSnapshotIsIncremental(t *testing.T) {
 		t.Fatalf("third snapshot = %+v, %v; want nothing written", st, err)
 	}
 	s.Close()
-	e2, _ := restored(t, fs, now0)
-	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
-	}
+	restoredAs(t, fs, now0, e)
 }
 
 func TestSnapshotAfterFlush(t *testing.T) { bothWays(t, testSnapshotAfterFlush) }
@@ -214,12 +219,8 @@ func testSnapshotAfterFlush(t *testing.T) {
 		t.Fatalf("snapshot = %+v, %v; want 4 shards flushed, 1 written", st, err)
 	}
 	s.Close()
-	e2, rst := restored(t, fs, now0)
-	if rst.Loaded != 1 {
+	if _, rst := restoredAs(t, fs, now0, e); rst.Loaded != 1 {
 		t.Fatalf("restore = %+v, want 1 key", rst)
-	}
-	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
 	}
 }
 
@@ -257,10 +258,7 @@ func testSnapshotFlushMidTake(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	e2, _ := restored(t, fs, now0)
-	if got, want := dump(e2), dump(after); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys:\n got %q\nwant %q", got, want)
-	}
+	restoredAs(t, fs, now0, after)
 }
 
 func TestRestoreDropsAndDeletesExpired(t *testing.T) { bothWays(t, testRestoreDropsAndDeletesExpired) }
@@ -443,10 +441,7 @@ func testSnapshotWriteErrorKeepsChanges(t *testing.T) {
 		t.Fatalf("stats = %+v, want generation 2, 24 written, 0 deleted", st)
 	}
 	s.Close()
-	e2, _ := restored(t, mem, now0)
-	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
-	}
+	restoredAs(t, mem, now0, e)
 }
 
 // TestCrashAtEveryWrite takes, at every write Pebble makes during a
@@ -570,10 +565,7 @@ func TestBackgroundFailureReopens(t *testing.T) {
 		t.Fatalf("the snapshot used the failed instance (generation %d)", st.Generation)
 	}
 	s.Close()
-	e2, _ := restored(t, mem, now0)
-	if got, want := dump(e2), dump(e); !reflect.DeepEqual(got, want) {
-		t.Fatalf("restored keys differ:\n got %q\nwant %q", got, want)
-	}
+	restoredAs(t, mem, now0, e)
 }
 
 // When Pebble gave up a write in the background and its instance cannot
