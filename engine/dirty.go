@@ -67,10 +67,10 @@ var takeBetween func(shard int)
 // whole shard: serving goes on between chunks, and a request that falls
 // on the shard waits for one chunk (tens of microseconds) rather than for
 // the whole take (a millisecond for 16k records; BenchmarkTakeDirtyWait
-// measures it). The records are
-// visited as SCAN visits them (scanFrom), so every key that is in the
-// shard for the whole take is visited exactly once, however the table
-// grows, shrinks or moves records between chunks. What changes between
+// measures it). The records are visited as SCAN visits them (scanFrom),
+// so every key that is in the shard for the whole take is visited
+// exactly once, however the table grows, shrinks or moves records
+// between chunks. What changes between
 // chunks is reported as it comes: each chunk first reports the removals
 // (and a FLUSHALL) since the one before, so a key removed after its
 // record was reported is reported again as removed; a key written after
@@ -97,10 +97,7 @@ func (e *Engine) TakeDirty(shard int, fn func(r Record, c Change)) {
 	sh.mu.Lock()
 	changed := sh.changes != 0
 	sh.changes = 0
-	for from := uint64(0); ; {
-		if !sh.track {
-			break
-		}
+	for from := uint64(0); sh.track; {
 		sh.takeRemovedLocked(fn)
 		if !changed {
 			break

@@ -820,7 +820,7 @@ func (n *fatalNote) message() string {
 }
 
 // logger sends Pebble's log lines to Logf. Fatalf ends the goroutine that
-// calls it rather than the process (see commit): a disk error must not
+// calls it rather than the process (see apply): a disk error must not
 // stop a server whose snapshots are a convenience of restarts.
 type logger struct {
 	logf  func(string, ...any)
