@@ -25,8 +25,13 @@
 // the store (Store.Checkpoint), which runs beside later snapshots; the
 // copy opens like the store.
 //
+// A snapshot's changes wait for their commit outside the Go heap (package
+// internal/manual, the memory the engine keeps its tables in), so that a
+// busy second's tens of MB of changes do not set off a collection after
+// collection while the snapshot runs.
+//
 // Package persist imports engine (through the narrow Source and Sink
-// interfaces, and its record codec) and Pebble; it must not import
-// commands or server, which reach it only through what cmd/cellserver
-// wires together.
+// interfaces, and its record codec), internal/manual and Pebble; it must
+// not import commands or server, which reach it only through what
+// cmd/cellserver wires together.
 package persist

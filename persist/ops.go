@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/manual"
 )
 
 // The kinds of op a snapshot writes.
@@ -25,7 +26,8 @@ const (
 // the last wins, and a flush voids the parts of its shard before it.
 type ops struct {
 	parts []part
-	n     int // ops in parts
+	n     int   // ops in parts
+	mem   arena // the parts' buffers
 
 	byShard [][]int // each's scratch: the parts of each shard, in order
 	runs    []run   // each's scratch: the runs of one slot
@@ -149,7 +151,7 @@ func (o *ops) addPart(p *part) {
 	}
 	o.refs, o.sorted = refs[:0], sorted[:0]
 	refs = sorted
-	q := part{shard: p.shard, flushed: p.flushed, buf: make([]byte, 0, len(p.buf))}
+	q := part{shard: p.shard, flushed: p.flushed, buf: o.mem.alloc(len(p.buf))}
 	for i, r := range refs {
 		if i+1 < len(refs) && refs[i+1].slot == r.slot && bytes.Equal(key(r), key(refs[i+1])) {
 			continue // a later op on the same key wins
@@ -180,17 +182,57 @@ func (o *ops) size() int {
 	return n
 }
 
-// reset empties o. The parts' buffers go, so that memory follows the
-// churn: a large snapshot's buffers do not stay. (Keeping them for the
-// next snapshot spares some garbage under heavy churn, but holds a
-// snapshot's worth of changes on the heap between snapshots, tens of MB,
-// for a gain no measurement here could separate from the noise.)
+// reset empties o and gives the parts' buffers back (arena), so that
+// memory follows the churn: a large snapshot's buffers do not stay.
 func (o *ops) reset() {
 	clear(o.parts)
+	clear(o.runs[:cap(o.runs)]) // no slice into the arena may outlive it
 	o.parts, o.n = o.parts[:0], 0
+	o.mem.free()
 	if cap(o.refs) > 1<<16 {
 		o.refs, o.sorted = nil, nil
 	}
+}
+
+// arena holds the parts' buffers outside the Go heap (package manual),
+// in chunks of arenaChunk bytes or more, and frees them all at once.
+//
+// A snapshot of the half a million keys a busy second changes builds about
+// 20 MB of sorted parts, which live until it commits. On the Go heap,
+// whose live size is a few MB (the keys are off it) and which cellserver
+// collects at 25% growth, those took ten or more collections per snapshot,
+// each with two stop-the-world pauses, while the snapshot competed with
+// the connections for the processors; off the heap they take none
+// (bench/RESULTS.md). Slices handed out must not be used after free.
+type arena struct {
+	pages  manual.Allocator
+	chunks [][]byte
+	rest   []byte // the unused end of the last chunk
+}
+
+// arenaChunk is the size of an arena's chunks: a snapshot of 20 MB maps
+// five, and a small one (a few keys) one, for a moment.
+const arenaChunk = 4 << 20
+
+// alloc returns a buffer of length 0 and capacity n from m.
+func (m *arena) alloc(n int) []byte {
+	if n > len(m.rest) {
+		c := manual.Make[byte](&m.pages, max(n, arenaChunk))
+		m.chunks = append(m.chunks, c)
+		m.rest = c
+	}
+	b := m.rest[:0:n]
+	m.rest = m.rest[n:]
+	return b
+}
+
+// free gives every chunk back.
+func (m *arena) free() {
+	for _, c := range m.chunks {
+		manual.Free(&m.pages, c)
+	}
+	clear(m.chunks)
+	m.chunks, m.rest = m.chunks[:0], nil
 }
 
 // each hands o's net effect, in key order: first dropSlots with each run

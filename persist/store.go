@@ -243,7 +243,7 @@ func (s *Store) checkFormat(db *pebble.DB) error {
 }
 
 // Close closes the store. Changes taken from the engine by a snapshot that
-// failed are lost.
+// failed are lost, and their memory given back.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,6 +252,7 @@ func (s *Store) Close() error {
 	}
 	err := s.shut()
 	s.dir = ""
+	s.pending.reset()
 	s.closed.Store(true)
 	if err != nil {
 		// The instance is left open: the lock with it.
