@@ -65,23 +65,49 @@ func (e *Engine) overLimit() bool {
 // level rather than drifting down a victim at a time. Eviction works in the new key's shard, whose lock is held: keys
 // are spread evenly over the shards by their hash slots, so that keeps
 // every shard near its share, and no other lock is taken.
+//
+// The new key must not make the table map more memory either, or every
+// shard would grow a step past the limit (its arena by an eighth: new keys
+// seldom fit the victims' dead records, whose sizes differ). So it also
+// evicts until the slots take one more key without a rehash, and when the
+// arena has no room left it compacts the arena within its capacity, its
+// dead bytes becoming the room; so that it compacts seldom, it first
+// evicts until the dead bytes are a sixteenth of the live ones, room for
+// that many new keys to come.
 func (s *shard) makeRoomLocked(p Policy, need int) error {
 	if p == NoEviction {
 		return ErrOOM
 	}
 	freed := s.evictCredit
-	for freed < need {
+	for freed < need || !s.t.slotFree() {
 		if s.t.count == 0 {
 			s.evictCredit = 0
 			return ErrOOM
 		}
-		i := s.victimLocked(p)
-		freed += s.t.recordSize(uint32(s.t.slots[i]))
-		s.removeLocked(i)
-		s.evicted++
+		freed += s.evictOneLocked(p)
+	}
+	if !s.t.arenaRoom(need) {
+		for s.t.dead < need || s.t.dead < (len(s.t.arena)-s.t.dead)/16 {
+			if s.t.count == 0 { // the table gave its arrays back (reset)
+				s.evictCredit = 0
+				return nil
+			}
+			freed += s.evictOneLocked(p)
+		}
+		s.t.compactInto(cap(s.t.arena))
 	}
 	s.evictCredit = freed - need
 	return nil
+}
+
+// evictOneLocked evicts a key of s (not empty) chosen by p and returns the
+// bytes its record held.
+func (s *shard) evictOneLocked(p Policy) int {
+	i := s.victimLocked(p)
+	n := s.t.recordSize(uint32(s.t.slots[i]))
+	s.removeLocked(i)
+	s.evicted++
+	return n
 }
 
 // victimLocked samples evictSample keys of s (not empty) and returns the

@@ -287,7 +287,7 @@ func recordLen(key []byte, e *entry, room int) int {
 // insert adds key (hash h, not present) with e, which must fit, in a
 // record with room for room hits if e is a sliding log.
 func (t *table) insert(key []byte, h uint64, e *entry, room int) {
-	if (t.count+1)*4 > len(t.slots)*3 {
+	if !t.slotFree() {
 		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
 	}
 	ref := t.addRecord(key, e, room)
@@ -495,7 +495,13 @@ func (t *table) rehash(n int) {
 // the old arena.
 func (t *table) compact(extra int) {
 	live := len(t.arena) - t.dead
-	arena := manual.Make[byte](t.mem, live+live/8+extra+arenaMinGrow)
+	t.compactInto(live + live/8 + extra + arenaMinGrow)
+}
+
+// compactInto is compact into an arena of size bytes, no fewer than the
+// live records hold.
+func (t *table) compactInto(size int) {
+	arena := manual.Make[byte](t.mem, size)
 	n := 0
 	for i, s := range t.slots {
 		if s == 0 {
@@ -508,6 +514,19 @@ func (t *table) compact(extra int) {
 	}
 	manual.Free(t.mem, t.arena)
 	t.arena, t.dead, t.holes = arena[:n], 0, [holeLists]holeList{}
+}
+
+// slotFree reports whether one more key fits the slots without a rehash.
+func (t *table) slotFree() bool { return (t.count+1)*4 <= len(t.slots)*3 }
+
+// arenaRoom reports whether a record of size bytes fits the arena without
+// growing it: a dead record of its size to reuse, or room left in its
+// capacity.
+func (t *table) arenaRoom(size int) bool {
+	if l := &t.holes[size%holeLists]; int(l.size) == size && l.last != 0 {
+		return true
+	}
+	return len(t.arena)+size <= cap(t.arena)
 }
 
 // memory returns the bytes the table holds (slots, arena, scratch), on
