@@ -59,8 +59,8 @@ func (e *Engine) overLimit() bool {
 // makeRoomLocked is called before a new record of need bytes is stored in
 // s while the engine is past its memory limit: under NoEviction it
 // returns ErrOOM; otherwise it evicts keys of s, chosen by the policy,
-// until they held need bytes, and returns ErrOOM if s runs out of keys
-// first. What the last victim held beyond need is kept as credit for the
+// until they held need bytes, and returns ErrOOM, evicting nothing, if all
+// of s's keys hold fewer. What the last victim held beyond need is kept as credit for the
 // next new key (s.evictCredit), so that at the limit the live bytes stay
 // level rather than drifting down a victim at a time. Eviction works in the new key's shard, whose lock is held: keys
 // are spread evenly over the shards by their hash slots, so that keeps
@@ -79,22 +79,25 @@ func (s *shard) makeRoomLocked(p Policy, need int) error {
 		return ErrOOM
 	}
 	freed := s.evictCredit
-	for freed < need || !s.t.slotFree() {
-		if s.t.count == 0 {
+	if freed+s.t.live() < need {
+		return ErrOOM // evicting every key of s would not make room: evict none
+	}
+	// An empty table has no slots: it takes the key in a small new array.
+	for freed < need || !s.t.slotFree() && s.t.count > 0 {
+		if s.t.count == 0 { // not reached: the keys held need bytes
 			s.evictCredit = 0
 			return ErrOOM
 		}
 		freed += s.evictOneLocked(p)
 	}
 	if !s.t.arenaRoom(need) {
-		for s.t.dead < need || s.t.dead < (len(s.t.arena)-s.t.dead)/16 {
-			if s.t.count == 0 { // the table gave its arrays back (reset)
-				s.evictCredit = 0
-				return nil
-			}
+		// Compacting within the capacity leaves cap - live bytes of room.
+		for s.t.count > 0 && cap(s.t.arena)-s.t.live() < max(need, s.t.live()/16) {
 			freed += s.evictOneLocked(p)
 		}
-		s.t.compactInto(cap(s.t.arena))
+		if s.t.count > 0 { // else the table gave its arrays back (reset)
+			s.t.compactInto(cap(s.t.arena))
+		}
 	}
 	s.evictCredit = freed - need
 	return nil

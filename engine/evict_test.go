@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cellserver/cellserver/internal/manual"
@@ -182,4 +183,54 @@ func BenchmarkMemoryLimit(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(100*float64(e.UsedMemory()-limit)/limit, "used-over-limit-%")
+}
+
+// At the limit a key whose shard holds no key at all is stored when the
+// shard's eviction credit covers it: an empty table has no slots, and
+// needs none freed.
+func TestMemoryLimitEmptyShardTakesKey(t *testing.T) {
+	e := limitedEngine(t, EvictLRU)
+	fill := func(prefix string) {
+		for i := range 100000 {
+			if _, err := e.FixedWindow([]byte(prefix+strconv.Itoa(i)), fwReq(60)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fill("key:")
+	if e.Stats().EvictedKeys == 0 {
+		t.Fatal("100,000 keys under a 1 MiB limit evicted nothing")
+	}
+	// Empty one shard: every key of it goes, and its table with them.
+	key := []byte("lone")
+	sh, _ := e.locate(key)
+	sh.mu.Lock()
+	for sh.t.count > 0 {
+		sh.evictOneLocked(EvictRandom)
+	}
+	sh.evictCredit = 1 << 10 // what its victims held beyond the last new key
+	sh.mu.Unlock()
+	e.SetMemoryLimit(e.UsedMemory(), EvictLRU) // still at the limit
+	if _, err := e.FixedWindow(key, fwReq(60)); err != nil {
+		t.Fatalf("a new key in an empty shard, with credit, at the limit: %v", err)
+	}
+}
+
+// At the limit a new key larger than all the keys of its shard together is
+// refused with ErrOOM, and evicts none of them.
+func TestMemoryLimitRefusedKeyEvictsNothing(t *testing.T) {
+	e := limitedEngine(t, EvictLRU)
+	for i := 0; e.Stats().EvictedKeys == 0; i++ {
+		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(60)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := []byte(strings.Repeat("k", memLimit/4)) // over a shard's share (a sixteenth)
+	keys, evicted := e.Stats().Keys, e.Stats().EvictedKeys
+	if _, err := e.FixedWindow(big, fwReq(60)); !errors.Is(err, ErrOOM) {
+		t.Fatalf("a key of %d bytes at the limit: %v, want ErrOOM", len(big), err)
+	}
+	if st := e.Stats(); st.Keys != keys || st.EvictedKeys != evicted {
+		t.Fatalf("the refused key evicted %d keys (%d of %d left)", st.EvictedKeys-evicted, st.Keys, keys)
+	}
 }

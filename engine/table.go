@@ -516,6 +516,9 @@ func (t *table) compactInto(size int) {
 	t.arena, t.dead, t.holes = arena[:n], 0, [holeLists]holeList{}
 }
 
+// live returns the bytes of the live records.
+func (t *table) live() int { return len(t.arena) - t.dead }
+
 // slotFree reports whether one more key fits the slots without a rehash.
 func (t *table) slotFree() bool { return (t.count+1)*4 <= len(t.slots)*3 }
 
