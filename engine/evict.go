@@ -60,20 +60,21 @@ func (e *Engine) overLimit() bool {
 // s while the engine is past its memory limit: under NoEviction it
 // returns ErrOOM; otherwise it evicts keys of s, chosen by the policy,
 // until they held need bytes, and returns ErrOOM, evicting nothing, if all
-// of s's keys hold fewer. What the last victim held beyond need is kept as credit for the
-// next new key (s.evictCredit), so that at the limit the live bytes stay
-// level rather than drifting down a victim at a time. Eviction works in the new key's shard, whose lock is held: keys
-// are spread evenly over the shards by their hash slots, so that keeps
-// every shard near its share, and no other lock is taken.
+// of s's keys hold fewer. What the last victim held beyond need is kept as
+// credit for the next new key (s.evictCredit), so that at the limit the
+// live bytes stay level rather than drifting down a victim at a time.
+// Eviction works in the new key's shard, whose lock is held: keys are
+// spread evenly over the shards by their hash slots, so that keeps every
+// shard near its share, and no other lock is taken.
 //
 // The new key must not make the table map more memory either, or every
 // shard would grow a step past the limit (its arena by an eighth: new keys
 // seldom fit the victims' dead records, whose sizes differ). So it also
 // evicts until the slots take one more key without a rehash, and when the
-// arena has no room left it compacts the arena within its capacity, its
-// dead bytes becoming the room; so that it compacts seldom, it first
-// evicts until the dead bytes are a sixteenth of the live ones, room for
-// that many new keys to come.
+// arena has no room left it compacts the arena within its capacity, which
+// turns the dead bytes into room; so that it compacts seldom, it first
+// evicts until that room is a sixteenth of the live bytes or more, room
+// for that many new keys to come.
 func (s *shard) makeRoomLocked(p Policy, need int) error {
 	if p == NoEviction {
 		return ErrOOM

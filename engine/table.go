@@ -494,7 +494,7 @@ func (t *table) rehash(n int) {
 // room for extra bytes), points the slots at their new offsets and frees
 // the old arena.
 func (t *table) compact(extra int) {
-	live := len(t.arena) - t.dead
+	live := t.live()
 	t.compactInto(live + live/8 + extra + arenaMinGrow)
 }
 

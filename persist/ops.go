@@ -200,10 +200,11 @@ func (o *ops) reset() {
 // A snapshot of the half a million keys a busy second changes builds about
 // 20 MB of sorted parts, which live until it commits. On the Go heap,
 // whose live size is a few MB (the keys are off it) and which cellserver
-// collects at 25% growth, those took ten or more collections per snapshot,
-// each with two stop-the-world pauses, while the snapshot competed with
-// the connections for the processors; off the heap they take none
-// (bench/RESULTS.md). Slices handed out must not be used after free.
+// collects at 25% growth, they set off about ten collections per
+// snapshot, each with two stop-the-world pauses; off it, a snapshot
+// leaves a few hundred KB of garbage, and the server collects a third as
+// often under snapshots (bench/RESULTS.md). Slices handed out must not be
+// used after free.
 type arena struct {
 	pages  manual.Allocator
 	chunks [][]byte
