@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // buildBinary builds cmd/cellserver into a temporary directory.
@@ -160,4 +163,91 @@ func TestBinary(t *testing.T) {
 		rc.wantDo(respErr("ERR unknown command 'DEBUG', with args beginning with: 'CLOCK' 'GET' "), "DEBUG", "CLOCK", "GET")
 		rc.wantDo("+PONG\r\n", "PING")
 	})
+}
+
+// process is one cellserver binary running.
+type process struct {
+	cmd    *exec.Cmd
+	addr   string
+	exited chan error
+	stderr *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's writes and a test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitLog waits, bounded, until the process's log holds want, and fails
+// the test with the log if it does not. A line the server logs before it
+// replies can still reach the test after the reply: the log comes through
+// a pipe that os/exec copies on a goroutine of its own.
+func (p *process) waitLog(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for !strings.Contains(p.stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startBinary starts bin with args, DEBUG CLOCK on and frozen at clock
+// from the start (before any restore), and waits until it has loaded its
+// keys, if any.
+func startBinary(t *testing.T, clock int64, bin string, args ...string) *process {
+	t.Helper()
+	port := freePort(t)
+	all := append([]string{"--port", strconv.Itoa(port), "--enable-debug-command", "yes",
+		"--debug-clock-start", strconv.FormatInt(clock, 10), "--loglevel", "verbose"}, args...)
+	p := &process{cmd: exec.Command(bin, all...), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		exited: make(chan error, 1), stderr: &syncBuffer{}}
+	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() { p.kill(t) })
+	waitFor(t, "the binary to load its keys", func() bool {
+		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+		defer rdb.Close()
+		info, err := rdb.Info(context.Background(), "persistence").Result()
+		return err == nil && strings.Contains(info, "loading:0\r\n")
+	})
+	return p
+}
+
+// kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (p *process) kill(t *testing.T) {
+	t.Helper()
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the process did not end after SIGKILL")
+	}
 }

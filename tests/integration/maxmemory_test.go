@@ -3,8 +3,6 @@ package integration
 import (
 	"context"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -48,19 +46,19 @@ func fill(t *testing.T, rdb *redis.Client, from, to int) map[string]int {
 }
 
 // With maxmemory set, filling keys evicts (or is refused with -OOM under
-// noeviction) and the tables stay within the limit.
+// noeviction) and the server's memory stays within the limit. The server
+// is a binary of its own, so that the memory the limit counts (its Go heap
+// and its tables) is its own, not this test process's.
 func TestMaxMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a server binary past its memory limit")
+	}
 	ctx := context.Background()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
-	// The server runs in this process, so the limit counts the test's heap
-	// too: collect it now and often, so that it stays near its live size
-	// and the tables, not the test's garbage, decide when the limit is hit.
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	runtime.GC()
+	p := startBinary(t, t0, buildBinary(t), "--loglevel", "warning")
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr})
+	defer rdb.Close()
 	used := infoInt(t, rdb, "memory", "used_memory")
-	limit := used + 24<<20 // room for the heap to move (this process runs other tests, and -race) beside the tables
+	limit := used + 24<<20
 	for _, kv := range [][2]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", "allkeys-lru"}} {
 		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			t.Fatal(err)
@@ -77,11 +75,12 @@ func TestMaxMemory(t *testing.T) {
 	if evicted == 0 || keys+evicted != 1200000 {
 		t.Fatalf("%d keys and %d evicted of 1,200,000", keys, evicted)
 	}
-	// The limit counts this process's whole heap, which the test's own
-	// garbage makes move, so only the tables are held to it here; the
-	// claim test measures a server binary's RSS.
-	if tables := ts.srv.Engine().OffHeapBytes(); tables > limit {
-		t.Fatalf("the tables hold %d bytes, over maxmemory %d", tables, limit)
+	// What the limit counts may pass it by one shard's growth step and by
+	// the heap's growth since the server last measured it (a quarter of a
+	// second): 2% here, where the tables went 6-9% past before they were
+	// held to it (docs/commands.md, Memory limit).
+	if got := infoInt(t, rdb, "memory", "used_memory"); got > limit+limit/50 {
+		t.Fatalf("used_memory %d after the fill, over maxmemory %d by %.1f%%", got, limit, 100*float64(got-limit)/float64(limit))
 	}
 
 	// noeviction: new keys are refused, existing keys keep working. The

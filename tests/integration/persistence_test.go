@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -17,95 +16,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// persisted is one cellserver process with persistence on.
-type persisted struct {
-	cmd    *exec.Cmd
-	addr   string
-	exited chan error
-	stderr *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and a test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitLog waits, bounded, until the process's log holds want, and fails
-// the test with the log if it does not. A line the server logs before it
-// replies can still reach the test after the reply: the log comes through
-// a pipe that os/exec copies on a goroutine of its own.
-func (p *persisted) waitLog(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(ioTimeout)
-	for !strings.Contains(p.stderr.String(), want) {
-		if time.Now().After(deadline) {
-			t.Errorf("log lacks %q:\n%s", want, p.stderr.String())
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// startPersisted starts bin on dir with DEBUG CLOCK frozen at t0 from the
-// start (before the restore), and waits until it has loaded its keys.
-func startPersisted(t *testing.T, bin, dir string, args ...string) *persisted {
+// startPersisted starts bin with persistence on dir and DEBUG CLOCK
+// frozen at t0 from the start (before the restore), and waits until it
+// has loaded its keys.
+func startPersisted(t *testing.T, bin, dir string, args ...string) *process {
 	return startPersistedAt(t, t0, bin, dir, args...)
 }
 
 // startPersistedAt is startPersisted with the clock frozen at clock.
-func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *persisted {
+func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *process {
 	t.Helper()
-	port := freePort(t)
-	all := append([]string{"--port", strconv.Itoa(port), "--dir", dir, "--enable-debug-command", "yes",
-		"--debug-clock-start", strconv.FormatInt(clock, 10), "--loglevel", "verbose"}, args...)
-	p := &persisted{cmd: exec.Command(bin, all...), addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		exited: make(chan error, 1), stderr: &syncBuffer{}}
-	p.cmd.Stdout, p.cmd.Stderr = p.stderr, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.exited <- p.cmd.Wait() }()
-	t.Cleanup(func() { p.kill(t) })
-	waitFor(t, "the binary to load its keys", func() bool {
-		c, err := net.DialTimeout("tcp", p.addr, time.Second)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
-		defer rdb.Close()
-		info, err := rdb.Info(context.Background(), "persistence").Result()
-		return err == nil && strings.Contains(info, "loading:0\r\n")
-	})
-	return p
-}
-
-// kill ends the process with SIGKILL, as a crash would, and waits for it.
-func (p *persisted) kill(t *testing.T) {
-	t.Helper()
-	if p.cmd.ProcessState != nil {
-		return
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the process did not end after SIGKILL")
-	}
+	return startBinary(t, clock, bin, append([]string{"--dir", dir}, args...)...)
 }
 
 // pstep is one command of a script, run after moving the clock by advance.
