@@ -19,6 +19,11 @@
 #
 # A request slower than every Go-side figure was held up outside the Go
 # runtime: by the kernel's scheduler (run-queue waits) or the network.
+#
+# A THREADS value of "redis" runs redis-server instead, with PING (-t
+# ping_mbulk) and the same warm-up, as the machine's floor in the same
+# round: only the client's view and the run-queue figures are printed for
+# it. Each round runs every THREADS value in turn.
 set -euo pipefail
 NAME=latency HOST=127.0.0.1
 cd "$(dirname "$0")/.."
@@ -59,14 +64,31 @@ over() {
 
 printf '%-7s %-5s %9s %6s %6s %7s %10s %10s %12s %10s %10s\n' threads round 'req/s' p50 p99 max \
 	'wait>0.9ms' 'wait>10ms' 'stw>0.9ms' 'runq ms' 'runq/req'
-for t in "${threads[@]}"; do
-	for r in $(seq "$rounds"); do
+for r in $(seq "$rounds"); do
+	for t in "${threads[@]}"; do
 		port=$(free_port 7440)
 		mport=$(free_port 9190)
-		"$bin" --port "$port" --threads "$t" --loglevel warning --metrics-addr "$HOST:$mport" >"$tmp/server.log" 2>&1 &
+		if [[ $t == redis ]]; then
+			redis-server --port "$port" --bind "$HOST" --save "" --appendonly no --loglevel warning >"$tmp/server.log" 2>&1 &
+		else
+			"$bin" --port "$port" --threads "$t" --loglevel warning --metrics-addr "$HOST:$mport" >"$tmp/server.log" 2>&1 &
+		fi
 		pid=$!
 		pids+=("$pid")
 		for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep 0.1; done
+		if [[ $t == redis ]]; then
+			redis-benchmark -p "$port" -c 50 -n $((n / 2 + 150000)) -t ping_mbulk >/dev/null 2>&1
+			q0=$(runq_ns "$pid")
+			out=$(redis-benchmark -p "$port" -c 50 -n "$n" -t ping_mbulk 2>&1 | tr '\r' '\n')
+			q1=$(runq_ns "$pid")
+			kill "$pid"
+			wait "$pid" 2>/dev/null || true
+			rps=$(grep -m1 'requests per second' <<<"$out" | sed 's/.*: \([0-9.]*\) requests.*/\1/')
+			read -r _ _ p50 _ p99 max < <(grep -A2 'latency summary' <<<"$out" | tail -1)
+			printf '%-7s %-5s %9s %6s %6s %7s %10s %10s %12s %10s %8s ns\n' "$t" "$r" "$rps" "$p50" "$p99" "$max" \
+				- - - $(((q1 - q0) / 1000000)) $(((q1 - q0) / n))
+			continue
+		fi
 		# A warm-up of 3-4 s, in which the default (0) measures the load,
 		# on the measured run's keys: the run sees the keyspace in its
 		# steady state (LATENCY_WARM=other: on other keys, which then
