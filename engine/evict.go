@@ -60,7 +60,7 @@ func (e *Engine) overLimit() bool {
 // s while the engine is past its memory limit: under NoEviction it
 // returns ErrOOM; otherwise it evicts keys of s, chosen by the policy,
 // until they held need bytes, and returns ErrOOM, evicting nothing, if all
-// of s's keys hold fewer. What the last victim held beyond need is kept as
+// of s's keys (and its credit) hold fewer. What the last victim held beyond need is kept as
 // credit for the next new key (s.evictCredit), so that at the limit the
 // live bytes stay level rather than drifting down a victim at a time.
 // Eviction works in the new key's shard, whose lock is held: keys are
@@ -73,26 +73,30 @@ func (e *Engine) overLimit() bool {
 // evicts until the slots take one more key without a rehash, and when the
 // arena has no room left it compacts the arena within its capacity, which
 // turns the dead bytes into room; so that it compacts seldom, it first
-// evicts until that room is a sixteenth of the live bytes or more, room
-// for that many new keys to come.
+// evicts until that room (dead bytes and the unused end) is a sixteenth of
+// the live bytes or more, room for that many new keys to come. An empty
+// shard (no arrays) takes no new key at the limit.
 func (s *shard) makeRoomLocked(p Policy, need int) error {
 	if p == NoEviction {
 		return ErrOOM
 	}
-	freed := s.evictCredit
+	// Credit counts only while the bytes it stands for are still the
+	// arena's room: a table emptied (reset) or compacted smaller since
+	// gave them back, and a key taken on such credit would map new memory.
+	freed := min(s.evictCredit, cap(s.t.arena)-s.t.live())
 	if freed+s.t.live() < need {
 		return ErrOOM // evicting every key of s would not make room: evict none
 	}
-	// An empty table has no slots: it takes the key in a small new array.
-	for freed < need || !s.t.slotFree() && s.t.count > 0 {
-		if s.t.count == 0 { // not reached: the keys held need bytes
+	for freed < need || !s.t.slotFree() {
+		if s.t.count == 0 { // not reached: the keys and credit held need bytes
 			s.evictCredit = 0
 			return ErrOOM
 		}
 		freed += s.evictOneLocked(p)
 	}
 	if !s.t.arenaRoom(need) {
-		// Compacting within the capacity leaves cap - live bytes of room.
+		// Compacting within the capacity leaves cap - live bytes of room:
+		// the dead bytes and the unused end.
 		for s.t.count > 0 && cap(s.t.arena)-s.t.live() < max(need, s.t.live()/16) {
 			freed += s.evictOneLocked(p)
 		}

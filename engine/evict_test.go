@@ -185,34 +185,35 @@ func BenchmarkMemoryLimit(b *testing.B) {
 	b.ReportMetric(100*float64(e.UsedMemory()-limit)/limit, "used-over-limit-%")
 }
 
-// At the limit a key whose shard holds no key at all is stored when the
-// shard's eviction credit covers it: an empty table has no slots, and
-// needs none freed.
-func TestMemoryLimitEmptyShardTakesKey(t *testing.T) {
+// Eviction credit counts only while its bytes are still the arena's room:
+// a shard whose arena shrank since (its keys gone, its arena compacted
+// smaller) takes no large new key on old credit at the limit, which would
+// map new memory past the limit.
+func TestMemoryLimitStaleCreditTakesNoKey(t *testing.T) {
 	e := limitedEngine(t, EvictLRU)
-	fill := func(prefix string) {
-		for i := range 100000 {
-			if _, err := e.FixedWindow([]byte(prefix+strconv.Itoa(i)), fwReq(60)); err != nil {
-				t.Fatal(err)
-			}
+	for i := range 100000 {
+		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(60)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	fill("key:")
 	if e.Stats().EvictedKeys == 0 {
 		t.Fatal("100,000 keys under a 1 MiB limit evicted nothing")
 	}
-	// Empty one shard: every key of it goes, and its table with them.
-	key := []byte("lone")
+	key := []byte(strings.Repeat("k", 32<<10))
 	sh, _ := e.locate(key)
 	sh.mu.Lock()
-	for sh.t.count > 0 {
+	for sh.t.count > 1 { // the table shrinks with its keys
 		sh.evictOneLocked(EvictRandom)
 	}
-	sh.evictCredit = 1 << 10 // what its victims held beyond the last new key
+	sh.evictCredit = 1 << 20 // as if its victims had held that much beyond new keys
 	sh.mu.Unlock()
 	e.SetMemoryLimit(e.UsedMemory(), EvictLRU) // still at the limit
-	if _, err := e.FixedWindow(key, fwReq(60)); err != nil {
-		t.Fatalf("a new key in an empty shard, with credit, at the limit: %v", err)
+	used := e.UsedMemory()
+	if _, err := e.FixedWindow(key, fwReq(60)); !errors.Is(err, ErrOOM) {
+		t.Fatalf("a key of 32 KiB in a shard of one small key, on old credit, at the limit: %v, want ErrOOM", err)
+	}
+	if e.UsedMemory() != used {
+		t.Fatalf("used memory %d, then %d", used, e.UsedMemory())
 	}
 }
 
@@ -232,5 +233,45 @@ func TestMemoryLimitRefusedKeyEvictsNothing(t *testing.T) {
 	}
 	if st := e.Stats(); st.Keys != keys || st.EvictedKeys != evicted {
 		t.Fatalf("the refused key evicted %d keys (%d of %d left)", st.EvictedKeys-evicted, st.Keys, keys)
+	}
+}
+
+// ML.THROTTLE's path (ApplyAll) keeps to the limit as one key's command
+// does: under noeviction at the limit a call with a new key is refused,
+// whole, and under an evicting policy its new keys make room first.
+func TestMemoryLimitApplyAll(t *testing.T) {
+	e := limitedEngine(t, NoEviction)
+	for n := 0; ; n++ {
+		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60)); errors.Is(err, ErrOOM) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := e.UsedMemory()
+	keys := e.Stats().Keys
+	req := func(k string) Request {
+		return Request{Key: []byte(k), Kind: KindFixedWindow, FixedWindow: fwReq(60)}
+	}
+	if _, _, err := e.ApplyAll([]Request{req("key:0"), req("ml:new")}); !errors.Is(err, ErrOOM) {
+		t.Fatalf("a new key through ApplyAll under noeviction at the limit: %v, want ErrOOM", err)
+	}
+	if r, err := e.FixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
+		t.Fatalf("the refused call changed key:0: %+v, %v", r, err)
+	}
+	if st := e.Stats(); st.Keys != keys || e.UsedMemory() != used {
+		t.Fatalf("%d keys and %d bytes, then %d and %d", keys, used, st.Keys, e.UsedMemory())
+	}
+	e.SetMemoryLimit(memLimit, EvictLRU)
+	for n := range 50000 {
+		if _, _, err := e.ApplyAll([]Request{req("ml:" + strconv.Itoa(n))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if used := e.UsedMemory(); used > memLimit+over {
+		t.Fatalf("used %d bytes after 50,000 new keys through ApplyAll, limit %d", used, memLimit)
+	}
+	if e.Stats().EvictedKeys == 0 {
+		t.Fatal("50,000 new keys through ApplyAll at the limit evicted nothing")
 	}
 }

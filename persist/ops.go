@@ -215,8 +215,13 @@ type arena struct {
 // five, and a small one (a few keys) one, for a moment.
 const arenaChunk = 4 << 20
 
-// alloc returns a buffer of length 0 and capacity n from m.
+// alloc returns a buffer of length 0 and capacity n from m. Where arrays
+// are not mapped (manual.Enabled false) it is made on its own: a chunk on
+// the Go heap would only add to the garbage.
 func (m *arena) alloc(n int) []byte {
+	if !manual.Enabled {
+		return make([]byte, 0, n)
+	}
 	if n > len(m.rest) {
 		c := manual.Make[byte](&m.pages, max(n, arenaChunk))
 		m.chunks = append(m.chunks, c)
