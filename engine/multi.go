@@ -179,6 +179,23 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 		}
 		return res, first, nil
 	}
+	// At the memory limit the new keys make room first, as one key's
+	// command does (finishLocked), and all before any is written: a key
+	// refused (ErrOOM) refuses the whole call, which then writes nothing.
+	if v.e.overLimit() {
+		policy := Policy(v.e.limit.policy.Load())
+		for i := range reqs {
+			p := &eval[i]
+			if p.ok || p.out.Write != limiter.WriteStore {
+				continue
+			}
+			sh := &v.e.shards[shards[i]]
+			p.e.expireMs = p.out.ExpireMs // the record's size depends on it
+			if err := sh.makeRoomLocked(policy, recordLen(reqs[i].Key, &p.e, max(len(p.e.log), 2))); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
 	for i := range reqs {
 		p := &eval[i]
 		r := &reqs[i]
