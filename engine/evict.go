@@ -57,65 +57,54 @@ func (e *Engine) overLimit() bool {
 }
 
 // makeRoomLocked is called before a new record of need bytes is stored in
-// s while the engine is past its memory limit: under NoEviction it
+// s while the engine is past its memory limit. It makes the record fit s's
+// table without the table mapping more memory: under NoEviction it
 // returns ErrOOM; otherwise it evicts keys of s, chosen by the policy,
-// until they held need bytes, and returns ErrOOM, evicting nothing, if all
-// of s's keys (and its credit) hold fewer. What the last victim held beyond need is kept as
-// credit for the next new key (s.evictCredit), so that at the limit the
-// live bytes stay level rather than drifting down a victim at a time.
-// Eviction works in the new key's shard, whose lock is held: keys are
-// spread evenly over the shards by their hash slots, so that keeps every
-// shard near its share, and no other lock is taken.
+// until the arena's room (its capacity less its live records) takes need
+// bytes and the slots one more key without a rehash, and returns ErrOOM,
+// evicting nothing, if even the whole arena could not hold the record.
+// So at the limit new keys fill the room the shard's arrays have left,
+// then each takes the place of victims. Eviction works in the new key's
+// shard, whose lock is held: keys are spread evenly over the shards by
+// their hash slots, so that keeps every shard near its share, and no
+// other lock is taken.
 //
-// The new key must not make the table map more memory either, or every
-// shard would grow a step past the limit (its arena by an eighth: new keys
-// seldom fit the victims' dead records, whose sizes differ). So it also
-// evicts until the slots take one more key without a rehash, and when the
-// arena has no room left it compacts the arena within its capacity, which
-// turns the dead bytes into room; so that it compacts seldom, it first
-// evicts until that room (dead bytes and the unused end) is a sixteenth of
-// the live bytes or more, room for that many new keys to come. An empty
-// shard (no arrays) takes no new key at the limit.
+// When the arena's room is not in one piece at its end (new keys seldom
+// fit the victims' dead records exactly, their sizes differ), it compacts
+// the arena within its capacity; so that it compacts seldom, it first
+// evicts until the room is a sixteenth of the live bytes or more, room for
+// that many new keys to come. Should the evictions empty s, its table
+// gives its arrays back (reset), and the record goes into new ones of
+// about its size.
 func (s *shard) makeRoomLocked(p Policy, need int) error {
 	if p == NoEviction {
 		return ErrOOM
 	}
-	// Credit counts only while the bytes it stands for are still the
-	// arena's room: a table emptied (reset) or compacted smaller since
-	// gave them back, and a key taken on such credit would map new memory.
-	freed := min(s.evictCredit, cap(s.t.arena)-s.t.live())
-	if freed+s.t.live() < need {
+	if cap(s.t.arena) < need {
 		return ErrOOM // evicting every key of s would not make room: evict none
 	}
-	for freed < need || !s.t.slotFree() {
-		if s.t.count == 0 { // not reached: the keys and credit held need bytes
-			s.evictCredit = 0
-			return ErrOOM
+	room := func() int { return cap(s.t.arena) - s.t.live() }
+	for room() < need || !s.t.slotFree() {
+		if s.t.count == 0 {
+			return nil // reset: the arrays went back
 		}
-		freed += s.evictOneLocked(p)
+		s.evictOneLocked(p)
 	}
 	if !s.t.arenaRoom(need) {
-		// Compacting within the capacity leaves cap - live bytes of room:
-		// the dead bytes and the unused end.
-		for s.t.count > 0 && cap(s.t.arena)-s.t.live() < max(need, s.t.live()/16) {
-			freed += s.evictOneLocked(p)
+		for s.t.count > 0 && room() < max(need, s.t.live()/16) {
+			s.evictOneLocked(p)
 		}
-		if s.t.count > 0 { // else the table gave its arrays back (reset)
+		if s.t.count > 0 {
 			s.t.compactInto(cap(s.t.arena))
 		}
 	}
-	s.evictCredit = freed - need
 	return nil
 }
 
-// evictOneLocked evicts a key of s (not empty) chosen by p and returns the
-// bytes its record held.
-func (s *shard) evictOneLocked(p Policy) int {
-	i := s.victimLocked(p)
-	n := s.t.recordSize(uint32(s.t.slots[i]))
-	s.removeLocked(i)
+// evictOneLocked evicts a key of s (not empty) chosen by p.
+func (s *shard) evictOneLocked(p Policy) {
+	s.removeLocked(s.victimLocked(p))
 	s.evicted++
-	return n
 }
 
 // victimLocked samples evictSample keys of s (not empty) and returns the

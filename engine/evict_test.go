@@ -185,38 +185,6 @@ func BenchmarkMemoryLimit(b *testing.B) {
 	b.ReportMetric(100*float64(e.UsedMemory()-limit)/limit, "used-over-limit-%")
 }
 
-// Eviction credit counts only while its bytes are still the arena's room:
-// a shard whose arena shrank since (its keys gone, its arena compacted
-// smaller) takes no large new key on old credit at the limit, which would
-// map new memory past the limit.
-func TestMemoryLimitStaleCreditTakesNoKey(t *testing.T) {
-	e := limitedEngine(t, EvictLRU)
-	for i := range 100000 {
-		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(60)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if e.Stats().EvictedKeys == 0 {
-		t.Fatal("100,000 keys under a 1 MiB limit evicted nothing")
-	}
-	key := []byte(strings.Repeat("k", 32<<10))
-	sh, _ := e.locate(key)
-	sh.mu.Lock()
-	for sh.t.count > 1 { // the table shrinks with its keys
-		sh.evictOneLocked(EvictRandom)
-	}
-	sh.evictCredit = 1 << 20 // as if its victims had held that much beyond new keys
-	sh.mu.Unlock()
-	e.SetMemoryLimit(e.UsedMemory(), EvictLRU) // still at the limit
-	used := e.UsedMemory()
-	if _, err := e.FixedWindow(key, fwReq(60)); !errors.Is(err, ErrOOM) {
-		t.Fatalf("a key of 32 KiB in a shard of one small key, on old credit, at the limit: %v, want ErrOOM", err)
-	}
-	if e.UsedMemory() != used {
-		t.Fatalf("used memory %d, then %d", used, e.UsedMemory())
-	}
-}
-
 // At the limit a new key larger than all the keys of its shard together is
 // refused with ErrOOM, and evicts none of them.
 func TestMemoryLimitRefusedKeyEvictsNothing(t *testing.T) {

@@ -36,8 +36,6 @@ type shard struct {
 	sweepPos int    // where the background sweep continues
 	rng      uint64 // xorshift state for eviction's samples; never 0
 
-	evictCredit int // bytes evicted beyond what new keys needed (makeRoomLocked)
-
 	expired int64
 	hits    int64 // commands' lookups that found their key
 	misses  int64 // and that did not
