@@ -111,6 +111,20 @@ func fill(t testing.TB, e *engine.Engine, n int) {
 	must(e.FixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 4}))
 }
 
+// saved returns a store on a memory filesystem and an engine of n keys
+// of fill's, all saved by one snapshot at saveTime.
+func saved(t *testing.T, n int) (vfs.FS, *Store, *engine.Engine) {
+	t.Helper()
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	fill(t, e, n)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	return fs, s, e
+}
+
 // dump returns every live key of e with its state, sorted.
 func dump(e *engine.Engine) []string {
 	var out []string
@@ -178,13 +192,7 @@ func testSnapshotRestoreEveryKind(t *testing.T) {
 func TestSnapshotIsIncremental(t *testing.T) { bothWays(t, testSnapshotIsIncremental) }
 
 func testSnapshotIsIncremental(t *testing.T) {
-	fs := vfs.NewMem()
-	s := openStore(t, fs)
-	e, _ := newEngine(t, now0)
-	fill(t, e, 10)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	fs, s, e := saved(t, 10)
 	e.Del([]byte("user:000000000003"))
 	fill(t, e, 1) // user:000000000000 and the other kinds change again
 	st, err := s.Snapshot(e, saveTime.Add(time.Second))
@@ -205,13 +213,7 @@ func testSnapshotIsIncremental(t *testing.T) {
 func TestSnapshotAfterFlush(t *testing.T) { bothWays(t, testSnapshotAfterFlush) }
 
 func testSnapshotAfterFlush(t *testing.T) {
-	fs := vfs.NewMem()
-	s := openStore(t, fs)
-	e, _ := newEngine(t, now0)
-	fill(t, e, 50)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	fs, s, e := saved(t, 50)
 	e.Flush()
 	if _, err := e.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
 		t.Fatal(err)
@@ -244,13 +246,7 @@ func TestSnapshotFlushMidTake(t *testing.T) { bothWays(t, testSnapshotFlushMidTa
 // A FLUSHALL that a take meets halfway voids what the take brought before
 // it, and what earlier snapshots stored: the store holds what came after.
 func testSnapshotFlushMidTake(t *testing.T) {
-	fs := vfs.NewMem()
-	s := openStore(t, fs)
-	e, _ := newEngine(t, now0)
-	fill(t, e, 50)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	fs, s, e := saved(t, 50)
 	fill(t, e, 50) // changed again: taken before the flush
 	after, _ := newEngine(t, now0)
 	if _, err := after.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
@@ -337,13 +333,7 @@ func TestRestoreOnFailingDisk(t *testing.T) {
 func TestStoreKeysBySlot(t *testing.T) { bothWays(t, testStoreKeysBySlot) }
 
 func testStoreKeysBySlot(t *testing.T) {
-	fs := vfs.NewMem()
-	s := openStore(t, fs)
-	e, _ := newEngine(t, now0)
-	fill(t, e, 0)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	_, s, _ := saved(t, 0)
 	slot := engine.Slot([]byte("fw"))
 	lo, hi := SlotRange(slot)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
