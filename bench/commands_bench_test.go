@@ -81,15 +81,15 @@ func limiterCases(tb testing.TB) []limiterCase {
 	}
 	return []limiterCase{
 		{"CL.THROTTLE", []string{"CL.THROTTLE", "", "15", "30", "60"},
-			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Throttle(k, gcra) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, gcra.Request(), nil) }},
 		{"TB.TAKE", []string{"TB.TAKE", "", "16", "30", "60"},
-			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.TokenBucket(k, tbReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, tbReq.Request(), nil) }},
 		{"SW.HIT", []string{"SW.HIT", "", "30", "60"},
-			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.SlidingWindow(k, swReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, swReq.Request(), nil) }},
 		{"SW.HIT_EXACT", []string{"SW.HIT", "", "100", "60", "EXACT"},
-			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.SlidingWindow(k, slReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, slReq.Request(), nil) }},
 		{"FW.INCR", []string{"FW.INCR", "", "30", "60"},
-			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.FixedWindow(k, fwReq) }},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, fwReq.Request(), nil) }},
 	}
 }
 

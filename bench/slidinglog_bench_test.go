@@ -51,7 +51,7 @@ func BenchmarkSlidingLogSize(b *testing.B) {
 			step := 10e9 / int64(n)
 			for range 2 * n { // over a window: the log is full and slides
 				clock.Advance(step)
-				if _, err := e.SlidingWindow(key, r); err != nil {
+				if _, err := e.Apply(key, r.Request(), nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -60,7 +60,7 @@ func BenchmarkSlidingLogSize(b *testing.B) {
 			cpu := startCPU()
 			for range b.N {
 				clock.Advance(step)
-				if _, err := e.SlidingWindow(key, r); err != nil {
+				if _, err := e.Apply(key, r.Request(), nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -68,7 +68,7 @@ func BenchmarkSlidingLogSize(b *testing.B) {
 			cpu.report(b)
 			read := r
 			read.Cost = 0
-			if res, _ := e.SlidingWindow(key, read); res.Remaining != 100_000-int64(n) {
+			if res, _ := e.Apply(key, read.Request(), nil); res.Remaining != 100_000-int64(n) {
 				b.Fatalf("%d hits in the log, want %d", 100_000-res.Remaining, n)
 			}
 		})

@@ -40,7 +40,7 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	before := liveHeap(e)
 	for i := range b.N {
-		if _, err := e.Throttle(keys[i], p); err != nil {
+		if _, err := e.Apply(keys[i], p.Request(), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -146,7 +146,7 @@ func settled(t *testing.T, nodes ...*testNode) {
 // spend runs fixed-window hits on key in n's engine: limit 5 per 60 s.
 func spend(t *testing.T, n *testNode, key string) limiter.Result {
 	t.Helper()
-	r, err := n.eng.NewView().FixedWindow([]byte(key), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1})
+	r, err := n.eng.NewView().Apply([]byte(key), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 1}.Request(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		if o == a {
 			other = b
 		}
-		if other.eng.NewView().Exists([]byte(k)) {
+		if other.eng.NewView().Exists([]byte(k), nil) {
 			t.Errorf("%s is still on the node that handed it over", k)
 		}
 	}
@@ -353,7 +353,7 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 	b := startNodeWith(t, func(e *engine.Engine) {
 		v := e.NewView()
 		hit := func(k string, n int64) {
-			if _, err := v.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: n}); err != nil {
+			if _, err := v.Apply([]byte(k), limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: n}.Request(), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,69 +1,19 @@
 package commands
 
-// parseInt parses a signed 64-bit decimal integer: an optional single
-// leading '+' or '-', then one or more digits, nothing else.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := false
-	switch b[0] {
-	case '-':
-		neg = true
-		b = b[1:]
-	case '+':
-		b = b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if neg {
-		if n > 1<<63 {
-			return 0, false
-		}
-		return int64(-n), true // n ≤ 2⁶³, checked above
-	}
-	if n > 1<<63-1 {
-		return 0, false
-	}
-	return int64(n), true
-}
+import "github.com/cellserver/cellserver/limiter"
 
-// parseLimiterInt parses a limiter argument as redis-cell does, with Rust's
-// i64::from_str: an optional single leading '+' or '-', then one or more
-// digits, nothing else, the value within int64. Unlike parseInt it takes
-// any number of leading zeros, so "003153599999999999998" (21 bytes) is
-// 3153599999999999998.
-func parseLimiterInt(b []byte) (int64, bool) {
-	sign := 0
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		sign = 1
+// parseInt parses a signed 64-bit decimal integer: an optional single
+// leading '+' or '-', then one to 19 digits, nothing else. (A limiter's
+// arguments take any number of leading zeros: limiter.ParseInt.)
+func parseInt(b []byte) (int64, bool) {
+	digits := b
+	if len(digits) > 0 && (digits[0] == '-' || digits[0] == '+') {
+		digits = digits[1:]
 	}
-	digits := b[sign:]
-	i := 0
-	for i < len(digits)-1 && digits[i] == '0' {
-		i++
-	}
-	if i == 0 {
-		return parseInt(b)
-	}
-	// Rebuild sign+significant digits in a stack buffer: at most 20 bytes
-	// are meaningful; more significant digits than that overflow anyway.
-	rest := digits[i:]
-	if len(rest) > 19 || rest[0] < '0' || rest[0] > '9' {
+	if len(digits) > 19 {
 		return 0, false
 	}
-	var buf [20]byte
-	n := copy(buf[:], b[:sign])
-	n += copy(buf[n:], rest)
-	return parseInt(buf[:n])
+	return limiter.ParseInt(b)
 }
 
 // equalFold reports whether b equals the lower-case ASCII word w in any case.

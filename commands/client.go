@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
-	"github.com/cellserver/cellserver/internal/ahead"
 	"github.com/cellserver/cellserver/internal/mono"
 )
 
@@ -183,12 +182,11 @@ type Client struct {
 	created   time.Time
 	host      Host
 	table     *Table
-	view      *engine.View   // the engine view commands go through: the client's own
-	expect    ahead.Expecter // the client's own view, told which key comes next (DispatchFound)
-	netW      *Writer        // the connection's writer, for NetIO from other goroutines: EXEC swaps W while it runs
-	closeFunc func()         // closes the connection from any goroutine
-	local     bool           // connected from a loopback address or a unix socket
-	flushFunc func() bool    // ClientOptions.Flush
+	view      *engine.View // the engine view commands go through: the client's own
+	netW      *Writer      // the connection's writer, for NetIO from other goroutines: EXEC swaps W while it runs
+	closeFunc func()       // closes the connection from any goroutine
+	local     bool         // connected from a loopback address or a unix socket
+	flushFunc func() bool  // ClientOptions.Flush
 
 	authenticated bool
 	authFailures  int           // failed AUTH in a row (authguard.go)
@@ -201,6 +199,7 @@ type Client struct {
 	queueBytes    int64
 	closeAfter    bool     // QUIT: close once the reply is written
 	cur           *Command // the command running now
+	req           Request  // the request running now, when Dispatch made it (DispatchFound)
 	mark          int64    // mono.Now() when the running command began: see Mark
 	batch         bool     // between Mark and Settle: fast commands are timed together
 	run           [runMax]*Command
@@ -251,7 +250,6 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 		done: make(chan struct{}),
 	}
 	c.view = t.host.Engine().NewView()
-	c.expect = c.view.Ahead()
 	n := len(t.list)
 	c.stats.calls = make([]atomic.Int64, n)
 	c.stats.rejected = make([]atomic.Int64, n)

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/cellserver/cellserver/engine"
-	"github.com/cellserver/cellserver/internal/ahead"
 )
 
 func registerCluster(t *Table) {
@@ -57,53 +56,53 @@ func keysSlot(cmd *Command, args [][]byte) (int, bool) {
 	return slot, true
 }
 
-// routed runs (or queues, inside MULTI) a keyed command in cluster mode:
-// only when its keys share a slot this node serves now, else it answers
-// where the slot is.
-func (t *Table) routed(c *Client, cmd *Command, args [][]byte, key ahead.Hint) {
-	if cmd.FirstKey >= len(args) { // no key after all: nothing to route
-		t.DispatchFound(c, cmd, args[:len(args):len(args)], key)
-		return
+// route is cluster mode's step of Dispatch for cmd: a keyed command runs
+// only when its keys share a slot this node serves now, else it is
+// forwarded to the slot's owner or answered where the slot is. It returns
+// the slot it holds for the command (the caller releases it after the
+// command ran), -1 when it holds none (a command without keys, or one
+// queued in MULTI), and false when it has answered the command itself.
+func (t *Table) route(c *Client, cmd *Command, args [][]byte) (int, bool) {
+	if cmd.FirstKey == 0 || cmd.FirstKey >= len(args) {
+		if cmd.FirstKey == 0 {
+			c.asking = false // ASKING holds for the next command only
+		}
+		return -1, true
 	}
 	slot, ok := keysSlot(cmd, args)
 	if !ok {
 		t.refuse(c, cmd, errCrossSlot)
-		return
+		return -1, false
 	}
 	asking := c.asking
 	c.asking = false
 	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
 		if c.multiSlot >= 0 && c.multiSlot != slot {
 			t.refuse(c, cmd, errCrossSlot)
-			return
+			return -1, false
 		}
 		if r, addr := t.router.Peek(slot); r != RouteLocal {
 			t.refuse(c, cmd, routeError(r, slot, addr))
-			return
+			return -1, false
 		}
 		c.multiSlot = slot
-		c.enqueue(cmd, args)
-		return
+		return -1, true
 	}
 	r, addr := t.router.Acquire(slot)
-	if r != RouteLocal {
-		// A command after ASKING is not forwarded: it may be a forwarded
-		// one already.
-		if r == RouteMoved && !asking {
-			if reply, err := t.router.Forward(addr, args); err == nil && reply != nil {
-				c.stats.calls[cmd.id].Add(1)
-				c.W.WriteRaw(reply)
-				return
-			}
-		}
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(routeError(r, slot, addr))
-		return
+	if r == RouteLocal {
+		return slot, true
 	}
-	c.expect.Expect(key)
-	t.call(c, cmd, args)
-	c.expect.Expect(ahead.Hint{})
-	t.router.Release(slot)
+	// A command after ASKING is not forwarded: it may be a forwarded one
+	// already.
+	if r == RouteMoved && !asking {
+		if reply, err := t.router.Forward(addr, args); err == nil && reply != nil {
+			c.stats.calls[cmd.id].Add(1)
+			c.W.WriteRaw(reply)
+			return -1, false
+		}
+	}
+	t.refuse(c, cmd, routeError(r, slot, addr))
+	return -1, false
 }
 
 // acquire holds slot for a command, or answers where it is served.
@@ -135,7 +134,7 @@ func routeError(r Route, slot int, addr string) string {
 	return errClusterDown
 }
 
-func readWrite(c *Client, _ [][]byte) {
+func readWrite(c *Client, _ *Request) {
 	if c.table.router == nil {
 		c.fail(errClusterDisabled)
 		return
@@ -143,7 +142,7 @@ func readWrite(c *Client, _ [][]byte) {
 	c.writeOK()
 }
 
-func asking(c *Client, _ [][]byte) {
+func asking(c *Client, _ *Request) {
 	if c.table.router == nil {
 		c.fail(errClusterDisabled)
 		return
@@ -162,12 +161,12 @@ var clusterSubs = map[string]struct {
 	arity  int // counting CLUSTER and the subcommand; -n at least n
 	local  bool
 	member bool
-	run    func(c *Client, args [][]byte)
+	run    func(c *Client, req *Request)
 }{
 	"keyslot":         {3, true, false, clusterKeySlot},
 	"countkeysinslot": {3, true, false, clusterCountKeys},
 	"getkeysinslot":   {4, true, false, clusterGetKeys},
-	"myid":            {2, false, false, func(c *Client, _ [][]byte) { c.W.WriteBulkString(c.table.router.Topology().MyID) }},
+	"myid":            {2, false, false, func(c *Client, _ *Request) { c.W.WriteBulkString(c.table.router.Topology().MyID) }},
 	"info":            {2, false, true, clusterInfo},
 	"slots":           {2, false, true, clusterSlots},
 	"shards":          {2, false, true, clusterShards},
@@ -177,7 +176,8 @@ var clusterSubs = map[string]struct {
 	"import":          {-3, false, true, clusterImport},
 }
 
-func cluster(c *Client, args [][]byte) {
+func cluster(c *Client, req *Request) {
+	args := req.Args
 	name := strings.ToLower(string(args[1]))
 	sub, ok := clusterSubs[name]
 	if !ok {
@@ -196,10 +196,11 @@ func cluster(c *Client, args [][]byte) {
 		c.fail(errLoading)
 		return
 	}
-	sub.run(c, args)
+	sub.run(c, req)
 }
 
-func clusterKeySlot(c *Client, args [][]byte) {
+func clusterKeySlot(c *Client, req *Request) {
+	args := req.Args
 	c.W.WriteInt(engine.Slot(args[2]))
 }
 
@@ -208,7 +209,8 @@ func parseSlot(b []byte) (int, bool) {
 	return n, err == nil && n >= 0 && n < engine.SlotCount
 }
 
-func clusterCountKeys(c *Client, args [][]byte) {
+func clusterCountKeys(c *Client, req *Request) {
+	args := req.Args
 	slot, ok := parseSlot(args[2])
 	if !ok {
 		c.fail(errInvalidSlot)
@@ -217,7 +219,8 @@ func clusterCountKeys(c *Client, args [][]byte) {
 	c.W.WriteInt(c.view.CountKeysInSlot(slot))
 }
 
-func clusterGetKeys(c *Client, args [][]byte) {
+func clusterGetKeys(c *Client, req *Request) {
+	args := req.Args
 	slot, ok := parseSlot(args[2])
 	n, err := strconv.Atoi(string(args[3]))
 	if !ok || err != nil || n < 0 {
@@ -232,7 +235,7 @@ func clusterGetKeys(c *Client, args [][]byte) {
 	}
 }
 
-func clusterInfo(c *Client, _ [][]byte) {
+func clusterInfo(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	state, size := "ok", 0
 	if top.SlotsOK < engine.SlotCount {
@@ -282,7 +285,7 @@ func slotRanges(top *ClusterTopology) []slotRange {
 
 // clusterSlots answers as Redis 7: per range, first and last slot, then
 // the owner as [ip, port, id, {metadata}].
-func clusterSlots(c *Client, _ [][]byte) {
+func clusterSlots(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	rs := slotRanges(&top)
 	c.W.WriteArray(len(rs))
@@ -300,7 +303,7 @@ func clusterSlots(c *Client, _ [][]byte) {
 
 // clusterShards answers as Redis 7: one shard per node (no replicas),
 // each a map of its slot ranges and its one node.
-func clusterShards(c *Client, _ [][]byte) {
+func clusterShards(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	c.W.WriteArray(len(top.Nodes))
 	for _, n := range top.Nodes {
@@ -334,7 +337,7 @@ func clusterShards(c *Client, _ [][]byte) {
 // clusterNodes answers as Redis 7, one line per node:
 // <id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
 // <config-epoch> <link-state> <slot ranges...>
-func clusterNodes(c *Client, _ [][]byte) {
+func clusterNodes(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	var b strings.Builder
 	for _, n := range top.Nodes {
@@ -356,7 +359,8 @@ func clusterNodes(c *Client, _ [][]byte) {
 }
 
 // clusterMeet is CLUSTER MEET ip port [cluster-bus-port].
-func clusterMeet(c *Client, args [][]byte) {
+func clusterMeet(c *Client, req *Request) {
+	args := req.Args
 	if len(args) > 5 {
 		c.fail(errArity("cluster|meet"))
 		return
@@ -381,7 +385,7 @@ func clusterMeet(c *Client, args [][]byte) {
 }
 
 // clusterLeave hands this node's slots to the others and leaves.
-func clusterLeave(c *Client, _ [][]byte) {
+func clusterLeave(c *Client, _ *Request) {
 	if err := c.table.router.Leave(); err != nil {
 		c.fail(errPrefix + err.Error())
 		return
@@ -390,7 +394,8 @@ func clusterLeave(c *Client, _ [][]byte) {
 }
 
 // clusterImport takes a peer's hand-off (see package cluster).
-func clusterImport(c *Client, args [][]byte) {
+func clusterImport(c *Client, req *Request) {
+	args := req.Args
 	if err := c.table.router.Import(args[2:]); err != nil {
 		c.fail(errImport(err))
 		return

@@ -2,7 +2,8 @@ package commands
 
 import "strings"
 
-func command(c *Client, args [][]byte) {
+func command(c *Client, req *Request) {
+	args := req.Args
 	t := c.table
 	if len(args) == 1 {
 		cmds := t.sorted()

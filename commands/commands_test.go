@@ -148,8 +148,8 @@ func TestReplies(t *testing.T) {
 	}{
 		{"readme", []string{"CL.THROTTLE", "user123", "15", "30", "60"}, ints(0, 16, 15, -1, 2)},
 		{"lower case name, plus sign", []string{"cl.throttle", "u2", "+15", "30", "60", "+1"}, ints(0, 16, 15, -1, 2)},
-		{"usage, too few", []string{"CL.THROTTLE", "k", "1", "2"}, errReply(errCellUsage)},
-		{"usage, too many", []string{"CL.THROTTLE", "k", "1", "2", "3", "4", "5"}, errReply(errCellUsage)},
+		{"usage, too few", []string{"CL.THROTTLE", "k", "1", "2"}, errReply(cellUsage)},
+		{"usage, too many", []string{"CL.THROTTLE", "k", "1", "2", "3", "4", "5"}, errReply(cellUsage)},
 		{"parse max_burst", []string{"CL.THROTTLE", "k", "1.5", "x", "3"}, errReply("Cell error: Store error: Couldn't parse as integer: 1.5")},
 		{"parse count", []string{"CL.THROTTLE", "k", "1", "abc", "x"}, errReply("Cell error: Store error: Couldn't parse as integer: abc")},
 		{"parse period empty", []string{"CL.THROTTLE", "k", "1", "2", ""}, errReply("Cell error: Store error: Couldn't parse as integer: ")},
@@ -491,7 +491,7 @@ func TestMultiQueueIsBounded(t *testing.T) {
 
 func TestPanicInHandlerIsAnErrorReply(t *testing.T) {
 	h := newHarness(t, "")
-	h.table.Register(Command{Name: "boom", Arity: 1, Handler: func(*Client, [][]byte) { panic("kaboom") }})
+	h.table.Register(Command{Name: "boom", Arity: 1, Handler: func(*Client, *Request) { panic("kaboom") }})
 	h.c = h.table.NewClient(ClientOptions{ID: 8, Writer: h.c.W, Authorized: true})
 	if got := h.do("BOOM"); got != errReply("ERR internal error in 'boom'") {
 		t.Fatalf("got %q", got)
@@ -791,28 +791,6 @@ func TestParseInt(t *testing.T) {
 	}
 }
 
-// Limiter arguments parse as Rust's i64::from_str (redis-cell): any number
-// of leading zeros, still nothing else.
-func TestParseLimiterInt(t *testing.T) {
-	good := map[string]int64{
-		"0": 0, "-0": 0, "+0": 0, "000": 0, "-000": 0, "+5": 5, "-5": -5, "007": 7, "-007": -7, "+007": 7,
-		"003153599999999999998":  3153599999999999998,
-		"0009223372036854775807": 1<<63 - 1, "-0009223372036854775808": -1 << 63,
-		strings.Repeat("0", 1000) + "42": 42,
-	}
-	for s, want := range good {
-		if got, ok := parseLimiterInt([]byte(s)); !ok || got != want {
-			t.Errorf("parseLimiterInt(%q) = %d, %v", s, got, ok)
-		}
-	}
-	for _, s := range []string{"", "+", "-", "+-1", "0-1", "00+1", "--1", "1.5", " 1", "1 ", "01 ", "0x10",
-		"9223372036854775808", "0009223372036854775808", "-09223372036854775809", "99999999999999999999", "00099999999999999999999"} {
-		if _, ok := parseLimiterInt([]byte(s)); ok {
-			t.Errorf("parseLimiterInt(%q) accepted", s)
-		}
-	}
-}
-
 func TestGlobMatch(t *testing.T) {
 	cases := []struct {
 		p, s string
@@ -831,34 +809,6 @@ func TestGlobMatch(t *testing.T) {
 	}
 }
 
-func TestLimiterOptions(t *testing.T) {
-	cases := []struct {
-		words     []string
-		exactOK   bool
-		cost      int64
-		ms, exact bool
-		ok        bool
-	}{
-		{nil, true, 1, false, false, true},
-		{[]string{"5"}, true, 5, false, false, true},
-		{[]string{"-2", "ms"}, true, -2, true, false, true},
-		{[]string{"EXACT", "Ms"}, true, 1, true, true, true},
-		{[]string{"ms", "exact", "3"}, true, 0, false, false, false},
-		{[]string{"exact"}, false, 0, false, false, false},
-		{[]string{"ms", "ms"}, true, 0, false, false, false},
-	}
-	for _, c := range cases {
-		args := make([][]byte, len(c.words))
-		for i, w := range c.words {
-			args[i] = []byte(w)
-		}
-		cost, ms, exact, ok := limiterOptions(args, c.exactOK)
-		if ok != c.ok || ok && (cost != c.cost || ms != c.ms || exact != c.exact) {
-			t.Errorf("%q: got %d %v %v %v", c.words, cost, ms, exact, ok)
-		}
-	}
-}
-
 // Every engine sentinel an argument can trigger has its own reply text.
 func TestEveryEngineErrorHasAText(t *testing.T) {
 	for _, e := range errorTexts {
@@ -870,6 +820,10 @@ func TestEveryEngineErrorHasAText(t *testing.T) {
 		t.Errorf("wrapped WRONGTYPE: %q", got)
 	}
 }
+
+// cellUsage is redis-cell's reply to CL.THROTTLE with too few or too many
+// arguments.
+const cellUsage = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
 
 func TestCopyArgs(t *testing.T) {
 	in := [][]byte{[]byte("a"), []byte("bc"), {}}

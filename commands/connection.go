@@ -38,7 +38,8 @@ func registerConnection(t *Table) {
 	}
 }
 
-func ping(c *Client, args [][]byte) {
+func ping(c *Client, req *Request) {
+	args := req.Args
 	if len(args) == 2 {
 		c.W.WriteBulk(args[1])
 		return
@@ -46,14 +47,15 @@ func ping(c *Client, args [][]byte) {
 	c.W.WriteString("PONG")
 }
 
-func echo(c *Client, args [][]byte) { c.W.WriteBulk(args[1]) }
+func echo(c *Client, req *Request) { c.W.WriteBulk(req.Args[1]) }
 
-func quit(c *Client, _ [][]byte) {
+func quit(c *Client, _ *Request) {
 	c.writeOK()
 	c.closeAfter = true
 }
 
-func selectDB(c *Client, args [][]byte) {
+func selectDB(c *Client, req *Request) {
+	args := req.Args
 	n, ok := parseInt(args[1])
 	switch {
 	case !ok:
@@ -65,7 +67,8 @@ func selectDB(c *Client, args [][]byte) {
 	}
 }
 
-func auth(c *Client, args [][]byte) {
+func auth(c *Client, req *Request) {
+	args := req.Args
 	var user, pass []byte
 	hasUser := len(args) == 3
 	if hasUser {
@@ -86,7 +89,8 @@ func auth(c *Client, args [][]byte) {
 	c.writeOK()
 }
 
-func hello(c *Client, args [][]byte) {
+func hello(c *Client, req *Request) {
+	args := req.Args
 	proto := c.resp
 	i := 1
 	if len(args) > 1 {
@@ -166,7 +170,8 @@ func validClientName(b []byte) bool {
 	return true
 }
 
-func client(c *Client, args [][]byte) {
+func client(c *Client, req *Request) {
+	args := req.Args
 	sub := args[1]
 	n := len(args)
 	switch {

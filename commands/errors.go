@@ -14,7 +14,6 @@ const (
 	errCellPrefix = "Cell error: Store error: "
 
 	// redis-cell's own texts (no ERR prefix).
-	errCellUsage      = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
 	errCellParseInt   = "Cell error: Store error: Couldn't parse as integer: "
 	errCellZeroRate   = "Cell error: Store error: Zero rates are not supported"
 	errCellNegBurst   = "Cell error: Store error: max_burst must not be negative"
@@ -41,7 +40,6 @@ const (
 
 	// ML.THROTTLE.
 	errMLCount   = "ERR numlimits does not match the number of limits given"
-	errMLKind    = "ERR unknown limit kind: each limit starts with CL, TB, SW or FW"
 	errMLShort   = "ERR wrong number of arguments for a limit of 'ml.throttle'"
 	errMLDupKey  = "ERR the same key appears twice in one 'ml.throttle' call"
 	errGetKeys   = "ERR Invalid command specified"

@@ -34,7 +34,7 @@ var stateRangeErrors = map[string]bool{
 func argErrors(cmd string, words []string) map[string]bool {
 	ok := map[string]bool{errWrongType: true}
 	if cmd == "CL.THROTTLE" {
-		for _, e := range []string{errCellUsage, errCellZeroRate, errCellNegBurst, errCellNegCount,
+		for _, e := range []string{cellUsage, errCellZeroRate, errCellNegBurst, errCellNegCount,
 			errCellNegPeriod, errCellBurstRange, errCellPeriodRng, errCellQtyRange} {
 			ok[e] = true
 		}

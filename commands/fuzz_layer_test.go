@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // layerKeys are the keys FuzzCommandLayer works on: few, so that commands
@@ -26,8 +27,8 @@ var (
 type layerOp struct {
 	words   []string
 	key     string
-	kind    engine.Kind // a limiter command's kind, KindNone otherwise
-	limit   int64       // a limiter command's limit
+	kind    limiter.Kind // a limiter command's kind, KindNone otherwise
+	limit   int64        // a limiter command's limit
 	cost    int64
 	gcra    [2]int64 // CL.THROTTLE: T and τ in ns, as docs/commands.md 4.1 derives them
 	control bool     // MULTI, EXEC, DISCARD
@@ -56,7 +57,7 @@ func decodeOp(r *byteReader, now int64) layerOp {
 	case 0, 1, 2: // CL.THROTTLE key max_burst count period [quantity]
 		burst, count, period := int64(r.next()%10), int64(1+r.next()%10), pick(r, layerSecs)
 		o := layerOp{words: []string{"CL.THROTTLE", key, itoa(burst), itoa(count), itoa(period)},
-			key: key, kind: engine.KindGCRA, limit: burst + 1, cost: 1}
+			key: key, kind: limiter.KindGCRA, limit: burst + 1, cost: 1}
 		if q := r.next(); q&1 == 1 {
 			o.cost = pick(r, layerCosts)
 			o.words = append(o.words, itoa(o.cost))
@@ -74,13 +75,13 @@ func decodeOp(r *byteReader, now int64) layerOp {
 		}
 		switch {
 		case op <= 5: // TB.TAKE key capacity refill period
-			o = layerOp{kind: engine.KindTokenBucket, limit: int64(1 + r.next()%10)}
+			o = layerOp{kind: limiter.KindTokenBucket, limit: int64(1 + r.next()%10)}
 			o.words = []string{"TB.TAKE", key, itoa(o.limit), itoa(int64(1 + r.next()%5)), itoa(pick(r, times))}
 		case op <= 8: // SW.HIT key limit window
-			o = layerOp{kind: engine.KindSlidingWindow, limit: int64(1 + r.next()%10)}
+			o = layerOp{kind: limiter.KindSlidingWindow, limit: int64(1 + r.next()%10)}
 			o.words = []string{"SW.HIT", key, itoa(o.limit), itoa(pick(r, times))}
 		default: // FW.INCR key limit window
-			o = layerOp{kind: engine.KindFixedWindow, limit: int64(1 + r.next()%10)}
+			o = layerOp{kind: limiter.KindFixedWindow, limit: int64(1 + r.next()%10)}
 			o.words = []string{"FW.INCR", key, itoa(o.limit), itoa(pick(r, times))}
 		}
 		o.key, o.cost = key, 1
@@ -88,8 +89,8 @@ func decodeOp(r *byteReader, now int64) layerOp {
 			o.cost = pick(r, layerCosts)
 			o.words = append(o.words, itoa(o.cost))
 		}
-		if o.kind == engine.KindSlidingWindow && flags&4 == 4 {
-			o.kind = engine.KindSlidingLog
+		if o.kind == limiter.KindSlidingWindow && flags&4 == 4 {
+			o.kind = limiter.KindSlidingLog
 			o.words = append(o.words, "exact")
 		}
 		if ms {
@@ -170,8 +171,8 @@ func FuzzCommandLayer(f *testing.F) {
 		for n := 0; len(r.b) > 0 && n < 200; n++ {
 			o := decodeOp(r, clock.Now())
 			before := keyState(eng, o.key)
-			kindBefore := eng.Type([]byte(o.key))
-			tat, hadTAT, _ := eng.Get([]byte(o.key))
+			kindBefore := eng.Type([]byte(o.key), nil)
+			tat, hadTAT, _ := eng.Get([]byte(o.key), nil)
 			reply := h.do(o.words...)
 			wild = wild || extremeClock(clock.Now())
 			noPanics(t, h, reply)
@@ -193,9 +194,9 @@ func FuzzCommandLayer(f *testing.F) {
 				}
 			case o.control:
 				checkControl(t, o, v, &inMulti, &multiFailed, &queued, wild)
-			case o.kind != engine.KindNone:
+			case o.kind != limiter.KindNone:
 				after := keyState(eng, o.key)
-				if kindBefore != engine.KindNone && kindBefore != o.kind {
+				if kindBefore != limiter.KindNone && kindBefore != o.kind {
 					if v != respErr(errWrongType) || after != before {
 						t.Fatalf("%q on a %s key: %q, key %s -> %s", o.words, kindBefore.TypeName(), reply, before, after)
 					}
@@ -210,24 +211,24 @@ func FuzzCommandLayer(f *testing.F) {
 					break
 				}
 				res := checkLimiterReply(t, o, v)
-				if res[0] == 1 || o.cost == 0 && o.kind != engine.KindGCRA {
+				if res[0] == 1 || o.cost == 0 && o.kind != limiter.KindGCRA {
 					if after != before {
 						t.Fatalf("%q replied %v but changed the key:\n before %s\n after  %s", o.words, res, before, after)
 					}
 				}
 				exists := after != ""
-				if res[0] == 0 && o.cost != 0 && o.kind != engine.KindGCRA && o.kind != engine.KindSlidingLog &&
+				if res[0] == 0 && o.cost != 0 && o.kind != limiter.KindGCRA && o.kind != limiter.KindSlidingLog &&
 					(exists != (res[2] < res[1]) || exists != (res[4] > 0)) {
 					t.Fatalf("%q replied %v but the key exists: %v (%s)", o.words, res, exists, after)
 				}
-				if o.kind == engine.KindGCRA {
+				if o.kind == limiter.KindGCRA {
 					checkGCRA(t, eng, o, res, tat, hadTAT, clock.Now())
 				}
 			default:
 				checkKeyspace(t, o, v, kindBefore, true)
 			}
 			for _, k := range layerKeys {
-				if ms := eng.PTTL([]byte(k)); ms < 0 && ms != -2 {
+				if ms := eng.PTTL([]byte(k), nil); ms < 0 && ms != -2 {
 					t.Fatalf("after %q: PTTL %s = %d", o.words, k, ms)
 				}
 			}
@@ -248,9 +249,9 @@ func extremeClock(now int64) bool {
 // and 5.1).
 func rangeError(o layerOp, e string) bool {
 	switch o.kind {
-	case engine.KindGCRA:
+	case limiter.KindGCRA:
 		return e == errCellQtyRange
-	case engine.KindTokenBucket:
+	case limiter.KindTokenBucket:
 		return e == errRange("period")
 	}
 	return e == errRange("window")
@@ -267,11 +268,11 @@ func checkLimiterReply(t *testing.T, o layerOp, v any) [5]int64 {
 	switch {
 	case limited != 0 && limited != 1, limit != o.limit, reset < 0:
 		t.Fatalf("%q: reply %v out of bounds", o.words, res)
-	case remaining > limit || remaining < 0 && !(o.kind == engine.KindGCRA && remaining == -1):
+	case remaining > limit || remaining < 0 && !(o.kind == limiter.KindGCRA && remaining == -1):
 		t.Fatalf("%q: remaining %d outside [0, %d]", o.words, remaining, limit)
 	case limited == 0 && retry != -1, o.cost > o.limit && retry != -1:
 		t.Fatalf("%q: reply %v: retry_after must be -1", o.words, res)
-	case limited == 1 && o.cost <= o.limit && o.kind != engine.KindGCRA && retry < 1:
+	case limited == 1 && o.cost <= o.limit && o.kind != limiter.KindGCRA && retry < 1:
 		t.Fatalf("%q: limited with retry_after %d", o.words, retry)
 	case limited == 1 && o.cost <= o.limit && retry < 0:
 		t.Fatalf("%q: limited with retry_after %d", o.words, retry)
@@ -287,7 +288,7 @@ func checkLimiterReply(t *testing.T, o layerOp, v any) [5]int64 {
 func checkGCRA(t *testing.T, eng *engine.Engine, o layerOp, res [5]int64, tatBefore int64, had bool, now int64) {
 	t.Helper()
 	interval, tau := o.gcra[0], o.gcra[1]
-	tat, ok, err := eng.Get([]byte(o.key))
+	tat, ok, err := eng.Get([]byte(o.key), nil)
 	if err != nil {
 		t.Fatalf("%q: GET after: %v", o.words, err)
 	}
@@ -355,8 +356,8 @@ func checkControl(t *testing.T, o layerOp, v any, inMulti, failed *bool, queued 
 				t.Fatalf("EXEC of %d commands: %#v", len(ops), v)
 			}
 			for i, q := range ops {
-				if q.kind == engine.KindNone {
-					checkKeyspace(t, q, a[i], engine.KindNone, false)
+				if q.kind == limiter.KindNone {
+					checkKeyspace(t, q, a[i], limiter.KindNone, false)
 					continue
 				}
 				if e, ok := a[i].(respErr); ok && (e == errWrongType || wild && rangeError(q, string(e))) {
@@ -372,32 +373,32 @@ func checkControl(t *testing.T, o layerOp, v any, inMulti, failed *bool, queued 
 // checkKeyspace checks the reply of DEL, GET, TYPE, PTTL, TTL and DEBUG
 // CLOCK; kind is the key's kind at the instant of the command when known
 // is true (not inside EXEC).
-func checkKeyspace(t *testing.T, o layerOp, v any, kind engine.Kind, known bool) {
+func checkKeyspace(t *testing.T, o layerOp, v any, kind limiter.Kind, known bool) {
 	t.Helper()
 	bad := false
 	switch o.words[0] {
 	case "DEL":
 		n, ok := v.(int64)
-		bad = !ok || n != 0 && n != 1 || known && (n == 1) != (kind != engine.KindNone)
+		bad = !ok || n != 0 && n != 1 || known && (n == 1) != (kind != limiter.KindNone)
 	case "GET":
 		switch x := v.(type) {
 		case nil:
-			bad = known && kind != engine.KindNone
+			bad = known && kind != limiter.KindNone
 		case []byte:
 			_, err := strconv.ParseInt(string(x), 10, 64)
-			bad = err != nil || known && kind != engine.KindGCRA
+			bad = err != nil || known && kind != limiter.KindGCRA
 		case respErr:
-			bad = x != errWrongType || known && (kind == engine.KindGCRA || kind == engine.KindNone)
+			bad = x != errWrongType || known && (kind == limiter.KindGCRA || kind == limiter.KindNone)
 		default:
 			bad = true
 		}
 	case "TYPE":
 		s, _ := v.(string)
-		_, ok := engine.KindByTypeName(s)
+		_, ok := limiter.KindByTypeName(s)
 		bad = !ok && s != "none" || known && s != kind.TypeName()
 	case "PTTL", "TTL":
 		n, ok := v.(int64)
-		bad = !ok || n < 0 && n != -2 || known && (n == -2) != (kind == engine.KindNone)
+		bad = !ok || n < 0 && n != -2 || known && (n == -2) != (kind == limiter.KindNone)
 	case "DEBUG": // ADVANCE past the 64-bit range is refused
 		bad = v != "OK" && !(o.words[2] == "ADVANCE" && v == respErr(errClockRange))
 	}

@@ -3,7 +3,7 @@ package commands
 import (
 	"strconv"
 
-	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 func registerKeyspace(t *Table) {
@@ -50,32 +50,38 @@ func registerKeyspace(t *Table) {
 var flushMode = Arg{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
 	{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}
 
-func delKeys(c *Client, args [][]byte) {
+func delKeys(c *Client, req *Request) {
+	args := req.Args
 	var n int64
 	for _, k := range args[1:] {
-		if c.view.Del(k) {
+		if c.view.Del(k, &req.At) {
 			n++
 		}
 	}
 	c.W.WriteInt64(n)
 }
 
-func existsKeys(c *Client, args [][]byte) {
+func existsKeys(c *Client, req *Request) {
+	args := req.Args
 	var n int64
 	for _, k := range args[1:] {
-		if c.view.Exists(k) {
+		if c.view.Exists(k, &req.At) {
 			n++
 		}
 	}
 	c.W.WriteInt64(n)
 }
 
-func typeKey(c *Client, args [][]byte) { c.W.WriteString(c.view.Type(args[1]).TypeName()) }
+func typeKey(c *Client, req *Request) {
+	args := req.Args
+	c.W.WriteString(c.view.Type(args[1], &req.At).TypeName())
+}
 
-func pttlKey(c *Client, args [][]byte) { c.W.WriteInt64(c.view.PTTL(args[1])) }
+func pttlKey(c *Client, req *Request) { c.W.WriteInt64(c.view.PTTL(req.Args[1], &req.At)) }
 
-func ttlKey(c *Client, args [][]byte) {
-	ms := c.view.PTTL(args[1])
+func ttlKey(c *Client, req *Request) {
+	args := req.Args
+	ms := c.view.PTTL(args[1], &req.At)
 	if ms < 0 {
 		c.W.WriteInt64(ms)
 		return
@@ -83,8 +89,9 @@ func ttlKey(c *Client, args [][]byte) {
 	c.W.WriteInt64((ms + 500) / 1000) // Redis rounds TTL to the nearest second
 }
 
-func getKey(c *Client, args [][]byte) {
-	tat, ok, err := c.view.Get(args[1])
+func getKey(c *Client, req *Request) {
+	args := req.Args
+	tat, ok, err := c.view.Get(args[1], &req.At)
 	switch {
 	case err != nil:
 		c.fail(errorText(err, false))
@@ -96,9 +103,10 @@ func getKey(c *Client, args [][]byte) {
 	}
 }
 
-func keysCmd(c *Client, args [][]byte) {
+func keysCmd(c *Client, req *Request) {
+	args := req.Args
 	var out [][]byte
-	c.view.Keys(matcher(args[1]), engine.KindNone, func(k []byte) { out = append(out, k) })
+	c.view.Keys(matcher(args[1]), limiter.KindNone, func(k []byte) { out = append(out, k) })
 	c.W.WriteArray(len(out))
 	for _, k := range out {
 		c.W.WriteBulk(k)
@@ -114,7 +122,8 @@ func matcher(pattern []byte) func([]byte) bool {
 	return func(k []byte) bool { return globMatch(p, k) }
 }
 
-func scanCmd(c *Client, args [][]byte) {
+func scanCmd(c *Client, req *Request) {
+	args := req.Args
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
 		c.fail(errInvalidCursor)
@@ -122,7 +131,7 @@ func scanCmd(c *Client, args [][]byte) {
 	}
 	count := 10
 	var keep func([]byte) bool
-	want := engine.KindNone
+	want := limiter.KindNone
 	typeGiven := false
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
@@ -146,7 +155,7 @@ func scanCmd(c *Client, args [][]byte) {
 			count = int(min(n, 1<<20))
 		case equalFold(args[i], "type"):
 			typeGiven = true
-			want, _ = engine.KindByTypeName(string(v))
+			want, _ = limiter.KindByTypeName(string(v))
 		default:
 			c.fail(errSyntax)
 			return
@@ -154,7 +163,7 @@ func scanCmd(c *Client, args [][]byte) {
 	}
 	var keys [][]byte
 	next := uint64(0)
-	if !typeGiven || want != engine.KindNone { // an unknown TYPE matches nothing
+	if !typeGiven || want != limiter.KindNone { // an unknown TYPE matches nothing
 		next, keys = c.view.Scan(cursor, count, keep, want)
 	}
 	c.W.WriteArray(2)
@@ -165,9 +174,10 @@ func scanCmd(c *Client, args [][]byte) {
 	}
 }
 
-func dbsize(c *Client, _ [][]byte) { c.W.WriteInt64(c.view.DBSize()) }
+func dbsize(c *Client, _ *Request) { c.W.WriteInt64(c.view.DBSize()) }
 
-func flush(c *Client, args [][]byte) {
+func flush(c *Client, req *Request) {
+	args := req.Args
 	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
 		c.fail(errSyntax)
 		return

@@ -33,7 +33,7 @@ const (
 // the requests of a batch.
 const streamFlushAt = 64 << 10
 
-func multi(c *Client, _ [][]byte) {
+func multi(c *Client, _ *Request) {
 	if c.multi {
 		c.fail(errMultiNested)
 		return
@@ -43,7 +43,7 @@ func multi(c *Client, _ [][]byte) {
 	c.writeOK()
 }
 
-func discard(c *Client, _ [][]byte) {
+func discard(c *Client, _ *Request) {
 	if !c.multi {
 		c.fail(errDiscardNo)
 		return
@@ -71,7 +71,7 @@ func discard(c *Client, _ [][]byte) {
 // nothing else is different. No lock is held while the reply is encoded
 // or written, so a transaction of slow commands delays no other client,
 // and EXEC never holds its whole reply.
-func exec(c *Client, _ [][]byte) {
+func exec(c *Client, _ *Request) {
 	if !c.multi {
 		c.fail(errExecNoMulti)
 		return
@@ -113,7 +113,7 @@ func exec(c *Client, _ [][]byte) {
 			defer func() { c.view, c.W, c.inExec = own, out, false }()
 			for i, q := range queue {
 				if !q.cmd.deferred() {
-					c.table.call(c, q.cmd, q.args)
+					c.table.call(c, &Request{Cmd: q.cmd, Args: q.args})
 				}
 				ends[i] = side.Len()
 			}
@@ -122,7 +122,7 @@ func exec(c *Client, _ [][]byte) {
 	start := 0
 	for i, q := range queue {
 		if q.cmd.deferred() {
-			c.table.call(c, q.cmd, q.args)
+			c.table.call(c, &Request{Cmd: q.cmd, Args: q.args})
 		} else {
 			out.WriteRaw(side.b[start:ends[i]])
 			start = ends[i]

@@ -1,74 +1,54 @@
 package commands
 
 import (
-	"github.com/cellserver/cellserver/engine"
+	"strings"
+
 	"github.com/cellserver/cellserver/limiter"
 )
 
 // ML.THROTTLE numlimits kind key args… [kind key args… …] applies several
-// limits all or nothing (engine.View.ApplyAll). Each limit is a kind word
-// followed by the arguments of that kind's own command:
-//
-//	CL key max_burst count period [quantity]
-//	TB key capacity refill period [cost] [MS]
-//	SW key limit window [cost] [EXACT] [MS]
-//	FW key limit window [cost] [MS]
-//
-// The reply is an array: the 1-based index of the first limit that refused
-// (0 when all allowed), then one five-integer array per limit.
+// limits all or nothing (engine.View.ApplyAll). Each limit is a kind's
+// ML.THROTTLE word (its row of limiter.Kinds: CL, TB, SW, FW) followed by
+// the arguments of that kind's own command, parsed by the same
+// limiter.Parse. The reply is an array: the 1-based index of the first
+// limit that refused (0 when all allowed), then one five-integer array
+// per limit.
 
 func registerMultiLimit(t *Table) {
+	var kinds []Arg
+	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
+		if spec := k.Spec(); k.Base() {
+			kinds = append(kinds, Arg{Name: spec.Word, Type: "block", Token: strings.ToUpper(spec.Word),
+				Args: append([]Arg{{Name: "key", Type: "key"}}, limiterArgs(spec)...)})
+		}
+	}
 	t.Register(Command{
 		Name: "ml.throttle", Arity: -6, Flags: FlagWrite | FlagMovableKeys,
 		FirstKey: 3, LastKey: 3, Step: 1, Keys: mlKeys,
 		Group: "rate-limit", Since: "1.1.0", Complexity: "O(N) for N limits",
 		Summary: "Applies several limits of any kinds all or nothing: if one refuses, none is charged.",
-		Args: []Arg{{Name: "numlimits", Type: "integer"}, {Name: "limit", Type: "oneof", Multiple: true, Args: []Arg{
-			{Name: "cl", Type: "block", Token: "CL", Args: []Arg{{Name: "key", Type: "key"},
-				{Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"}, {Name: "period", Type: "integer"},
-				{Name: "quantity", Type: "integer", Optional: true}}},
-			{Name: "tb", Type: "block", Token: "TB", Args: []Arg{{Name: "key", Type: "key"},
-				{Name: "capacity", Type: "integer"}, {Name: "refill", Type: "integer"}, {Name: "period", Type: "integer"},
-				{Name: "cost", Type: "integer", Optional: true}, {Name: "ms", Type: "pure-token", Token: "MS", Optional: true}}},
-			{Name: "sw", Type: "block", Token: "SW", Args: []Arg{{Name: "key", Type: "key"},
-				{Name: "limit", Type: "integer"}, {Name: "window", Type: "integer"},
-				{Name: "cost", Type: "integer", Optional: true}, {Name: "exact", Type: "pure-token", Token: "EXACT", Optional: true},
-				{Name: "ms", Type: "pure-token", Token: "MS", Optional: true}}},
-			{Name: "fw", Type: "block", Token: "FW", Args: []Arg{{Name: "key", Type: "key"},
-				{Name: "limit", Type: "integer"}, {Name: "window", Type: "integer"},
-				{Name: "cost", Type: "integer", Optional: true}, {Name: "ms", Type: "pure-token", Token: "MS", Optional: true}}},
-		}}},
+		Args:    []Arg{{Name: "numlimits", Type: "integer"}, {Name: "limit", Type: "oneof", Multiple: true, Args: kinds}},
 		Handler: mlThrottle,
 	})
 }
 
-// mlKinds is the kind words of ML.THROTTLE: the kind each names and how
-// many integers follow its key before the optional words.
-var mlKinds = []struct {
-	word string
-	kind engine.Kind
-	ints int
-}{
-	{"cl", engine.KindGCRA, 3},
-	{"tb", engine.KindTokenBucket, 3},
-	{"sw", engine.KindSlidingWindow, 2},
-	{"fw", engine.KindFixedWindow, 2},
-}
-
-// mlKind returns the row of mlKinds that w names, or -1.
-func mlKind(w []byte) int {
-	for i, k := range mlKinds {
-		if equalFold(w, k.word) {
-			return i
+// errMLKind is the reply to a limit that starts with no kind's word: it
+// names every kind's word, from limiter.Kinds.
+var errMLKind = func() string {
+	var words []string
+	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
+		if k.Base() {
+			words = append(words, strings.ToUpper(k.Spec().Word))
 		}
 	}
-	return -1
-}
+	last := len(words) - 1
+	return "ERR unknown limit kind: each limit starts with " + strings.Join(words[:last], ", ") + " or " + words[last]
+}()
 
-// mlSpan is one limit of ML.THROTTLE: its kind's row and its words, the
-// key first.
+// mlSpan is one limit of ML.THROTTLE: its kind and its words, the key
+// first.
 type mlSpan struct {
-	kind  int
+	kind  limiter.Kind
 	words [][]byte
 }
 
@@ -89,15 +69,18 @@ func mlSplit(args [][]byte) ([]mlSpan, string) {
 	}
 	spans := make([]mlSpan, 0, n)
 	for i := 2; i < len(args); {
-		k := mlKind(args[i])
-		if k < 0 {
+		k, ok := limiter.KindByWord(args[i])
+		if !ok {
 			return nil, errMLKind
 		}
-		end := i + 2 + mlKinds[k].ints // past the key and the integers
+		end := i + 2 + len(k.Spec().Params) // past the key and the integers
 		if end > len(args) {
 			return nil, errMLShort
 		}
-		for end < len(args) && mlKind(args[end]) < 0 {
+		for end < len(args) {
+			if _, isKind := limiter.KindByWord(args[end]); isKind {
+				break
+			}
 			end++
 		}
 		spans = append(spans, mlSpan{kind: k, words: args[i+1 : end]})
@@ -120,56 +103,22 @@ func mlKeys(args [][]byte) [][]byte {
 	return keys
 }
 
-// mlRequest parses and validates one limit.
-func mlRequest(s mlSpan) (engine.Request, string) {
-	row := mlKinds[s.kind]
-	r := engine.Request{Key: s.words[0], Kind: row.kind}
-	var n [3]int64
-	for i := range row.ints {
-		v, ok := parseInt(s.words[1+i])
-		if !ok {
-			return r, errNotInteger
-		}
-		n[i] = v
-	}
-	cost, ms, exact, ok := limiterOptions(s.words[1+row.ints:], row.kind == engine.KindSlidingWindow)
-	if !ok || row.kind == engine.KindGCRA && ms {
-		return r, errSyntax
-	}
-	var err error
-	switch row.kind {
-	case engine.KindGCRA:
-		r.GCRA, err = limiter.GCRARequest{MaxBurst: n[0], Count: n[1], Period: n[2], Quantity: cost}.Params()
-	case engine.KindTokenBucket:
-		r.TokenBucket = limiter.TokenBucketRequest{Capacity: n[0], Refill: n[1], Period: n[2], Cost: cost, Millis: ms}
-		err = r.TokenBucket.Validate()
-	case engine.KindSlidingWindow:
-		r.SlidingWindow = limiter.SlidingWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Exact: exact, Millis: ms}
-		err = r.SlidingWindow.Validate()
-	case engine.KindFixedWindow:
-		r.FixedWindow = limiter.FixedWindowRequest{Limit: n[0], Window: n[1], Cost: cost, Millis: ms}
-		err = r.FixedWindow.Validate()
-	}
-	if err != nil {
-		return r, errorText(err, false)
-	}
-	return r, ""
-}
-
-func mlThrottle(c *Client, args [][]byte) {
-	spans, msg := mlSplit(args)
+func mlThrottle(c *Client, req *Request) {
+	spans, msg := mlSplit(req.Args)
 	if msg != "" {
 		c.fail(msg)
 		return
 	}
-	reqs := make([]engine.Request, len(spans))
+	keys := make([][]byte, len(spans))
+	reqs := make([]limiter.Request, len(spans))
 	for i, s := range spans {
-		if reqs[i], msg = mlRequest(s); msg != "" {
-			c.fail(msg)
+		keys[i] = s.words[0]
+		if err := limiter.Parse(s.kind, s.words[1:], &reqs[i]); err != nil {
+			c.fail(errorText(err, false))
 			return
 		}
 	}
-	res, first, err := c.view.ApplyAll(reqs)
+	res, first, err := c.view.ApplyAll(keys, reqs)
 	if err != nil {
 		c.fail(errorText(err, false))
 		return
@@ -177,6 +126,9 @@ func mlThrottle(c *Client, args [][]byte) {
 	c.W.WriteArray(len(res) + 1)
 	c.W.WriteInt(first)
 	for _, r := range res {
+		if r.Limited {
+			c.stats.countLimited(req.Cmd)
+		}
 		c.writeResult(r)
 	}
 }

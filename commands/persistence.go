@@ -79,7 +79,7 @@ func registerPersistence(t *Table) {
 	}
 }
 
-func save(c *Client, _ [][]byte) {
+func save(c *Client, _ *Request) {
 	p := c.host.Persistence()
 	if p == nil {
 		c.fail(errNoPersistence)
@@ -94,7 +94,8 @@ func save(c *Client, _ [][]byte) {
 	c.writeOK()
 }
 
-func bgsave(c *Client, args [][]byte) {
+func bgsave(c *Client, req *Request) {
+	args := req.Args
 	schedule := false
 	if len(args) == 2 {
 		if !equalFold(args[1], "schedule") {
@@ -124,7 +125,8 @@ func bgsave(c *Client, args [][]byte) {
 // backup answers BACKUP <path>. The snapshot and the copy run on the
 // calling connection's goroutine, which holds no lock meanwhile (BACKUP is
 // never queued in MULTI): other clients are served throughout.
-func backup(c *Client, args [][]byte) {
+func backup(c *Client, req *Request) {
+	args := req.Args
 	p := c.host.Persistence()
 	if p == nil {
 		c.fail(errNoPersistence)
@@ -149,7 +151,7 @@ func backup(c *Client, args [][]byte) {
 	}
 }
 
-func lastsave(c *Client, _ [][]byte) {
+func lastsave(c *Client, _ *Request) {
 	if p := c.host.Persistence(); p != nil {
 		c.W.WriteInt64(p.LastSave().Unix())
 		return

@@ -77,9 +77,6 @@ func (c *Client) writeResult(r limiter.Result) {
 	b := append(c.W.b, "*5\r\n:0\r\n:"...)
 	if r.Limited {
 		b[len(b)-4] = '1'
-		if c.cur != nil {
-			c.stats.countLimited(c.cur)
-		}
 	}
 	b = strconv.AppendInt(b, r.Limit, 10)
 	b = append(b, "\r\n:"...)

@@ -154,7 +154,7 @@ func TestDecodeReply(t *testing.T) {
 func keyState(eng *engine.Engine, key string) string {
 	for _, r := range eng.NewView().ExportSlot(engine.Slot([]byte(key))) {
 		if string(r.Key) == key {
-			return fmt.Sprintf("%s exp=%d a=%d b=%d c=%d hits=%v", r.Kind.TypeName(), r.ExpireMs, r.A, r.B, r.C, r.Hits)
+			return fmt.Sprintf("%s exp=%d a=%d b=%d c=%d hits=%v", r.Kind.TypeName(), r.ExpireMs, r.Words[0], r.Words[1], r.Words[2], r.Hits)
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // ErrUnknownSetting is what Host.ConfigSet returns (wrapped or not) for a
@@ -60,14 +61,15 @@ func registerDebug(t *Table, localOnly bool) {
 		Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}})
 }
 
-func timeCmd(c *Client, _ [][]byte) {
+func timeCmd(c *Client, _ *Request) {
 	now := c.host.Engine().Clock().Now()
 	c.W.WriteArray(2)
 	c.W.WriteBulkString(strconv.FormatInt(now/1e9, 10))
 	c.W.WriteBulkString(strconv.FormatInt(now%1e9/1e3, 10))
 }
 
-func shutdown(c *Client, args [][]byte) {
+func shutdown(c *Client, req *Request) {
+	args := req.Args
 	save, _, ok := shutdownSave(args)
 	if !ok {
 		c.fail(errSyntax)
@@ -90,7 +92,8 @@ func shutdown(c *Client, args [][]byte) {
 	c.closeAfter = true // Redis replies nothing: the connection just closes
 }
 
-func debug(c *Client, args [][]byte) {
+func debug(c *Client, req *Request) {
+	args := req.Args
 	clock := c.host.DebugClock()
 	if equalFold(args[1], "help") && len(args) == 2 {
 		c.writeHelp("DEBUG",
@@ -143,7 +146,8 @@ func debug(c *Client, args [][]byte) {
 	}
 }
 
-func config(c *Client, args [][]byte) {
+func config(c *Client, req *Request) {
+	args := req.Args
 	sub := args[1]
 	switch {
 	case equalFold(sub, "get") && len(args) >= 3:
@@ -226,7 +230,8 @@ var infoSections = []struct {
 	{"keyspace", true, infoKeyspace},
 }
 
-func info(c *Client, args [][]byte) {
+func info(c *Client, req *Request) {
+	args := req.Args
 	// Only the names INFO knows are kept, so that a request of a million
 	// names costs no more memory than one of each.
 	want := map[string]bool{}
@@ -350,7 +355,7 @@ func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stat
 
 func infoLimiter(c *Client, b *strings.Builder, _ HostStats, es engine.Stats) {
 	field(b, "shards", c.host.Engine().Shards())
-	for k := range engine.Kind(engine.NumKinds) {
+	for k := range limiter.Kind(limiter.NumKinds) {
 		if name := k.InfoName(); name != "" {
 			field(b, name+"_keys", es.KeysByKind[k])
 			field(b, name+"_allowed", es.Allowed[k])

@@ -100,7 +100,8 @@ func registerSlowlog(t *Table) {
 		Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true}}})
 }
 
-func slowlogCmd(c *Client, args [][]byte) {
+func slowlogCmd(c *Client, req *Request) {
+	args := req.Args
 	s := &c.table.slow
 	sub, n := args[1], len(args)
 	switch {

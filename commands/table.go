@@ -8,8 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
 	"github.com/cellserver/cellserver/internal/mono"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Flag describes a command for COMMAND and for Dispatch.
@@ -76,7 +78,10 @@ type Command struct {
 	Since      string
 	Complexity string
 	Args       []Arg
-	Handler    func(c *Client, args [][]byte)
+	// Kind is a limiter command's kind (its row of limiter.Kinds), for its
+	// handler; limiter.KindNone for any other command.
+	Kind    limiter.Kind
+	Handler func(c *Client, req *Request)
 
 	id       int    // index in the table, for per-command statistics
 	origName string // Name as registered, before any Rename: arity errors use it, as Redis's do
@@ -293,11 +298,26 @@ func (c *Command) arityError() string {
 	return errArity(c.origName)
 }
 
+// Request is one command as its handler gets it.
+type Request struct {
+	// Cmd is the command's row.
+	Cmd *Command
+	// Args are the command's arguments, its name first. They may be the
+	// connection's read buffer: a handler copies what it keeps.
+	Args [][]byte
+	// At is what the engine's calls on the command's keys take: the
+	// server's read-ahead Hint for Args[1], when it located that key, and
+	// the instant a fast command is decided at (see Client.Mark); the
+	// zero At otherwise.
+	At engine.At
+}
+
 // Dispatch runs one command for client c: it looks the command up, checks
-// local-only commands, authentication, arity, commands refused inside
-// MULTI and MULTI queuing, then calls the handler, which writes exactly
-// one reply. It never panics on anything a client sends: a handler that
-// panics is answered with an error and logged by the host.
+// local-only commands, authentication, arity, loading, commands refused
+// inside MULTI, routes keyed commands in cluster mode, queues inside
+// MULTI, then calls the handler, which writes exactly one reply. It never
+// panics on anything a client sends: a handler that panics is answered
+// with an error and logged by the host.
 func (t *Table) Dispatch(c *Client, args [][]byte) {
 	if len(args) == 0 {
 		return
@@ -319,66 +339,58 @@ func (t *Table) DispatchFound(c *Client, cmd *Command, args [][]byte, key ahead.
 		return
 	}
 	c.lastCmd.Store(cmd)
-	if cmd.Flags&FlagLocalOnly != 0 && !c.local && cmd.arityOK(len(args)) {
-		// Redis checks this before authentication, after arity.
-		if c.multi {
-			c.multiDirty = true
-		}
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(errDebugNotAllowed)
+	if msg := t.admit(c, cmd, args); msg != "" {
+		t.refuse(c, cmd, msg)
 		return
 	}
-	if !c.authenticated && cmd.Flags&FlagNoAuth == 0 {
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(errNoAuth)
-		return
-	}
-	if !cmd.arityOK(len(args)) {
-		if c.multi {
-			c.multiDirty = true
-		}
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(cmd.arityError())
-		return
-	}
-	if cmd.Flags&FlagStale == 0 && t.loading.Load() {
-		if c.multi {
-			c.multiDirty = true
-		}
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(errLoading)
-		return
-	}
-	if c.multi && cmd.Flags&FlagNoMulti != 0 {
-		c.multiDirty = true
-		c.stats.rejected[cmd.id].Add(1)
-		c.W.WriteError(errNotInMulti)
-		return
-	}
+	slot := -1
 	if t.router != nil {
-		if cmd.FirstKey > 0 {
-			t.routed(c, cmd, args, key)
+		var ok bool
+		if slot, ok = t.route(c, cmd, args); !ok {
 			return
 		}
-		c.asking = false // ASKING holds for the next command only
 	}
 	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
 		c.enqueue(cmd, args)
-		return
+	} else {
+		r := &c.req // the client's, so that no request escapes to the heap
+		*r = Request{Cmd: cmd, Args: args, At: engine.At{Hint: key}}
+		t.call(c, r)
+		*r = Request{} // args and the hint must not outlive the call
 	}
-	c.expect.Expect(key)
-	t.call(c, cmd, args)
-	c.expect.Expect(ahead.Hint{}) // when no call on a key took it: it must not outlive args
+	if slot >= 0 {
+		t.router.Release(slot)
+	}
 }
 
-// call runs cmd's handler, turning a panic into an error reply so that no
-// request can take the server down.
-func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
+// admit returns the error that refuses cmd before it runs, in the order
+// Redis checks them, or "" when it may run.
+func (t *Table) admit(c *Client, cmd *Command, args [][]byte) string {
+	switch {
+	case cmd.Flags&FlagLocalOnly != 0 && !c.local && cmd.arityOK(len(args)):
+		return errDebugNotAllowed // Redis checks this before authentication, after arity
+	case !c.authenticated && cmd.Flags&FlagNoAuth == 0:
+		return errNoAuth
+	case !cmd.arityOK(len(args)):
+		return cmd.arityError()
+	case cmd.Flags&FlagStale == 0 && t.loading.Load():
+		return errLoading
+	case c.multi && cmd.Flags&FlagNoMulti != 0:
+		return errNotInMulti
+	}
+	return ""
+}
+
+// call runs r's handler, turning a panic into an error reply so that no
+// request can take the server down. A fast command in a batch is decided
+// at the batch's clock reading (r.At.Mono: see Client.Mark).
+func (t *Table) call(c *Client, r *Request) {
+	cmd := r.Cmd
 	defer func() {
-		if r := recover(); r != nil {
+		if p := recover(); p != nil {
 			c.stats.failed[cmd.id].Add(1)
 			c.W.WriteError(errInternal(cmd.Name))
-			t.host.Logf("warning", "panic in %s: %v", cmd.Name, r)
+			t.host.Logf("warning", "panic in %s: %v", cmd.Name, p)
 		}
 	}()
 	c.stats.calls[cmd.id].Add(1)
@@ -391,16 +403,14 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	// at most runMax fast commands ago (Mark, settleAt): one reading for
 	// its timing and its limit. Any other reads the clock itself.
 	if fast {
-		c.view.At(c.mark)
-	} else {
-		c.view.At(0)
+		r.At.Mono = c.mark
 	}
-	cmd.Handler(c, args)
+	cmd.Handler(c, r)
 	if fast {
 		// Timed with the fast commands around it (Client.Mark).
 		c.run[c.runN] = cmd
 		c.runN++
-		c.runArgs = args
+		c.runArgs = r.Args
 		if c.runN == runMax {
 			c.settleAt(mono.Now())
 		}
@@ -409,7 +419,7 @@ func (t *Table) call(c *Client, cmd *Command, args [][]byte) {
 	end := mono.Now()
 	c.stats.record(cmd, end-c.mark)
 	if thr := t.slow.thresholdNs.Load(); thr >= 0 && end-c.mark >= thr {
-		t.slow.log(c, args, end-c.mark)
+		t.slow.log(c, r.Args, end-c.mark)
 	}
 	c.mark = end
 }

@@ -25,7 +25,8 @@ func registerTop(t *Table) {
 	})
 }
 
-func limiterTop(c *Client, args [][]byte) {
+func limiterTop(c *Client, req *Request) {
+	args := req.Args
 	n := int64(topDefault)
 	if len(args) == 2 {
 		v, ok := parseInt(args[1])

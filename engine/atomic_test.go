@@ -20,10 +20,10 @@ func TestAtomicKeysLocksOnlyTheKeysShards(t *testing.T) {
 		} else {
 			e.shardFor(b).mu.Unlock()
 		}
-		if _, err := tx.FixedWindow(a, fwReq(60)); err != nil {
+		if _, err := tx.fixedWindow(a, fwReq(60)); err != nil {
 			t.Error(err)
 		}
-		if _, err := tx.FixedWindow(b, fwReq(60)); err != nil { // takes b's lock for the call
+		if _, err := tx.fixedWindow(b, fwReq(60)); err != nil { // takes b's lock for the call
 			t.Error(err)
 		}
 	})

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/binary"
 	"runtime"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Change tracking for incremental snapshots (Config.TrackChanges).
@@ -88,8 +90,8 @@ func (e *Engine) TakeDirty(shard int, fn func(r Record, c Change)) {
 		ref := uint32(t.slots[i])
 		t.arena[ref] &^= headDirty
 		en := t.entryAt(i)
-		r := Record{Key: t.keyOf(ref), Kind: en.kind, ExpireMs: en.expireMs, A: en.a, B: en.b, C: en.c}
-		if en.kind == KindSlidingLog {
+		r := Record{Key: t.keyOf(ref), Kind: en.kind, ExpireMs: en.expireMs, Words: en.Words}
+		if en.kind == limiter.KindSlidingLog {
 			r.Hits = t.logAt(i)
 		}
 		fn(r, Written)

@@ -46,7 +46,7 @@ func takeAll(e *Engine) []string {
 			case Removed:
 				part = append(part, "del "+string(r.Key))
 			default:
-				part = append(part, fmt.Sprintf("put %s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits))
+				part = append(part, fmt.Sprintf("put %s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.Words[0], r.Words[1], r.Words[2], r.Hits))
 			}
 		})
 		sort.Strings(part)
@@ -59,14 +59,14 @@ func TestTakeDirtyReportsWritesOnce(t *testing.T) {
 	e, _ := newTrackingEngine(t, 1)
 	p := gcraParams(t)
 	for _, k := range []string{"a", "b"} {
-		if _, err := e.Throttle([]byte(k), p); err != nil {
+		if _, err := e.throttle([]byte(k), p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tat := now0 + 10*1e9
 	want := []string{
-		fmt.Sprintf("put a %d %d %d 0 0 []", KindGCRA, tat/1e6, tat),
-		fmt.Sprintf("put b %d %d %d 0 0 []", KindGCRA, tat/1e6, tat),
+		fmt.Sprintf("put a %d %d %d 0 0 []", limiter.KindGCRA, tat/1e6, tat),
+		fmt.Sprintf("put b %d %d %d 0 0 []", limiter.KindGCRA, tat/1e6, tat),
 	}
 	if got := takeAll(e); !reflect.DeepEqual(got, want) {
 		t.Fatalf("first take = %q, want %q", got, want)
@@ -74,10 +74,10 @@ func TestTakeDirtyReportsWritesOnce(t *testing.T) {
 	if got := takeAll(e); got != nil {
 		t.Fatalf("second take = %q, want nothing", got)
 	}
-	if _, err := e.Throttle([]byte("a"), p); err != nil {
+	if _, err := e.throttle([]byte("a"), p); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{fmt.Sprintf("put a %d %d %d 0 0 []", KindGCRA, (tat+10*1e9)/1e6, tat+10*1e9)}
+	want = []string{fmt.Sprintf("put a %d %d %d 0 0 []", limiter.KindGCRA, (tat+10*1e9)/1e6, tat+10*1e9)}
 	if got := takeAll(e); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after one update = %q, want %q", got, want)
 	}
@@ -90,12 +90,12 @@ func TestTakeDirtyReportsRemovals(t *testing.T) {
 	e, clock := newTrackingEngine(t, 1)
 	p := gcraParams(t)
 	for _, k := range []string{"a", "b", "c"} {
-		if _, err := e.Throttle([]byte(k), p); err != nil {
+		if _, err := e.throttle([]byte(k), p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	takeAll(e)
-	if !e.Del([]byte("a")) {
+	if !e.Del([]byte("a"), nil) {
 		t.Fatal("Del(a) = false")
 	}
 	if got, want := e.Changes(), int64(1); got != want {
@@ -103,7 +103,7 @@ func TestTakeDirtyReportsRemovals(t *testing.T) {
 	}
 	// b and c expire; the lazy lookup removes b, the sweep c.
 	clock.Advance(11 * 1e9)
-	if e.Exists([]byte("b")) {
+	if e.Exists([]byte("b"), nil) {
 		t.Fatal("b exists after expiry")
 	}
 	e.DBSize()
@@ -116,10 +116,10 @@ func TestTakeDirtyReportsRemovals(t *testing.T) {
 func TestTakeDirtyDeleteThenWrite(t *testing.T) {
 	e, _ := newTrackingEngine(t, 1)
 	p := gcraParams(t)
-	e.Throttle([]byte("a"), p)
+	e.throttle([]byte("a"), p)
 	takeAll(e)
-	e.Del([]byte("a"))
-	e.Throttle([]byte("a"), p)
+	e.Del([]byte("a"), nil)
+	e.throttle([]byte("a"), p)
 	var order []string
 	e.TakeDirty(0, func(r Record, c Change) {
 		order = append(order, fmt.Sprint(c == Removed))
@@ -132,13 +132,13 @@ func TestTakeDirtyDeleteThenWrite(t *testing.T) {
 func TestTakeDirtyFlush(t *testing.T) {
 	e, _ := newTrackingEngine(t, 2)
 	p := gcraParams(t)
-	e.Throttle([]byte("a"), p)
+	e.throttle([]byte("a"), p)
 	takeAll(e)
-	e.Del([]byte("a"))
+	e.Del([]byte("a"), nil)
 	e.Flush()
-	e.Throttle([]byte("a"), p)
+	e.throttle([]byte("a"), p)
 	tat := now0 + 10*1e9
-	want := []string{"flush", "flush", fmt.Sprintf("put a %d %d %d 0 0 []", KindGCRA, tat/1e6, tat)}
+	want := []string{"flush", "flush", fmt.Sprintf("put a %d %d %d 0 0 []", limiter.KindGCRA, tat/1e6, tat)}
 	got := takeAll(e)
 	sort.Strings(got)
 	sort.Strings(want)
@@ -150,7 +150,7 @@ func TestTakeDirtyFlush(t *testing.T) {
 func TestTakeDirtySlidingLogAndLoad(t *testing.T) {
 	e, _ := newTrackingEngine(t, 1)
 	r := limiter.SlidingWindowRequest{Limit: 5, Window: 10, Cost: 2, Exact: true}
-	if _, err := e.SlidingWindow([]byte("log"), r); err != nil {
+	if _, err := e.slidingWindow([]byte("log"), r); err != nil {
 		t.Fatal(err)
 	}
 	var recs []Record
@@ -184,9 +184,9 @@ func TestTakeDirtySlidingLogAndLoad(t *testing.T) {
 
 func TestTakeDirtyWithoutTracking(t *testing.T) {
 	e, _ := newTestEngine(t, 1)
-	e.Throttle([]byte("a"), gcraParams(t))
-	e.Del([]byte("a"))
-	e.Throttle([]byte("b"), gcraParams(t))
+	e.throttle([]byte("a"), gcraParams(t))
+	e.Del([]byte("a"), nil)
+	e.throttle([]byte("b"), gcraParams(t))
 	e.Flush()
 	if got := takeAll(e); got != nil {
 		t.Fatalf("take = %q, want nothing", got)
@@ -201,8 +201,8 @@ func TestTrackingCostsNoTableMemory(t *testing.T) {
 	p := gcraParams(t)
 	for i := range 10000 {
 		k := []byte(fmt.Sprintf("user:%012d", i)) // 17 bytes
-		off.Throttle(k, p)
-		on.Throttle(k, p)
+		off.throttle(k, p)
+		on.throttle(k, p)
 	}
 	if a, b := off.Stats().TableBytes, on.Stats().TableBytes; a != b {
 		t.Fatalf("table bytes: %d with tracking, %d without", b, a)
@@ -213,8 +213,8 @@ func TestTrackedThrottleDoesNotAllocate(t *testing.T) {
 	e, _ := newTrackingEngine(t, 1)
 	p := gcraParams(t)
 	key := []byte("user:000000000001")
-	e.Throttle(key, p)
-	if n := testing.AllocsPerRun(100, func() { e.Throttle(key, p) }); n != 0 {
+	e.throttle(key, p)
+	if n := testing.AllocsPerRun(100, func() { e.throttle(key, p) }); n != 0 {
 		t.Fatalf("Throttle allocates %v times per call with tracking", n)
 	}
 }
@@ -227,20 +227,20 @@ func TestTakeDirtySlidingLogInPlace(t *testing.T) {
 	e, clock := newTrackingEngine(t, 1)
 	r := limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true}
 	for range 3 { // the first writes the record; the next ones fit in its room or grow it
-		if _, err := e.SlidingWindow([]byte("log"), r); err != nil {
+		if _, err := e.slidingWindow([]byte("log"), r); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(1e6)
 	}
 	takeAll(e)
-	if _, err := e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: -1, Exact: true}); err != nil {
+	if _, err := e.slidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: -1, Exact: true}); err != nil {
 		t.Fatal(err) // a refund: drops the newest hit, in place
 	}
 	if got := e.Changes(); got != 1 {
 		t.Fatalf("Changes = %d after an in-place edit, want 1", got)
 	}
 	got := takeAll(e)
-	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("put log %d ", KindSlidingLog)) {
+	if len(got) != 1 || !strings.HasPrefix(got[0], fmt.Sprintf("put log %d ", limiter.KindSlidingLog)) {
 		t.Fatalf("take after an in-place edit = %q, want the log", got)
 	}
 }
@@ -268,7 +268,7 @@ func BenchmarkTakeDirty(b *testing.B) {
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "user:%012d", i)
-		if _, err := e.Throttle(keys[i], p); err != nil {
+		if _, err := e.throttle(keys[i], p); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -290,7 +290,7 @@ func BenchmarkTakeDirty(b *testing.B) {
 					x ^= x << 13
 					x ^= x >> 7
 					x ^= x << 17
-					if _, err := e.Throttle(keys[x%n], p); err != nil {
+					if _, err := e.throttle(keys[x%n], p); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -319,7 +319,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 				t.Fatal(err)
 			}
 			hit := func(k string) {
-				if _, err := e.Throttle([]byte(k), p); err != nil {
+				if _, err := e.throttle([]byte(k), p); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -339,7 +339,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 					case Removed:
 						delete(copyOf, string(r.Key))
 					default:
-						copyOf[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
+						copyOf[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.Words[0], r.Words[1], r.Words[2], r.Hits)
 					}
 				})
 			}
@@ -355,7 +355,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 					k := key()
 					touched[k] = true
 					if rng.IntN(3) == 0 {
-						e.Del([]byte(k))
+						e.Del([]byte(k), nil)
 					} else {
 						hit(k) // new keys too: the table grows
 					}
@@ -367,7 +367,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 						for i := range 2500 { // the table shrinks
 							if i%10 != 0 {
 								touched[fmt.Sprintf("k%d", i)] = true
-								e.Del(fmt.Appendf(nil, "k%d", i))
+								e.Del(fmt.Appendf(nil, "k%d", i), nil)
 							}
 						}
 					}
@@ -380,7 +380,7 @@ func TestTakeDirtyInChunks(t *testing.T) {
 				m := map[string]string{}
 				for slot := range SlotCount {
 					for _, r := range e.ExportSlot(slot) {
-						m[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits)
+						m[string(r.Key)] = fmt.Sprint(r.Kind, r.ExpireMs, r.Words[0], r.Words[1], r.Words[2], r.Hits)
 					}
 				}
 				return m
@@ -441,7 +441,7 @@ func BenchmarkTakeDirtyWait(b *testing.B) {
 				return kb
 			}
 			for i := range n {
-				if _, err := e.Throttle(key(i), p); err != nil {
+				if _, err := e.throttle(key(i), p); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -452,7 +452,7 @@ func BenchmarkTakeDirtyWait(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				for range n / 2 {
-					if _, err := e.Throttle(key(rng.IntN(n)), p); err != nil {
+					if _, err := e.throttle(key(rng.IntN(n)), p); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -473,7 +473,7 @@ func BenchmarkTakeDirtyWait(b *testing.B) {
 					}
 					k := key(rng.IntN(n))
 					start := time.Now()
-					if _, err := e.Throttle(k, p); err != nil {
+					if _, err := e.throttle(k, p); err != nil {
 						b.Fatal(err)
 					}
 					waits[min(int(time.Since(start).Microseconds()), len(waits)-1)]++

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/internal/manual"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Config configures an Engine. The zero value is a valid configuration.
@@ -78,6 +79,7 @@ type Engine struct {
 	mem    *manual.Allocator // the shards' large arrays, outside the Go heap
 	limit  memoryLimit
 	clock  Clock
+	sys    *SystemClock // clock, when it is the SystemClock: At.Mono applies
 	seed   maphash.Seed // for keys' hashes inside a shard
 	id     uint64       // tells this engine's read-ahead hints from others' (prefetch.go); never 0
 
@@ -96,6 +98,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, clock: cfg.Clock, shards: make([]shard, cfg.Shards), mem: new(manual.Allocator), seed: maphash.MakeSeed()}
 	e.id = maphash.String(e.seed, "cellserver engine") | 1
+	e.sys, _ = cfg.Clock.(*SystemClock)
 	for i := range e.shards {
 		sh := &e.shards[i]
 		sh.t.mem = e.mem
@@ -250,9 +253,9 @@ type Stats struct {
 	// before the sweep has seen a live key.
 	AvgTTL      int64
 	EvictedKeys int64 // removed to make room under the memory limit
-	Allowed     [NumKinds]int64
-	Limited     [NumKinds]int64
-	KeysByKind  [NumKinds]int64
+	Allowed     [limiter.NumKinds]int64
+	Limited     [limiter.NumKinds]int64
+	KeysByKind  [limiter.NumKinds]int64
 }
 
 // Stats sums the shards' counters, one shard's lock at a time: O(shards).

@@ -78,27 +78,27 @@ func TestThrottleStorageAndExpiry(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	key := []byte("user123")
 	clock.Set(now0 + 500_000) // half a millisecond into a ms
-	r, err := e.Throttle(key, readmeParams)
+	r, err := e.throttle(key, readmeParams)
 	if err != nil || r != (limiter.Result{Limited: false, Limit: 16, Remaining: 15, RetryAfter: -1, ResetAfter: 2}) {
 		t.Fatalf("Throttle = %+v, %v", r, err)
 	}
-	if tat, ok, err := e.Get(key); err != nil || !ok || tat != now0+500_000+2e9 {
+	if tat, ok, err := e.Get(key, nil); err != nil || !ok || tat != now0+500_000+2e9 {
 		t.Fatalf("Get = %d, %v, %v", tat, ok, err)
 	}
-	if got := e.PTTL(key); got != 2000 {
+	if got := e.PTTL(key, nil); got != 2000 {
 		t.Fatalf("PTTL = %d, want 2000", got)
 	}
-	if got := e.Type(key); got != KindGCRA || got.TypeName() != "string" {
+	if got := e.Type(key, nil); got != limiter.KindGCRA || got.TypeName() != "string" {
 		t.Fatalf("Type = %v", got)
 	}
 	// Expiry ms = floor(now/1e6) + 2000. Still there during that ms…
 	clock.Set(now0 + 2000*nsPerMs + 999_999)
-	if !e.Exists(key) || e.PTTL(key) != 0 {
-		t.Fatalf("key must live to the end of its expiry ms (PTTL %d)", e.PTTL(key))
+	if !e.Exists(key, nil) || e.PTTL(key, nil) != 0 {
+		t.Fatalf("key must live to the end of its expiry ms (PTTL %d)", e.PTTL(key, nil))
 	}
 	// …and gone the ns after.
 	clock.Set(now0 + 2001*nsPerMs)
-	if e.Exists(key) || e.PTTL(key) != -2 {
+	if e.Exists(key, nil) || e.PTTL(key, nil) != -2 {
 		t.Fatal("key must be gone once now_ms > expire_ms")
 	}
 	if st := e.Stats(); st.Keys != 0 || st.ExpiredKeys != 1 {
@@ -111,14 +111,14 @@ func TestQuantityZeroLeavesZeroTTLKey(t *testing.T) {
 	key := []byte("k")
 	p := readmeParams
 	p.Increment = 0
-	if r, _ := e.Throttle(key, p); r != (limiter.Result{Limited: false, Limit: 16, Remaining: 16, RetryAfter: -1, ResetAfter: 0}) {
+	if r, _ := e.throttle(key, p); r != (limiter.Result{Limited: false, Limit: 16, Remaining: 16, RetryAfter: -1, ResetAfter: 0}) {
 		t.Fatalf("got %+v", r)
 	}
-	if !e.Exists(key) || e.PTTL(key) != 0 {
+	if !e.Exists(key, nil) || e.PTTL(key, nil) != 0 {
 		t.Fatal("a 0 ms ttl key exists until its millisecond ends")
 	}
 	clock.Advance(nsPerMs)
-	if e.Exists(key) {
+	if e.Exists(key, nil) {
 		t.Fatal("gone in the next millisecond")
 	}
 }
@@ -126,35 +126,35 @@ func TestQuantityZeroLeavesZeroTTLKey(t *testing.T) {
 func TestWrongTypeChangesNothing(t *testing.T) {
 	e, _ := newTestEngine(t, 2)
 	key := []byte("k")
-	if _, err := e.Throttle(key, readmeParams); err != nil {
+	if _, err := e.throttle(key, readmeParams); err != nil {
 		t.Fatal(err)
 	}
-	before, _, _ := e.Get(key)
-	if _, err := e.TokenBucket(key, limiter.TokenBucketRequest{Capacity: 1, Refill: 1, Period: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	before, _, _ := e.Get(key, nil)
+	if _, err := e.tokenBucket(key, limiter.TokenBucketRequest{Capacity: 1, Refill: 1, Period: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("TB on a GCRA key: %v", err)
 	}
-	if _, err := e.SlidingWindow(key, limiter.SlidingWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.slidingWindow(key, limiter.SlidingWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("SW on a GCRA key: %v", err)
 	}
-	if _, err := e.FixedWindow(key, limiter.FixedWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.fixedWindow(key, limiter.FixedWindowRequest{Limit: 1, Window: 1, Cost: 1}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("FW on a GCRA key: %v", err)
 	}
-	after, _, _ := e.Get(key)
+	after, _, _ := e.Get(key, nil)
 	if before != after {
 		t.Fatal("a WRONGTYPE request changed the key")
 	}
 	sw := []byte("sw")
-	if _, err := e.SlidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1}); err != nil {
+	if _, err := e.slidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.SlidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1, Exact: true}); !errors.Is(err, ErrWrongType) {
+	if _, err := e.slidingWindow(sw, limiter.SlidingWindowRequest{Limit: 5, Window: 1, Cost: 1, Exact: true}); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("EXACT on a counter key: %v", err)
 	}
-	if _, _, err := e.Get(sw); !errors.Is(err, ErrWrongType) {
+	if _, _, err := e.Get(sw, nil); !errors.Is(err, ErrWrongType) {
 		t.Fatalf("GET on a sliding window key: %v", err)
 	}
 	st := e.Stats()
-	if st.KeysByKind[KindGCRA] != 1 || st.KeysByKind[KindSlidingWindow] != 1 || st.Keys != 2 {
+	if st.KeysByKind[limiter.KindGCRA] != 1 || st.KeysByKind[limiter.KindSlidingWindow] != 1 || st.Keys != 2 {
 		t.Fatalf("kind counts: %+v", st)
 	}
 }
@@ -163,13 +163,13 @@ func TestSweepIsBoundedAndReturnsMemory(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	const n = 20000
 	for i := range n {
-		if _, err := e.Throttle(fmt.Appendf(nil, "key:%d", i), readmeParams); err != nil {
+		if _, err := e.throttle(fmt.Appendf(nil, "key:%d", i), readmeParams); err != nil {
 			t.Fatal(err)
 		}
 	}
 	live := []byte("live")
 	clock.Advance(10e9) // the n keys (ttl 2 s) expire; "live" is made now
-	if _, err := e.Throttle(live, readmeParams); err != nil {
+	if _, err := e.throttle(live, readmeParams); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.Sweep(100); got > 100 {
@@ -185,7 +185,7 @@ func TestSweepIsBoundedAndReturnsMemory(t *testing.T) {
 	if got := e.Stats().Keys; got != 1 {
 		t.Fatalf("%d keys left after %d sweep ticks, want 1", got, ticks)
 	}
-	if !e.Exists(live) {
+	if !e.Exists(live, nil) {
 		t.Fatal("the sweep removed a live key")
 	}
 	// 20000 keys took about 1 MB; what is left is one key and at most a
@@ -205,13 +205,13 @@ func TestKeysScanFlush(t *testing.T) {
 	for i := range 500 {
 		k := fmt.Sprintf("k%d", i)
 		want[k] = true
-		e.Throttle([]byte(k), readmeParams)
+		e.throttle([]byte(k), readmeParams)
 	}
-	e.FixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 5, Window: 10, Cost: 1})
+	e.fixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 5, Window: 10, Cost: 1})
 	seen := map[string]int{}
 	cursor := uint64(0)
 	for {
-		next, keys := e.Scan(cursor, 10, nil, KindGCRA)
+		next, keys := e.Scan(cursor, 10, nil, limiter.KindGCRA)
 		for _, k := range keys {
 			seen[string(k)]++
 		}
@@ -229,12 +229,12 @@ func TestKeysScanFlush(t *testing.T) {
 		}
 	}
 	var fws [][]byte
-	e.Keys(func(k []byte) bool { return k[0] == 'f' }, KindNone, func(k []byte) { fws = append(fws, k) })
+	e.Keys(func(k []byte) bool { return k[0] == 'f' }, limiter.KindNone, func(k []byte) { fws = append(fws, k) })
 	if len(fws) != 1 || string(fws[0]) != "fw" {
 		t.Fatalf("Keys = %q", fws)
 	}
 	e.Flush()
-	if e.DBSize() != 0 || e.Stats().KeysByKind[KindGCRA] != 0 {
+	if e.DBSize() != 0 || e.Stats().KeysByKind[limiter.KindGCRA] != 0 {
 		t.Fatal("Flush left keys")
 	}
 }
@@ -243,12 +243,12 @@ func TestExportImportBySlot(t *testing.T) {
 	src, _ := newTestEngine(t, 16)
 	dst, _ := newTestEngine(t, 4)
 	keys := [][]byte{[]byte("{u1}gcra"), []byte("{u1}tb"), []byte("{u1}sw"), []byte("{u1}log"), []byte("{u1}fw"), []byte("other")}
-	src.Throttle(keys[0], readmeParams)
-	src.TokenBucket(keys[1], limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 3})
-	src.SlidingWindow(keys[2], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2})
-	src.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 4, Exact: true})
-	src.FixedWindow(keys[4], limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 5})
-	src.Throttle(keys[5], readmeParams)
+	src.throttle(keys[0], readmeParams)
+	src.tokenBucket(keys[1], limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 3})
+	src.slidingWindow(keys[2], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2})
+	src.slidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 4, Exact: true})
+	src.fixedWindow(keys[4], limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 5})
+	src.throttle(keys[5], readmeParams)
 
 	slot := Slot([]byte("u1"))
 	recs := src.ExportSlot(slot)
@@ -271,12 +271,12 @@ func TestExportImportBySlot(t *testing.T) {
 	}
 	// Both engines now answer the same for the moved keys.
 	for _, k := range keys[:5] {
-		if src.Type(k) != dst.Type(k) || src.PTTL(k) != dst.PTTL(k) {
+		if src.Type(k, nil) != dst.Type(k, nil) || src.PTTL(k, nil) != dst.PTTL(k, nil) {
 			t.Fatalf("%s: type/pttl differ after import", k)
 		}
 	}
-	a, _ := src.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
-	b, _ := dst.SlidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	a, _ := src.slidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
+	b, _ := dst.slidingWindow(keys[3], limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true})
 	if a != b || a.Remaining != 5 {
 		t.Fatalf("sliding log after import: src %+v dst %+v", a, b)
 	}
@@ -288,23 +288,23 @@ func TestExportImportBySlot(t *testing.T) {
 func TestImportRejectsBadRecords(t *testing.T) {
 	e, _ := newTestEngine(t, 1)
 	bad := []Record{
-		{Key: []byte("k"), Kind: KindNone, ExpireMs: now0},
+		{Key: []byte("k"), Kind: limiter.KindNone, ExpireMs: now0},
 		{Key: []byte("k"), Kind: 99, ExpireMs: now0},
-		{Key: []byte("k"), Kind: KindSlidingLog, ExpireMs: now0 / 1e6},                                  // a log with no hits
-		{Key: []byte("k"), Kind: KindGCRA, ExpireMs: now0 / 1e6, Hits: []limiter.Hit{{At: now0, N: 1}}}, // hits on a GCRA key
+		{Key: []byte("k"), Kind: limiter.KindSlidingLog, ExpireMs: now0 / 1e6},                                  // a log with no hits
+		{Key: []byte("k"), Kind: limiter.KindGCRA, ExpireMs: now0 / 1e6, Hits: []limiter.Hit{{At: now0, N: 1}}}, // hits on a GCRA key
 	}
 	for _, r := range bad {
 		if _, err := e.Import(r); !errors.Is(err, ErrBadRecord) {
 			t.Errorf("Import(%+v) = %v, want ErrBadRecord", r, err)
 		}
 	}
-	if ok, err := e.Import(Record{Key: []byte("old"), Kind: KindGCRA, ExpireMs: now0/1e6 - 1}); ok || err != nil {
+	if ok, err := e.Import(Record{Key: []byte("old"), Kind: limiter.KindGCRA, ExpireMs: now0/1e6 - 1}); ok || err != nil {
 		t.Errorf("an expired record must be dropped: %v, %v", ok, err)
 	}
 }
 
 func TestDecodeRecordNeverPanics(t *testing.T) {
-	good := Record{Key: []byte("key"), Kind: KindSlidingLog, ExpireMs: 5, Hits: []limiter.Hit{{At: 1, N: 2}, {At: 3, N: 4}}}.AppendBinary(nil)
+	good := Record{Key: []byte("key"), Kind: limiter.KindSlidingLog, ExpireMs: 5, Hits: []limiter.Hit{{At: 1, N: 2}, {At: 3, N: 4}}}.AppendBinary(nil)
 	if r, n, err := DecodeRecord(good); err != nil || n != len(good) || string(r.Key) != "key" || len(r.Hits) != 2 {
 		t.Fatalf("round trip: %+v %d %v", r, n, err)
 	}
@@ -349,24 +349,24 @@ func TestAtomicExcludesOthers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 100 {
-				e.Throttle(key, p)
+				e.throttle(key, p)
 			}
 		}()
 	}
 	for range 50 {
 		e.Atomic(func(tx *View) {
-			a, _, _ := tx.Get(key)
-			b, _, _ := tx.Get(key)
+			a, _, _ := tx.Get(key, nil)
+			b, _, _ := tx.Get(key, nil)
 			if a != b {
 				t.Error("the key changed inside Atomic")
 			}
-			tx.Throttle([]byte("other"), p)
+			tx.throttle([]byte("other"), p)
 			_ = tx.DBSize()
 			_ = tx.Stats()
 		})
 	}
 	wg.Wait()
-	if tat, _, _ := e.Get(key); tat != now0+400e9 {
+	if tat, _, _ := e.Get(key, nil); tat != now0+400e9 {
 		t.Fatalf("TAT = %d, want now+400 s (400 allowed calls)", tat-now0)
 	}
 }
@@ -398,7 +398,7 @@ func TestManualClock(t *testing.T) {
 func TestSweepTickReclaimsMassExpiry(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	for i := range 20000 {
-		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	clock.Advance(10e9)
 	unpaced := func() *pacer { return &pacer{slice: time.Hour, total: time.Hour} }
@@ -414,7 +414,7 @@ func TestSweepTickReclaimsMassExpiry(t *testing.T) {
 func TestSweepTickStopsAtItsShareOfTime(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	for i := range 20000 {
-		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	clock.Advance(10e9)
 	p := &pacer{slice: time.Hour, total: time.Nanosecond}
@@ -433,9 +433,9 @@ func TestSweepTickStopsAtItsShareOfTime(t *testing.T) {
 
 func TestDeleteSlotCountsLiveKeysOnly(t *testing.T) {
 	e, clock := newTestEngine(t, 1)
-	e.Throttle([]byte("{a}old"), readmeParams)
+	e.throttle([]byte("{a}old"), readmeParams)
 	clock.Advance(10e9)
-	e.Throttle([]byte("{a}new"), readmeParams)
+	e.throttle([]byte("{a}new"), readmeParams)
 	if n := e.DeleteSlot(Slot([]byte("a"))); n != 1 {
 		t.Fatalf("DeleteSlot = %d, want 1 (the other key had expired)", n)
 	}
@@ -498,11 +498,11 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		}
 	}()
 	for i := range 1000 {
-		if _, err := e.Throttle(key(i), p); err != nil {
+		if _, err := e.throttle(key(i), p); err != nil {
 			t.Fatal(err)
 		}
 		if i%3 == 0 {
-			e.Del(key(i / 2))
+			e.Del(key(i / 2), nil)
 		}
 	}
 	wg.Wait()
@@ -512,68 +512,59 @@ func TestPrefetchChangesNothing(t *testing.T) {
 		hs := []ahead.Hint{loc.Locate(key(i))}
 		loc.Prefetch(hs)
 		loc.PrefetchRecords(hs)
-		if r, err := e.Throttle(key(i), p); err != nil || r.Remaining != 999 {
+		if r, err := e.throttle(key(i), p); err != nil || r.Remaining != 999 {
 			t.Fatalf("key %d after a flush: %+v, %v; want a fresh key", i, r, err)
 		}
 	}
 }
 
-// TestExpect: a View takes an expected Hint for the very bytes it was made
-// for, once, and ignores it for any other bytes, equal ones included. A
-// forged hint (a wrong hash) shows which: a key stored through it cannot
-// be found by a call that locates the key itself.
-func TestExpect(t *testing.T) {
+// TestAtHint: a call takes its At's Hint for the very bytes it was made
+// for, and ignores it for any other bytes, equal ones included. A forged
+// hint (a wrong hash) shows which: a key stored through it cannot be
+// found by a call that locates the key itself.
+func TestAtHint(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
-	p := limiter.GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}
-	forged := func(key []byte) ahead.Hint { h := e.Ahead().Locate(key); h.Hash ^= 1 << 40; return h }
+	p := &limiter.Request{Kind: limiter.KindGCRA, GCRA: limiter.GCRAParams{Interval: 1e9, Tolerance: 10e9, Limit: 10, Increment: 1e9}}
+	forged := func(key []byte) *At { h := e.Ahead().Locate(key); h.Hash ^= 1 << 40; return &At{Hint: h} }
 
 	v := e.NewView()
 	key := []byte("user:1")
-	v.Ahead().Expect(e.Ahead().Locate(key))
-	if r, err := v.Throttle(key, p); err != nil || r.Remaining != 9 {
+	if r, err := v.Apply(key, p, &At{Hint: e.Ahead().Locate(key)}); err != nil || r.Remaining != 9 {
 		t.Fatalf("with its own hint: %+v, %v", r, err)
 	}
-	if r, err := e.Throttle(key, p); err != nil || r.Remaining != 8 {
+	if r, err := e.Apply(key, p, nil); err != nil || r.Remaining != 8 {
 		t.Fatalf("then without: %+v, %v; want the same key", r, err)
 	}
 
 	fresh := []byte("user:2")
-	v.Ahead().Expect(forged(fresh))
-	if _, err := v.Throttle(fresh, p); err != nil {
+	if _, err := v.Apply(fresh, p, forged(fresh)); err != nil {
 		t.Fatal(err)
 	}
-	if e.Exists(fresh) {
+	if e.Exists(fresh, nil) {
 		t.Fatal("a forged hint for these bytes was not taken")
 	}
-	if v.hint != (ahead.Hint{}) {
-		t.Fatal("the hint was not consumed")
-	}
-	if _, err := v.Throttle(fresh, p); err != nil || !e.Exists(fresh) {
-		t.Fatalf("the next call took the hint again (%v)", err)
+	if _, err := v.Apply(fresh, p, nil); err != nil || !e.Exists(fresh, nil) {
+		t.Fatalf("a call without the hint took it (%v)", err)
 	}
 
 	equal := []byte("user:3")
-	v.Ahead().Expect(forged(bytes.Clone(equal))) // equal bytes elsewhere
-	if _, err := v.Throttle(equal, p); err != nil || !e.Exists(equal) {
+	if _, err := v.Apply(equal, p, forged(bytes.Clone(equal))); err != nil || !e.Exists(equal, nil) { // equal bytes elsewhere
 		t.Fatalf("a hint for other bytes was taken (%v)", err)
 	}
 	short := []byte("user:44")
-	v.Ahead().Expect(forged(short))
-	if _, err := v.FixedWindow(short[:6], limiter.FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}); err != nil || !e.Exists(short[:6]) {
+	fw := &limiter.Request{Kind: limiter.KindFixedWindow, FixedWindow: limiter.FixedWindowRequest{Limit: 5, Window: 1e9, Cost: 1}}
+	if _, err := v.Apply(short[:6], fw, forged(short)); err != nil || !e.Exists(short[:6], nil) {
 		t.Fatalf("a hint for a longer key was taken (%v)", err)
 	}
 	other, _ := newTestEngine(t, 4)
 	mine := []byte("user:5")
-	v.Ahead().Expect(other.Ahead().Locate(mine))
-	if _, err := v.Throttle(mine, p); err != nil || !e.Exists(mine) || other.Exists(mine) {
+	if _, err := v.Apply(mine, p, &At{Hint: other.Ahead().Locate(mine)}); err != nil || !e.Exists(mine, nil) || other.Exists(mine, nil) {
 		t.Fatalf("another engine's hint was taken (%v)", err)
 	}
-	v.Ahead().Expect(forged(mine)) // the keyspace calls take hints too
-	if v.Exists(mine) {
+	if v.Exists(mine, forged(mine)) { // the keyspace calls take hints too
 		t.Fatal("Exists did not take the hint")
 	}
-	v.Ahead().Expect(forged(mine))
-	if v.Del(mine) || !v.Exists(mine) {
+	if v.Del(mine, forged(mine)) || !v.Exists(mine, nil) {
 		t.Fatal("Del did not take the hint")
 	}
 }
@@ -604,10 +595,10 @@ func TestSystemClock(t *testing.T) {
 	}
 }
 
-// TestViewAt: a View told At a monotonic reading decides its calls at
-// that instant with the system clock, and reads the clock again once told
-// 0; with any other clock (DEBUG CLOCK's) At changes nothing.
-func TestViewAt(t *testing.T) {
+// TestAtMono: a call whose At carries a monotonic reading is decided at
+// that instant with the system clock, and one with none reads the clock;
+// with any other clock (DEBUG CLOCK's) At.Mono changes nothing.
+func TestAtMono(t *testing.T) {
 	sys := NewSystemClock()
 	e, err := New(Config{Shards: 1, Clock: sys})
 	if err != nil {
@@ -615,38 +606,40 @@ func TestViewAt(t *testing.T) {
 	}
 	defer e.Close()
 	v := e.NewView()
-	p, err := limiter.GCRARequest{MaxBurst: 0, Count: 1, Period: 3600, Quantity: 1}.Params()
+	gp, err := limiter.GCRARequest{MaxBurst: 0, Count: 1, Period: 3600, Quantity: 1}.Params()
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := &limiter.Request{Kind: limiter.KindGCRA, GCRA: gp}
 	m := mono.Now()
-	v.At(m - int64(3*time.Hour)) // three hours ago: the key is empty then
-	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+	var at *At
+	at = &At{Mono: m - int64(3*time.Hour)} // three hours ago: the key is empty then
+	if r, err := v.Apply([]byte("k"), p, at); err != nil || r.Limited {
 		t.Fatalf("first call: %+v, %v", r, err)
 	}
 	// An hour later than that, the one token per hour is back.
-	v.At(m - int64(2*time.Hour))
-	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+	at = &At{Mono: m - int64(2*time.Hour)}
+	if r, err := v.Apply([]byte("k"), p, at); err != nil || r.Limited {
 		t.Fatalf("an hour later: %+v, %v", r, err)
 	}
 	// Back at the same instant: limited, and retry_after counts from it.
-	if r, err := v.Throttle([]byte("k"), p); err != nil || !r.Limited || r.RetryAfter != 3600 {
+	if r, err := v.Apply([]byte("k"), p, at); err != nil || !r.Limited || r.RetryAfter != 3600 {
 		t.Fatalf("at the same instant: %+v, %v", r, err)
 	}
 	// Reading the clock (now, an hour after the last call): allowed.
-	v.At(0)
-	if r, err := v.Throttle([]byte("k"), p); err != nil || r.Limited {
+	at = nil
+	if r, err := v.Apply([]byte("k"), p, at); err != nil || r.Limited {
 		t.Fatalf("reading the clock: %+v, %v", r, err)
 	}
 
 	me, clock := newTestEngine(t, 1)
 	mv := me.NewView()
-	mv.At(m - int64(2*time.Hour))
-	if r, err := mv.Throttle([]byte("k"), p); err != nil || r.Limited {
+	at = &At{Mono: m - int64(2*time.Hour)}
+	if r, err := mv.Apply([]byte("k"), p, at); err != nil || r.Limited {
 		t.Fatalf("manual clock, first call: %+v, %v", r, err)
 	}
-	mv.At(m + int64(2*time.Hour)) // ignored: the manual clock has not moved
-	if r, err := mv.Throttle([]byte("k"), p); err != nil || !r.Limited {
+	at = &At{Mono: m + int64(2*time.Hour)} // ignored: the manual clock has not moved
+	if r, err := mv.Apply([]byte("k"), p, at); err != nil || !r.Limited {
 		t.Fatalf("manual clock: At moved it: %+v, %v (clock %d)", r, err, clock.Now())
 	}
 }
@@ -689,7 +682,7 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 			}
 			for range 4 << 20 {
 				clock.Advance(1000)
-				if _, err := e.SlidingWindow(next(), r); err != nil {
+				if _, err := e.slidingWindow(next(), r); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -710,7 +703,7 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 				}
 				for _, k := range batch {
 					clock.Advance(1000)
-					_, _ = e.SlidingWindow(k, r)
+					_, _ = e.slidingWindow(k, r)
 				}
 			}
 			b.StopTimer()
@@ -728,11 +721,11 @@ func BenchmarkSlidingLogKeys(b *testing.B) {
 func TestImportIfAbsent(t *testing.T) {
 	e, clock := newTestEngine(t, 4)
 	fw := limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}
-	e.FixedWindow([]byte("live"), fw)
-	e.FixedWindow([]byte("dying"), limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
+	e.fixedWindow([]byte("live"), fw)
+	e.fixedWindow([]byte("dying"), limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
 	spent, _ := newTestEngine(t, 1)
 	for _, k := range []string{"live", "dying", "new"} {
-		spent.FixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 9})
+		spent.fixedWindow([]byte(k), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 9})
 	}
 	clock.Advance(int64(2 * time.Second)) // "dying" expires here, not in spent
 	for k, want := range map[string]bool{"live": false, "dying": true, "new": true} {
@@ -747,7 +740,7 @@ func TestImportIfAbsent(t *testing.T) {
 		}
 	}
 	for k, remaining := range map[string]int64{"live": 8, "dying": 0, "new": 0} {
-		if r, _ := e.FixedWindow([]byte(k), fw); r.Remaining != remaining {
+		if r, _ := e.fixedWindow([]byte(k), fw); r.Remaining != remaining {
 			t.Errorf("%s after ImportIfAbsent: %+v, want remaining %d", k, r, remaining)
 		}
 	}

@@ -42,7 +42,7 @@ func TestMemoryLimitNoEviction(t *testing.T) {
 	e := limitedEngine(t, NoEviction)
 	n := 0
 	for ; n < 200000; n++ {
-		_, err := e.FixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60))
+		_, err := e.fixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60))
 		if errors.Is(err, ErrOOM) {
 			break
 		}
@@ -56,17 +56,17 @@ func TestMemoryLimitNoEviction(t *testing.T) {
 	if used := e.UsedMemory(); used > memLimit+over {
 		t.Fatalf("used %d bytes, limit %d", used, memLimit)
 	}
-	if r, err := e.FixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
+	if r, err := e.fixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
 		t.Fatalf("an existing key at the limit: %+v, %v", r, err)
 	}
-	if _, err := e.FixedWindow([]byte("new"), fwReq(60)); !errors.Is(err, ErrOOM) {
+	if _, err := e.fixedWindow([]byte("new"), fwReq(60)); !errors.Is(err, ErrOOM) {
 		t.Fatalf("a new key at the limit: %v, want ErrOOM", err)
 	}
 	if st := e.Stats(); st.EvictedKeys != 0 || st.Keys != int64(n) {
 		t.Fatalf("noeviction evicted %d keys, kept %d of %d", st.EvictedKeys, st.Keys, n)
 	}
 	e.SetMemoryLimit(0, NoEviction)
-	if _, err := e.FixedWindow([]byte("new"), fwReq(60)); err != nil {
+	if _, err := e.fixedWindow([]byte("new"), fwReq(60)); err != nil {
 		t.Fatalf("no limit: %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestMemoryLimitEvictsNearestExpiry(t *testing.T) {
 		if i%2 == 1 {
 			window = 1000
 		}
-		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(window)); err != nil {
+		if _, err := e.fixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(window)); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -92,7 +92,7 @@ func TestMemoryLimitEvictsNearestExpiry(t *testing.T) {
 		t.Fatalf("evicted %d of 200,000 keys under a 1 MiB limit", st.EvictedKeys)
 	}
 	var short, long int
-	e.Keys(nil, KindNone, func(k []byte) {
+	e.Keys(nil, limiter.KindNone, func(k []byte) {
 		if n, _ := strconv.Atoi(string(k[4:])); n%2 == 1 {
 			long++
 		} else {
@@ -115,13 +115,13 @@ func TestMemoryLimitEvictsLeastRecentlyUsed(t *testing.T) {
 			e := limitedEngine(t, tc.p)
 			const hot = 1000
 			for i := range hot {
-				e.FixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
+				e.fixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
 			}
 			for i := range 100000 {
-				if _, err := e.FixedWindow([]byte("cold:"+strconv.Itoa(i)), fwReq(60)); err != nil {
+				if _, err := e.fixedWindow([]byte("cold:"+strconv.Itoa(i)), fwReq(60)); err != nil {
 					t.Fatal(err)
 				}
-				e.FixedWindow([]byte("hot:"+strconv.Itoa(i%hot)), fwReq(60))
+				e.fixedWindow([]byte("hot:"+strconv.Itoa(i%hot)), fwReq(60))
 			}
 			if used := e.UsedMemory(); used > memLimit+over {
 				t.Fatalf("used %d bytes, limit %d", used, memLimit)
@@ -129,7 +129,7 @@ func TestMemoryLimitEvictsLeastRecentlyUsed(t *testing.T) {
 			// A hot key never evicted has counted all its hits: 1 + 100 + this one.
 			kept := 0
 			for i := range hot {
-				r, err := e.FixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
+				r, err := e.fixedWindow([]byte("hot:"+strconv.Itoa(i)), fwReq(60))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,14 +169,14 @@ func BenchmarkMemoryLimit(b *testing.B) {
 	for e.Stats().EvictedKeys == 0 {
 		for range 10000 {
 			key = strconv.AppendInt(append(key[:0], "key:"...), int64(n), 10)
-			e.FixedWindow(key, fwReq(60))
+			e.fixedWindow(key, fwReq(60))
 			n++
 		}
 	}
 	b.ResetTimer()
 	for range b.N {
 		key = strconv.AppendInt(append(key[:0], "key:"...), int64(n), 10)
-		if _, err := e.FixedWindow(key, fwReq(60)); err != nil {
+		if _, err := e.fixedWindow(key, fwReq(60)); err != nil {
 			b.Fatal(err)
 		}
 		n++
@@ -190,13 +190,13 @@ func BenchmarkMemoryLimit(b *testing.B) {
 func TestMemoryLimitRefusedKeyEvictsNothing(t *testing.T) {
 	e := limitedEngine(t, EvictLRU)
 	for i := 0; e.Stats().EvictedKeys == 0; i++ {
-		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(60)); err != nil {
+		if _, err := e.fixedWindow([]byte("key:"+strconv.Itoa(i)), fwReq(60)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	big := []byte(strings.Repeat("k", memLimit/4)) // over a shard's share (a sixteenth)
 	keys, evicted := e.Stats().Keys, e.Stats().EvictedKeys
-	if _, err := e.FixedWindow(big, fwReq(60)); !errors.Is(err, ErrOOM) {
+	if _, err := e.fixedWindow(big, fwReq(60)); !errors.Is(err, ErrOOM) {
 		t.Fatalf("a key of %d bytes at the limit: %v, want ErrOOM", len(big), err)
 	}
 	if st := e.Stats(); st.Keys != keys || st.EvictedKeys != evicted {
@@ -210,7 +210,7 @@ func TestMemoryLimitRefusedKeyEvictsNothing(t *testing.T) {
 func TestMemoryLimitApplyAll(t *testing.T) {
 	e := limitedEngine(t, NoEviction)
 	for n := 0; ; n++ {
-		if _, err := e.FixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60)); errors.Is(err, ErrOOM) {
+		if _, err := e.fixedWindow([]byte("key:"+strconv.Itoa(n)), fwReq(60)); errors.Is(err, ErrOOM) {
 			break
 		} else if err != nil {
 			t.Fatal(err)
@@ -218,13 +218,13 @@ func TestMemoryLimitApplyAll(t *testing.T) {
 	}
 	used := e.UsedMemory()
 	keys := e.Stats().Keys
-	req := func(k string) Request {
-		return Request{Key: []byte(k), Kind: KindFixedWindow, FixedWindow: fwReq(60)}
+	req := func(k string) call {
+		return call{k, limiter.Request{Kind: limiter.KindFixedWindow, FixedWindow: fwReq(60)}}
 	}
-	if _, _, err := e.ApplyAll([]Request{req("key:0"), req("ml:new")}); !errors.Is(err, ErrOOM) {
+	if _, _, err := applyAll(&e.View, []call{req("key:0"), req("ml:new")}); !errors.Is(err, ErrOOM) {
 		t.Fatalf("a new key through ApplyAll under noeviction at the limit: %v, want ErrOOM", err)
 	}
-	if r, err := e.FixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
+	if r, err := e.fixedWindow([]byte("key:0"), fwReq(60)); err != nil || r.Remaining != 998 {
 		t.Fatalf("the refused call changed key:0: %+v, %v", r, err)
 	}
 	if st := e.Stats(); st.Keys != keys || e.UsedMemory() != used {
@@ -232,7 +232,7 @@ func TestMemoryLimitApplyAll(t *testing.T) {
 	}
 	e.SetMemoryLimit(memLimit, EvictLRU)
 	for n := range 50000 {
-		if _, _, err := e.ApplyAll([]Request{req("ml:" + strconv.Itoa(n))}); err != nil {
+		if _, _, err := applyAll(&e.View, []call{req("ml:" + strconv.Itoa(n))}); err != nil {
 			t.Fatal(err)
 		}
 	}

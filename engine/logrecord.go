@@ -319,13 +319,13 @@ func (s *shard) inPlaceLocked(key []byte, h uint64, i int, now int64, r limiter.
 		s.changes++
 	}
 	if out.Result.Limited {
-		s.limited[KindSlidingLog]++
+		s.limited[limiter.KindSlidingLog]++
 		if s.top == nil {
 			s.top = new(topK) // once per shard
 		}
-		s.top.addLocked(key, h, KindSlidingLog, now)
+		s.top.addLocked(key, h, limiter.KindSlidingLog, now)
 	} else {
-		s.allowed[KindSlidingLog]++
+		s.allowed[limiter.KindSlidingLog]++
 	}
 	return out.Result, true, nil
 }

@@ -7,69 +7,8 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
-// Request is one limit of an ApplyAll call: a key, the kind of limiter it
-// holds and that kind's validated arguments (only the field of Kind is
-// read).
-type Request struct {
-	Key  []byte
-	Kind Kind // KindGCRA, KindTokenBucket, KindSlidingWindow (KindSlidingLog with Exact), KindFixedWindow
-
-	GCRA          limiter.GCRAParams
-	TokenBucket   limiter.TokenBucketRequest
-	SlidingWindow limiter.SlidingWindowRequest
-	FixedWindow   limiter.FixedWindowRequest
-}
-
-// kind returns the kind of key r applies to.
-func (r *Request) kind() Kind {
-	if r.Kind == KindSlidingWindow && r.SlidingWindow.Exact {
-		return KindSlidingLog
-	}
-	return r.Kind
-}
-
-// run applies r to the entry e by the same step its own command takes;
-// read makes it a pure read (a cost, or quantity, of 0), which tells what
-// the key holds without changing it.
-func (r *Request) run(e entry, exists bool, now int64, read bool) (entry, limiter.Outcome, error) {
-	o := op{ok: exists, e: e}
-	var err error
-	switch r.kind() {
-	case KindGCRA:
-		p := r.GCRA
-		if read {
-			p.Increment = 0
-		}
-		err = gcraStep(&o, now, p)
-	case KindTokenBucket:
-		q := r.TokenBucket
-		if read {
-			q.Cost = 0
-		}
-		err = tokenBucketStep(&o, now, q)
-	case KindSlidingWindow, KindSlidingLog:
-		q := r.SlidingWindow
-		if read {
-			q.Cost = 0
-		}
-		if q.Exact {
-			err = slidingLogStep(&o, now, q)
-		} else {
-			err = slidingWindowStep(&o, now, q)
-		}
-	case KindFixedWindow:
-		q := r.FixedWindow
-		if read {
-			q.Cost = 0
-		}
-		err = fixedWindowStep(&o, now, q)
-	default:
-		return e, limiter.Outcome{}, ErrKind
-	}
-	return o.e, o.out, err
-}
-
-// ApplyAll applies several limits at one instant, all or nothing: if every
+// ApplyAll applies several limiter calls, reqs[i] on keys[i], at one
+// instant, all or nothing: if every
 // one allows its request, every one is charged; if any one refuses, none
 // is. It returns one Result per request, in order, and the 1-based index
 // of the first request that refused (0 when all allowed).
@@ -93,8 +32,8 @@ func (r *Request) run(e entry, exists bool, now int64, read bool) (entry, limite
 // and each refusing request of a refused call as limited; the uncharged
 // reads are not counted. Unlike the single-key methods, ApplyAll
 // allocates.
-func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
-	if len(reqs) == 0 {
+func (v *View) ApplyAll(keys [][]byte, reqs []limiter.Request) ([]limiter.Result, int, error) {
+	if len(reqs) == 0 || len(keys) != len(reqs) {
 		return nil, 0, ErrNoRequests
 	}
 	for i := range reqs {
@@ -102,14 +41,14 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 			return nil, 0, ErrKind
 		}
 		for j := range i {
-			if bytes.Equal(reqs[i].Key, reqs[j].Key) {
+			if bytes.Equal(keys[i], keys[j]) {
 				return nil, 0, ErrDuplicateKey
 			}
 		}
 	}
 	shards := make([]int, len(reqs))
 	for i := range reqs {
-		shards[i] = Slot(reqs[i].Key) & (len(v.e.shards) - 1)
+		shards[i] = Slot(keys[i]) & (len(v.e.shards) - 1)
 	}
 	order := slices.Compact(slices.Sorted(slices.Values(shards)))
 	for _, s := range order {
@@ -121,7 +60,7 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 		}
 	}()
 
-	now := v.now()
+	now := v.now(nil)
 	nowMs := unixMs(now)
 	type pending struct {
 		e    entry
@@ -134,25 +73,25 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 	for i := range reqs {
 		r := &reqs[i]
 		sh := &v.e.shards[shards[i]]
-		kind := r.kind()
+		kind := r.Kind
 		var e entry
-		j, ok := sh.getLocked(r.Key, v.e.hash(r.Key), nowMs, &e)
+		j, ok := sh.getLocked(keys[i], v.e.hash(keys[i]), nowMs, &e)
 		if ok && e.kind != kind {
 			return nil, 0, ErrWrongType
 		}
 		e.kind = kind
-		if kinds[kind].log {
+		if limiter.Kinds[kind].Log {
 			// The table decodes every log into one scratch slice: copy it,
 			// with room for the hit the step may add.
 			hits := sh.t.logAt(j)
-			e.log = append(make([]limiter.Hit, 0, len(hits)+1), hits...)
+			e.Log = append(make([]limiter.Hit, 0, len(hits)+1), hits...)
 		}
 		p := pending{prev: e, ok: ok}
-		if kinds[kind].log {
-			p.prev.log = slices.Clone(e.log)
+		if limiter.Kinds[kind].Log {
+			p.prev.Log = slices.Clone(e.Log)
 		}
-		var err error
-		if p.e, p.out, err = r.run(e, ok, now, false); err != nil {
+		p.e = e
+		if err := limiter.Apply(&p.e.State, ok, now, r, &p.out); err != nil {
 			return nil, 0, err
 		}
 		if p.out.Result.Limited && first == 0 {
@@ -171,8 +110,9 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 				sh.limited[p.e.kind]++
 				continue
 			}
-			_, out, err := reqs[i].run(p.prev, p.ok, now, true)
-			if err != nil {
+			read, st := reqs[i].Uncharged(), p.prev.State
+			var out limiter.Outcome
+			if err := limiter.Apply(&st, p.ok, now, &read, &out); err != nil {
 				return nil, 0, err
 			}
 			res[i] = out.Result
@@ -191,23 +131,23 @@ func (v *View) ApplyAll(reqs []Request) ([]limiter.Result, int, error) {
 			}
 			sh := &v.e.shards[shards[i]]
 			p.e.expireMs = p.out.ExpireMs // the record's size depends on it
-			if err := sh.makeRoomLocked(policy, recordLen(reqs[i].Key, &p.e, max(len(p.e.log), 2))); err != nil {
+			if err := sh.makeRoomLocked(policy, recordLen(keys[i], &p.e, max(len(p.e.Log), 2))); err != nil {
 				return nil, 0, err
 			}
 		}
 	}
 	for i := range reqs {
 		p := &eval[i]
-		r := &reqs[i]
+		key := keys[i]
 		sh := &v.e.shards[shards[i]]
-		h := v.e.hash(r.Key)
+		h := v.e.hash(key)
 		// Slot indexes move as the shard changes: find the key again.
 		var cur entry
-		j, ok := sh.getLocked(r.Key, h, nowMs, &cur)
+		j, ok := sh.getLocked(key, h, nowMs, &cur)
 		switch p.out.Write {
 		case limiter.WriteStore:
 			p.e.expireMs = p.out.ExpireMs
-			if err := sh.putLocked(r.Key, h, j, &p.e); err != nil {
+			if err := sh.putLocked(key, h, j, &p.e); err != nil {
 				return nil, 0, err
 			}
 		case limiter.WriteDelete:

@@ -8,9 +8,25 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
-func fw(key string, limit, window int64) Request {
-	return Request{Key: []byte(key), Kind: KindFixedWindow,
-		FixedWindow: limiter.FixedWindowRequest{Limit: limit, Window: window, Cost: 1}}
+// call is one limit of an ApplyAll call: a key and its request.
+type call struct {
+	key string
+	req limiter.Request
+}
+
+// applyAll runs ApplyAll on calls.
+func applyAll(v *View, calls []call) ([]limiter.Result, int, error) {
+	var keys [][]byte
+	var reqs []limiter.Request
+	for _, c := range calls {
+		keys, reqs = append(keys, []byte(c.key)), append(reqs, c.req)
+	}
+	return v.ApplyAll(keys, reqs)
+}
+
+func fw(key string, limit, window int64) call {
+	return call{key, limiter.Request{Kind: limiter.KindFixedWindow,
+		FixedWindow: limiter.FixedWindowRequest{Limit: limit, Window: window, Cost: 1}}}
 }
 
 func res(limited bool, limit, remaining, retry, reset int64) limiter.Result {
@@ -25,7 +41,7 @@ func TestApplyAllAllOrNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reqs := []Request{{Key: []byte("sec"), Kind: KindGCRA, GCRA: p}, fw("day", 2, 86400)}
+	reqs := []call{{"sec", limiter.Request{Kind: limiter.KindGCRA, GCRA: p}}, fw("day", 2, 86400)}
 	steps := []struct {
 		first int
 		want  []limiter.Result
@@ -37,13 +53,13 @@ func TestApplyAllAllOrNothing(t *testing.T) {
 		{2, []limiter.Result{res(false, 3, 1, -1, 1), res(true, 2, 0, 6400, 6400)}},
 	}
 	for i, s := range steps {
-		got, first, err := v.ApplyAll(reqs)
+		got, first, err := applyAll(v, reqs)
 		if err != nil || first != s.first || !reflect.DeepEqual(got, s.want) {
 			t.Fatalf("call %d: got %v, %d, %v; want %v, %d", i+1, got, first, err, s.want, s.first)
 		}
 	}
 	// The per-second limit was charged twice only: one unit is left.
-	if r, _ := v.Throttle([]byte("sec"), p); r != res(false, 3, 0, -1, 1) {
+	if r, _ := v.throttle([]byte("sec"), p); r != res(false, 3, 0, -1, 1) {
 		t.Fatalf("CL.THROTTLE after refusals: %v", r)
 	}
 }
@@ -51,24 +67,24 @@ func TestApplyAllAllOrNothing(t *testing.T) {
 func TestApplyAllErrorsChargeNothing(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
 	v := e.NewView()
-	if _, err := v.TokenBucket([]byte("tb"), limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 1, Cost: 1}); err != nil {
+	if _, err := v.tokenBucket([]byte("tb"), limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 1, Cost: 1}); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
-		reqs []Request
+		reqs []call
 		err  error
 	}{
-		{[]Request{fw("a", 5, 60), fw("tb", 5, 60)}, ErrWrongType},
-		{[]Request{fw("a", 5, 60), fw("a", 5, 60)}, ErrDuplicateKey},
-		{[]Request{fw("a", 5, 60), {Key: []byte("b")}}, ErrKind},
+		{[]call{fw("a", 5, 60), fw("tb", 5, 60)}, ErrWrongType},
+		{[]call{fw("a", 5, 60), fw("a", 5, 60)}, ErrDuplicateKey},
+		{[]call{fw("a", 5, 60), {key: "b"}}, ErrKind},
 		{nil, ErrNoRequests},
 	}
 	for _, c := range cases {
-		if _, _, err := v.ApplyAll(c.reqs); !errors.Is(err, c.err) {
+		if _, _, err := applyAll(v, c.reqs); !errors.Is(err, c.err) {
 			t.Errorf("got %v, want %v", err, c.err)
 		}
 	}
-	if v.Exists([]byte("a")) {
+	if v.Exists([]byte("a"), nil) {
 		t.Fatal("a refused call created key a")
 	}
 }
@@ -78,24 +94,24 @@ func TestApplyAllSlidingLogs(t *testing.T) {
 	// although the table decodes logs into one scratch slice.
 	e, clock := newTestEngine(t, 1)
 	v := e.NewView()
-	sw := func(key string, limit int64) Request {
-		return Request{Key: []byte(key), Kind: KindSlidingWindow,
-			SlidingWindow: limiter.SlidingWindowRequest{Limit: limit, Window: 10, Cost: 1, Exact: true}}
+	sw := func(key string, limit int64) call {
+		return call{key, limiter.Request{Kind: limiter.KindSlidingLog,
+			SlidingWindow: limiter.SlidingWindowRequest{Limit: limit, Window: 10, Cost: 1, Exact: true}}}
 	}
-	reqs := []Request{sw("x", 3), sw("y", 2)}
+	reqs := []call{sw("x", 3), sw("y", 2)}
 	want := [][]limiter.Result{
 		{res(false, 3, 2, -1, 10), res(false, 2, 1, -1, 10)},
 		{res(false, 3, 1, -1, 10), res(false, 2, 0, -1, 10)},
 		{res(false, 3, 1, -1, 9), res(true, 2, 0, 8, 9)},
 	}
 	for i, w := range want {
-		got, _, err := v.ApplyAll(reqs)
+		got, _, err := applyAll(v, reqs)
 		if err != nil || !reflect.DeepEqual(got, w) {
 			t.Fatalf("call %d: got %v, %v; want %v", i+1, got, err, w)
 		}
 		clock.Advance(1e9)
 	}
-	if typ := v.Type([]byte("x")); typ != KindSlidingLog {
+	if typ := v.Type([]byte("x"), nil); typ != limiter.KindSlidingLog {
 		t.Fatalf("TYPE x = %v", typ)
 	}
 }
@@ -103,7 +119,7 @@ func TestApplyAllSlidingLogs(t *testing.T) {
 func TestApplyAllInsideAtomic(t *testing.T) {
 	e, _ := newTestEngine(t, 4)
 	e.Atomic(func(tx *View) {
-		got, first, err := tx.ApplyAll([]Request{fw("a", 1, 60), fw("b", 1, 60)})
+		got, first, err := applyAll(tx, []call{fw("a", 1, 60), fw("b", 1, 60)})
 		if err != nil || first != 0 || len(got) != 2 {
 			t.Errorf("got %v, %d, %v", got, first, err)
 		}

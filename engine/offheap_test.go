@@ -30,13 +30,13 @@ func TestOffHeapReturnsToZero(t *testing.T) {
 			key := key(i)
 			switch i % 4 {
 			case 0:
-				e.Throttle(key, readmeParams)
+				e.throttle(key, readmeParams)
 			case 1:
-				e.TokenBucket(key, limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 1})
+				e.tokenBucket(key, limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 1, Cost: 1})
 			case 2:
-				e.SlidingWindow(key, limiter.SlidingWindowRequest{Limit: 10, Window: 1, Cost: 1, Exact: i%8 == 2})
+				e.slidingWindow(key, limiter.SlidingWindowRequest{Limit: 10, Window: 1, Cost: 1, Exact: i%8 == 2})
 			case 3:
-				e.FixedWindow(key, limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
+				e.fixedWindow(key, limiter.FixedWindowRequest{Limit: 10, Window: 1, Cost: 1})
 			}
 		}
 		if e.OffHeapBytes() < n*16 {
@@ -56,7 +56,7 @@ func TestOffHeapReturnsToZero(t *testing.T) {
 		{"lazy expiry", func(e *Engine, clock *ManualClock) {
 			clock.Advance(1e12)
 			for i := range n {
-				e.Exists(key(i))
+				e.Exists(key(i), nil)
 			}
 		}},
 		{"DBSIZE", func(e *Engine, clock *ManualClock) {
@@ -65,7 +65,7 @@ func TestOffHeapReturnsToZero(t *testing.T) {
 		}},
 		{"DEL", func(e *Engine, _ *ManualClock) {
 			for i := range n {
-				e.Del(key(i))
+				e.Del(key(i), nil)
 			}
 		}},
 		{"DeleteSlot", func(e *Engine, _ *ManualClock) {
@@ -91,11 +91,11 @@ func TestKeysOutliveTheirTable(t *testing.T) {
 	skipWithoutMmap(t)
 	e, _ := newTestEngine(t, 1)
 	for i := range 5000 {
-		e.Throttle(fmt.Appendf(nil, "{a}%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "{a}%d", i), readmeParams)
 	}
 	var keys [][]byte
-	e.Keys(nil, KindNone, func(k []byte) { keys = append(keys, k) })
-	_, scanned := e.Scan(0, 10000, nil, KindNone) // COUNT above the keys: one call returns them all
+	e.Keys(nil, limiter.KindNone, func(k []byte) { keys = append(keys, k) })
+	_, scanned := e.Scan(0, 10000, nil, limiter.KindNone) // COUNT above the keys: one call returns them all
 	var exported [][]byte
 	for _, r := range e.ExportSlot(Slot([]byte("a"))) {
 		exported = append(exported, r.Key)
@@ -124,7 +124,7 @@ func TestOffHeapFreedWithTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 5000 {
-		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	mem := e.mem
 	if mem.Mapped() == 0 {

@@ -17,11 +17,6 @@ import (
 // module), not API for users.
 func (e *Engine) Ahead() ahead.Locator { return locator{e} }
 
-// Ahead returns v as the server's read-ahead expects it: one Expect may
-// be called on. Only on a View no other goroutine uses (NewView's), never
-// on the Engine's own.
-func (v *View) Ahead() ahead.Expecter { return (*expecter)(v) }
-
 type locator struct{ e *Engine }
 
 var _ ahead.Locator = locator{}
@@ -92,11 +87,6 @@ func (t *table) prefetchRecord(tag uint64) {
 		i = t.next(i)
 	}
 }
-
-// expecter is a View taking Expect.
-type expecter View
-
-func (x *expecter) Expect(h ahead.Hint) { x.hint = h }
 
 // prefetchRecordAt starts loading the record of slot i, if i is a full
 // slot. The table's lock is held.

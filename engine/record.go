@@ -12,10 +12,10 @@ import (
 // imported elsewhere. Snapshots and cluster hand-off both move keys this way.
 type Record struct {
 	Key      []byte
-	Kind     Kind
+	Kind     limiter.Kind
 	ExpireMs int64         // Unix ms
-	A, B, C  int64         // kind-specific, as in entry
-	Hits     []limiter.Hit // KindSlidingLog only
+	Words    [3]int64      // the kind's state words (limiter.State)
+	Hits     []limiter.Hit // limiter.KindSlidingLog only
 }
 
 // ErrBadRecord reports an encoded record that cannot be decoded.
@@ -24,12 +24,12 @@ var ErrBadRecord = errors.New("engine: malformed record")
 const recordVersion = 1
 
 // AppendBinary appends r's encoding to buf: a version byte, the kind, the
-// key's length and bytes, then the expiry, A, B, C and the hits as varints.
+// key's length and bytes, then the expiry, the three words and the hits as varints.
 func (r Record) AppendBinary(buf []byte) []byte {
 	buf = append(buf, recordVersion, byte(r.Kind))
 	buf = binary.AppendUvarint(buf, uint64(len(r.Key)))
 	buf = append(buf, r.Key...)
-	for _, x := range [...]int64{r.ExpireMs, r.A, r.B, r.C} {
+	for _, x := range [...]int64{r.ExpireMs, r.Words[0], r.Words[1], r.Words[2]} {
 		buf = binary.AppendVarint(buf, x)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(r.Hits)))
@@ -48,7 +48,7 @@ func DecodeRecord(b []byte) (Record, int, error) {
 	if d.byte() != recordVersion {
 		return Record{}, 0, ErrBadRecord
 	}
-	r.Kind = Kind(d.byte())
+	r.Kind = limiter.Kind(d.byte())
 	if !r.Kind.Valid() {
 		return Record{}, 0, ErrBadRecord
 	}
@@ -58,7 +58,7 @@ func DecodeRecord(b []byte) (Record, int, error) {
 	}
 	r.Key = append([]byte{}, d.b[d.i:d.i+int(n)]...)
 	d.i += int(n)
-	r.ExpireMs, r.A, r.B, r.C = d.varint(), d.varint(), d.varint(), d.varint()
+	r.ExpireMs, r.Words[0], r.Words[1], r.Words[2] = d.varint(), d.varint(), d.varint(), d.varint()
 	hits := d.uvarint()
 	if hits > uint64(len(d.b)-d.i)/2 { // each hit takes at least two bytes
 		return Record{}, 0, ErrBadRecord
@@ -111,9 +111,9 @@ func (d *decoder) varint() int64 {
 }
 
 func (e entry) record(key []byte) Record {
-	r := Record{Key: append([]byte(nil), key...), Kind: e.kind, ExpireMs: e.expireMs, A: e.a, B: e.b, C: e.c}
-	if e.kind == KindSlidingLog {
-		r.Hits = append([]limiter.Hit(nil), e.log...) // e.log is the table's scratch
+	r := Record{Key: append([]byte(nil), key...), Kind: e.kind, ExpireMs: e.expireMs, Words: e.Words}
+	if e.kind == limiter.KindSlidingLog {
+		r.Hits = append([]limiter.Hit(nil), e.Log...) // e.Log is the table's scratch
 	}
 	return r
 }
@@ -165,7 +165,7 @@ func (v *View) ImportIfAbsent(r Record) (bool, error) { return v.importRecord(r,
 // importRecord is Import; dirty false stores the record as unchanged since
 // the last snapshot (Engine.Load); ifAbsent keeps a live key as it is.
 func (v *View) importRecord(r Record, dirty, ifAbsent bool) (bool, error) {
-	if !r.Kind.Valid() || kinds[r.Kind].log != (len(r.Hits) > 0) {
+	if !r.Kind.Valid() || limiter.Kinds[r.Kind].Log != (len(r.Hits) > 0) {
 		return false, ErrBadRecord
 	}
 	sh := v.e.shardFor(r.Key)
@@ -179,7 +179,7 @@ func (v *View) importRecord(r Record, dirty, ifAbsent bool) (bool, error) {
 		return false, nil
 	}
 	// The table copies the hits into its arena: e may use r's.
-	e := entry{kind: r.Kind, expireMs: r.ExpireMs, a: r.A, b: r.B, c: r.C, log: r.Hits}
+	e := entry{kind: r.Kind, expireMs: r.ExpireMs, State: limiter.State{Words: r.Words, Log: r.Hits}}
 	if !dirty {
 		bit := sh.t.dirtyBit
 		sh.t.dirtyBit = 0

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // scanAll runs a whole scan with count, calling between after each step,
@@ -18,7 +20,7 @@ func scanAll(t *testing.T, e *Engine, count int, between func(step int)) (map[st
 		if step > 1_000_000 {
 			t.Fatal("the scan does not end")
 		}
-		next, keys := e.Scan(cursor, count, nil, KindNone)
+		next, keys := e.Scan(cursor, count, nil, limiter.KindNone)
 		most = max(most, len(keys))
 		for _, k := range keys {
 			seen[string(k)]++
@@ -41,7 +43,7 @@ func TestScanStepsWithinAShard(t *testing.T) {
 	e, _ := newTestEngine(t, 1)
 	const n = 10_000
 	for i := range n {
-		e.Throttle(fmt.Appendf(nil, "key:%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "key:%d", i), readmeParams)
 	}
 	for _, count := range []int{1, 10, 100} {
 		seen, most := scanAll(t, e, count, nil)
@@ -68,7 +70,7 @@ func TestScanThroughResizes(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, uint64(shards)))
 		const stable = 3000
 		for i := range stable {
-			e.Throttle(fmt.Appendf(nil, "stable:%d", i), readmeParams)
+			e.throttle(fmt.Appendf(nil, "stable:%d", i), readmeParams)
 		}
 		var churn []string
 		seen, most := scanAll(t, e, 10, func(step int) {
@@ -77,11 +79,11 @@ func TestScanThroughResizes(t *testing.T) {
 				for range 200 {
 					k := fmt.Sprintf("churn:%d", rng.Uint64())
 					churn = append(churn, k)
-					e.Throttle([]byte(k), readmeParams)
+					e.throttle([]byte(k), readmeParams)
 				}
 			default: // shrink: remove most of them
 				for len(churn) > 10 {
-					e.Del([]byte(churn[len(churn)-1]))
+					e.Del([]byte(churn[len(churn)-1]), nil)
 					churn = churn[:len(churn)-1]
 				}
 			}
@@ -109,7 +111,7 @@ func TestScanThroughResizes(t *testing.T) {
 func TestScanFromWalksDisplacedRecords(t *testing.T) {
 	e, _ := newTestEngine(t, 1)
 	for i := range 45 { // a few slots short of growing: long runs of full slots
-		e.Throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
 	}
 	tb := &e.shards[0].t
 	for count := 1; count <= 50; count++ {

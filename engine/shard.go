@@ -10,19 +10,18 @@ import (
 // entry is one key's state, decoded from its table record. Which fields
 // mean what depends on kind:
 //
-//	KindGCRA           a = TAT (ns)
-//	KindTokenBucket    a = FullAt, b = Rem
-//	KindSlidingWindow  a = Start, b = Prev, c = Curr
-//	KindSlidingLog     log
-//	KindFixedWindow    a = Start, b = Count
+//	limiter.KindGCRA           a = TAT (ns)
+//	limiter.KindTokenBucket    a = FullAt, b = Rem
+//	limiter.KindSlidingWindow  a = Start, b = Prev, c = Curr
+//	limiter.KindSlidingLog     log
+//	limiter.KindFixedWindow    a = Start, b = Count
 //
 // A sliding log's hits are decoded only on demand (table.logAt), into
 // memory the table reuses: log must not be kept past the shard's lock.
 type entry struct {
-	kind     Kind
+	kind     limiter.Kind
 	expireMs int64 // Unix ms; the key is gone once now_ms > expireMs
-	a, b, c  int64
-	log      []limiter.Hit
+	limiter.State
 }
 
 // shard is one lock's worth of keys. Every method ending in Locked needs
@@ -41,10 +40,10 @@ type shard struct {
 	misses  int64 // and that did not
 	avgTTL  int64 // ms: an estimate from the keys the sweep examines
 	evicted int64
-	allowed [NumKinds]int64
-	limited [NumKinds]int64
-	kinds   [NumKinds]int64 // live keys by kind
-	top     *topK           // the most-limited keys; nil until a request is limited
+	allowed [limiter.NumKinds]int64
+	limited [limiter.NumKinds]int64
+	kinds   [limiter.NumKinds]int64 // live keys by kind
+	top     *topK                   // the most-limited keys; nil until a request is limited
 
 	changes int64 // keys written or removed since the last TakeDirty
 	// With Config.TrackChanges: the keys removed since the last TakeDirty,
@@ -93,7 +92,7 @@ func (s *shard) countLookup(found bool) {
 // getLocked, or -1 when it had none. When the shard cannot take the
 // record it returns ErrShardFull and changes nothing.
 func (s *shard) putLocked(key []byte, h uint64, i int, e *entry) error {
-	was := KindNone
+	was := limiter.KindNone
 	if i >= 0 {
 		was = s.t.kindAt(i) // another kind than e's only when Import replaces it
 	}
@@ -102,7 +101,7 @@ func (s *shard) putLocked(key []byte, h uint64, i int, e *entry) error {
 	}
 	s.changes++
 	if was != e.kind {
-		if was != KindNone {
+		if was != limiter.KindNone {
 			s.kinds[was]--
 		}
 		s.kinds[e.kind]++
@@ -129,7 +128,7 @@ func (s *shard) clearLocked() {
 	s.changes += int64(s.t.count)
 	s.t.reset()
 	s.sweepPos = 0
-	s.kinds = [NumKinds]int64{}
+	s.kinds = [limiter.NumKinds]int64{}
 	if s.track {
 		s.flushed, s.deleted = true, s.deleted[:0]
 	}
@@ -245,8 +244,8 @@ func (s *shard) keysLocked(nowMs int64, fn func(key []byte, e entry)) {
 		if nowMs > e.expireMs {
 			continue
 		}
-		if e.kind == KindSlidingLog {
-			e.log = s.t.logAt(i)
+		if e.kind == limiter.KindSlidingLog {
+			e.Log = s.t.logAt(i)
 		}
 		fn(s.t.keyOf(uint32(slot)), e)
 	}

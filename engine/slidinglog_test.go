@@ -92,7 +92,7 @@ func diffSlidingLog(t *testing.T, seed uint64, steps int) {
 			}
 		}
 		log, want, wantErr := limiter.SlidingLog(slices.Clone(ref), now, r)
-		got, err := e.SlidingWindow(key, r)
+		got, err := e.slidingWindow(key, r)
 		if err != wantErr || got != want.Result {
 			t.Fatalf("step %d at %d, %+v on %d hits: %+v %v, want %+v %v", step, now-now0, r, len(ref), got, err, want.Result, wantErr)
 		}
@@ -159,7 +159,7 @@ func TestCompactLogBounds(t *testing.T) {
 			continue
 		}
 		k := []byte("k")
-		if !tb.put(-1, k, 1, &entry{kind: KindSlidingLog, expireMs: 1, log: tt.hits}) {
+		if !tb.put(-1, k, 1, &entry{kind: limiter.KindSlidingLog, expireMs: 1, State: limiter.State{Log: tt.hits}}) {
 			t.Fatalf("%s: refused", tt.name)
 		}
 		i := tb.find(k, 1)

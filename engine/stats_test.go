@@ -12,12 +12,12 @@ func TestStatsHitsMissesAvgTTL(t *testing.T) {
 	e, clock := newTestEngine(t, 1)
 	r := limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}
 	for _, k := range []string{"a", "b", "a"} { // miss, miss, hit
-		if _, err := e.FixedWindow([]byte(k), r); err != nil {
+		if _, err := e.fixedWindow([]byte(k), r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.Exists([]byte("a"))       // hit
-	e.Exists([]byte("nothere")) // miss
+	e.Exists([]byte("a"), nil)       // hit
+	e.Exists([]byte("nothere"), nil) // miss
 	st := e.Stats()
 	if st.KeyspaceHits != 2 || st.KeyspaceMisses != 3 || st.AvgTTL != 0 {
 		t.Fatalf("hits %d misses %d avg_ttl %d, want 2, 3, 0", st.KeyspaceHits, st.KeyspaceMisses, st.AvgTTL)

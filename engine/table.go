@@ -83,10 +83,10 @@ const (
 // implicitHead returns the head byte for e when its expiry can be left
 // out of the record, and false when it must be stored.
 func implicitHead(e *entry) (byte, bool) {
-	if e.kind != KindGCRA {
+	if e.kind != limiter.KindGCRA {
 		return 0, false
 	}
-	switch unixMs(e.a) - e.expireMs {
+	switch unixMs(e.Words[0]) - e.expireMs {
 	case 0:
 		return byte(e.kind) | headImplicit, true
 	case 1:
@@ -164,7 +164,9 @@ func (t *table) age(i int) {
 }
 
 // kindAt returns the kind of the record in slot i.
-func (t *table) kindAt(i int) Kind { return Kind(t.arena[uint32(t.slots[i])] & headKind) }
+func (t *table) kindAt(i int) limiter.Kind {
+	return limiter.Kind(t.arena[uint32(t.slots[i])] & headKind)
+}
 
 // entryAt decodes the record in slot i, but for a sliding log's hits: its
 // log is nil (logAt decodes it), since most readers need only the expiry.
@@ -181,22 +183,22 @@ func (t *table) entryInto(i int, e *entry) {
 	p := t.stateAt(ref)
 	if head&headImplicit != 0 {
 		a := t.word(p)
-		*e = entry{kind: Kind(head & headKind), a: a, expireMs: unixMs(a)}
+		*e = entry{kind: limiter.Kind(head & headKind), expireMs: unixMs(a), State: limiter.State{Words: [3]int64{a}}}
 		if head&headMinusOne != 0 {
 			e.expireMs--
 		}
 		return
 	}
-	*e = entry{kind: Kind(head & headKind), expireMs: t.word(p)}
-	k := kinds[e.kind].words
+	*e = entry{kind: limiter.Kind(head & headKind), expireMs: t.word(p)}
+	k := limiter.Kinds[e.kind].Words
 	if k > 0 {
-		e.a = t.word(p + 8)
+		e.Words[0] = t.word(p + 8)
 	}
 	if k > 1 {
-		e.b = t.word(p + 16)
+		e.Words[1] = t.word(p + 16)
 	}
 	if k > 2 {
-		e.c = t.word(p + 24)
+		e.Words[2] = t.word(p + 24)
 	}
 }
 
@@ -217,16 +219,16 @@ func (t *table) update(i int, e *entry) bool {
 			return false
 		}
 		t.arena[ref] = head | t.dirtyBit | t.arena[ref]&headUse
-		t.putWord(p, e.a)
+		t.putWord(p, e.Words[0])
 		return true
 	}
 	t.arena[ref] |= t.dirtyBit
-	if e.kind == KindSlidingLog && !t.updateLog(p+8, e.log) {
+	if e.kind == limiter.KindSlidingLog && !t.updateLog(p+8, e.Log) {
 		return false
 	}
 	t.putWord(p, e.expireMs)
-	words := [3]int64{e.a, e.b, e.c}
-	for w := range kinds[e.kind].words {
+	words := [3]int64{e.Words[0], e.Words[1], e.Words[2]}
+	for w := range limiter.Kinds[e.kind].Words {
 		t.putWord(p+8+8*w, words[w])
 	}
 	return true
@@ -236,7 +238,7 @@ func (t *table) update(i int, e *entry) bool {
 // in place when the record can hold e, else as a new record. It reports
 // false, and changes nothing, when the new record would not fit.
 func (t *table) put(i int, key []byte, h uint64, e *entry) bool {
-	n := len(e.log) // room counts for sliding logs only
+	n := len(e.Log) // room counts for sliding logs only
 	if i < 0 {
 		// Most keys of a large keyspace see few hits, the commonest second
 		// one soon after the first: a new log has room for two.
@@ -253,7 +255,7 @@ func (t *table) put(i int, key []byte, h uint64, e *entry) bool {
 	room := n + n/2
 	if t.kindAt(i) == e.kind {
 		// Where the arena has no place for it, a shrunk log stays put.
-		shrink := e.kind == KindSlidingLog && t.shrunk(i, n) && t.fits(key, e, room)
+		shrink := e.kind == limiter.KindSlidingLog && t.shrunk(i, n) && t.fits(key, e, room)
 		if !shrink && t.update(i, e) {
 			return true
 		}
@@ -274,12 +276,12 @@ func (t *table) fits(key []byte, e *entry, room int) bool {
 }
 
 func recordLen(key []byte, e *entry, room int) int {
-	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*kinds[e.kind].words
+	n := 1 + uvarintLen(uint64(len(key))) + len(key) + 8*limiter.Kinds[e.kind].Words
 	if _, implicit := implicitHead(e); !implicit {
 		n += 8
 	}
-	if e.kind == KindSlidingLog {
-		n += logLen(room, compactLog(e.log))
+	if e.kind == limiter.KindSlidingLog {
+		n += logLen(room, compactLog(e.Log))
 	}
 	return n
 }
@@ -361,12 +363,12 @@ func (t *table) writeRecord(ref uint32, head byte, implicit bool, key []byte, e 
 		binary.LittleEndian.PutUint64(rec[p:], uint64(e.expireMs))
 		p += 8
 	}
-	words := [3]int64{e.a, e.b, e.c}
-	for w := range kinds[e.kind].words {
+	words := [3]int64{e.Words[0], e.Words[1], e.Words[2]}
+	for w := range limiter.Kinds[e.kind].Words {
 		binary.LittleEndian.PutUint64(rec[p+8*w:], uint64(words[w]))
 	}
-	if e.kind == KindSlidingLog {
-		putLog(rec[p:], room, e.log, compactLog(e.log))
+	if e.kind == limiter.KindSlidingLog {
+		putLog(rec[p:], room, e.Log, compactLog(e.Log))
 	}
 }
 
@@ -422,11 +424,11 @@ func uvarintLen(x uint64) int {
 // recordSize returns the bytes of the record at ref.
 func (t *table) recordSize(ref uint32) int {
 	head := t.arena[ref]
-	n := t.stateAt(ref) - int(ref) + 8*kinds[head&headKind].words
+	n := t.stateAt(ref) - int(ref) + 8*limiter.Kinds[head&headKind].Words
 	if head&headImplicit == 0 {
 		n += 8
 	}
-	if Kind(head&headKind) == KindSlidingLog {
+	if limiter.Kind(head&headKind) == limiter.KindSlidingLog {
 		l := t.logHeadAt(int(ref) + n)
 		n += logLen(l.room, l.compact)
 	}

@@ -39,7 +39,7 @@ func checkTable(t *testing.T, tb *table, seed maphash.Seed, want map[string]entr
 			t.Fatalf("slot %d: find(%q) = %d", i, key, tb.find(key, h))
 		}
 		live += tb.recordSize(uint32(s))
-		if tb.kindAt(i) == KindSlidingLog {
+		if tb.kindAt(i) == limiter.KindSlidingLog {
 			room, hits, _ := tb.logFields(tb.stateAt(uint32(s)) + 8)
 			if hits > room {
 				t.Fatalf("slot %d: a log of %d hits in room for %d", i, hits, room)
@@ -69,15 +69,15 @@ func checkTable(t *testing.T, tb *table, seed maphash.Seed, want map[string]entr
 			t.Fatalf("key %.20q lost", k)
 		}
 		got := tb.entryAt(i)
-		if got.log != nil {
+		if got.Log != nil {
 			t.Fatalf("key %.20q: entryAt decoded a log", k)
 		}
-		if e.kind == KindSlidingLog {
-			if hits := tb.logAt(i); !slices.Equal(hits, e.log) {
+		if e.kind == limiter.KindSlidingLog {
+			if hits := tb.logAt(i); !slices.Equal(hits, e.Log) {
 				t.Fatalf("key %.20q: log of %d hits %v…, want %d: %v…", k, len(hits), hits[:min(len(hits), 3)],
-					len(e.log), e.log[:min(len(e.log), 3)])
+					len(e.Log), e.Log[:min(len(e.Log), 3)])
 			}
-			e.log = nil
+			e.Log = nil
 		}
 		if fmt.Sprint(got) != fmt.Sprint(e) {
 			t.Fatalf("key %.20q: entry %+v, want %+v", k, got, e)
@@ -89,21 +89,21 @@ func checkTable(t *testing.T, tb *table, seed maphash.Seed, want map[string]entr
 }
 
 func randomEntry(rng *rand.Rand) entry {
-	e := entry{kind: Kind(1 + rng.Intn(5)), expireMs: rng.Int63()}
-	e.a = rng.Int63() - rng.Int63()
-	if kinds[e.kind].words > 1 {
-		e.b = rng.Int63()
+	e := entry{kind: limiter.Kind(1 + rng.Intn(5)), expireMs: rng.Int63()}
+	e.Words[0] = rng.Int63() - rng.Int63()
+	if limiter.Kinds[e.kind].Words > 1 {
+		e.Words[1] = rng.Int63()
 	}
-	if kinds[e.kind].words > 2 {
-		e.c = -rng.Int63()
+	if limiter.Kinds[e.kind].Words > 2 {
+		e.Words[2] = -rng.Int63()
 	}
-	if e.kind == KindSlidingLog {
-		e.a = 0 // a log keeps no state words
-		e.log = randomLog(rng, 1+rng.Intn(8), nil)
+	if e.kind == limiter.KindSlidingLog {
+		e.Words[0] = 0 // a log keeps no state words
+		e.Log = randomLog(rng, 1+rng.Intn(8), nil)
 	}
-	if e.kind == KindGCRA && rng.Intn(2) == 0 {
+	if e.kind == limiter.KindGCRA && rng.Intn(2) == 0 {
 		// An expiry redis-cell's rule gives: the record leaves it out.
-		e.expireMs = unixMs(e.a) - rng.Int63n(2)
+		e.expireMs = unixMs(e.Words[0]) - rng.Int63n(2)
 	}
 	return e
 }
@@ -160,8 +160,8 @@ func TestTableAgainstAModel(t *testing.T) {
 		}
 		h := maphash.Bytes(seed, []byte(k))
 		i := tb.find([]byte(k), h)
-		if (i >= 0) != (want[k].kind != KindNone) {
-			t.Fatalf("step %d: find(%.20q) = %d, model has it: %v", step, k, i, want[k].kind != KindNone)
+		if (i >= 0) != (want[k].kind != limiter.KindNone) {
+			t.Fatalf("step %d: find(%.20q) = %d, model has it: %v", step, k, i, want[k].kind != limiter.KindNone)
 		}
 		var e entry
 		switch op := rng.Intn(10); {
@@ -174,8 +174,8 @@ func TestTableAgainstAModel(t *testing.T) {
 			for e.kind != want[k].kind {
 				e = randomEntry(rng)
 			}
-			if e.kind == KindSlidingLog {
-				e.log = nextLog(rng, want[k].log)
+			if e.kind == limiter.KindSlidingLog {
+				e.Log = nextLog(rng, want[k].Log)
 			}
 		case i >= 0 && op < 9: // any kind, as Import may store
 			e = randomEntry(rng)
@@ -224,13 +224,13 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 	k := []byte("user:000000000001")
 	h := maphash.Bytes(seed, k)
 	tat := now0 + 2_000_900_000
-	tb.insert(k, h, &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}, 0)
+	tb.insert(k, h, &entry{kind: limiter.KindGCRA, expireMs: tat / 1e6, State: limiter.State{Words: [3]int64{tat}}}, 0)
 	if len(tb.arena) != 27 {
 		t.Fatalf("record of %d bytes, want 27", len(tb.arena))
 	}
 	for _, e := range []entry{
-		{kind: KindGCRA, expireMs: tat/1e6 - 1, a: tat},
-		{kind: KindGCRA, expireMs: (tat + 5e9) / 1e6, a: tat + 5e9},
+		{kind: limiter.KindGCRA, expireMs: tat/1e6 - 1, State: limiter.State{Words: [3]int64{tat}}},
+		{kind: limiter.KindGCRA, expireMs: (tat + 5e9) / 1e6, State: limiter.State{Words: [3]int64{tat + 5e9}}},
 	} {
 		if !tb.update(tb.find(k, h), &e) {
 			t.Fatalf("update to %+v refused", e)
@@ -239,7 +239,7 @@ func TestTableLeavesOutDerivableExpiry(t *testing.T) {
 			t.Fatalf("update to %+v: got %+v", e, got)
 		}
 	}
-	if tb.update(tb.find(k, h), &entry{kind: KindGCRA, expireMs: tat/1e6 + 3, a: tat}) {
+	if tb.update(tb.find(k, h), &entry{kind: limiter.KindGCRA, expireMs: tat/1e6 + 3, State: limiter.State{Words: [3]int64{tat}}}) {
 		t.Fatal("an expiry the record cannot derive must not be written in place")
 	}
 }
@@ -250,7 +250,7 @@ func TestTableCompactsDeadRecords(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	for i := range 10000 {
 		// expireMs is not floor(a/1e6) or one less: stored explicitly.
-		tb.insert(key(i), maphash.Bytes(seed, key(i)), &entry{kind: KindGCRA, expireMs: int64(i) + 5, a: int64(i)}, 0)
+		tb.insert(key(i), maphash.Bytes(seed, key(i)), &entry{kind: limiter.KindGCRA, expireMs: int64(i) + 5, State: limiter.State{Words: [3]int64{int64(i)}}}, 0)
 	}
 	if got := len(tb.arena); got != 10000*35 {
 		t.Fatalf("arena %d bytes for 10000 17-byte GCRA keys with explicit expiry, want 350000", got)
@@ -266,7 +266,7 @@ func TestTableCompactsDeadRecords(t *testing.T) {
 	}
 	for i := 9000; i < 10000; i++ {
 		j := tb.find(key(i), maphash.Bytes(seed, key(i)))
-		if j < 0 || tb.entryAt(j).a != int64(i) || !bytes.Equal(tb.keyOf(uint32(tb.slots[j])), key(i)) {
+		if j < 0 || tb.entryAt(j).Words[0] != int64(i) || !bytes.Equal(tb.keyOf(uint32(tb.slots[j])), key(i)) {
 			t.Fatalf("key %d lost or changed by compaction", i)
 		}
 	}
@@ -282,7 +282,7 @@ func TestTableBytesPerKey(t *testing.T) {
 	for i := range 20000 {
 		k := fmt.Appendf(nil, "user:%012d", i)
 		tat := now0 + int64(i)*1e6 + 7e8
-		tb.insert(k, maphash.Bytes(seed, k), &entry{kind: KindGCRA, expireMs: tat/1e6 - int64(i%2), a: tat}, 0)
+		tb.insert(k, maphash.Bytes(seed, k), &entry{kind: limiter.KindGCRA, expireMs: tat/1e6 - int64(i%2), State: limiter.State{Words: [3]int64{tat}}}, 0)
 		if n := i + 1; n >= 1000 {
 			if perKey := float64(tb.memory()) / float64(n); perKey > worst {
 				worst, at = perKey, n
@@ -305,7 +305,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 		k := key(i)
 		h := maphash.Bytes(seed, k)
 		tat := now0 + int64(i)*1e6
-		return sh.putLocked(k, h, sh.t.find(k, h), &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat})
+		return sh.putLocked(k, h, sh.t.find(k, h), &entry{kind: limiter.KindGCRA, expireMs: tat / 1e6, State: limiter.State{Words: [3]int64{tat}}})
 	}
 	n := 0
 	for ; put(n) == nil; n++ {
@@ -328,7 +328,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 		k := short(i)
 		h := maphash.Bytes(seed, k)
 		tat := now0 + int64(i)*1e6
-		if err := sh.putLocked(k, h, -1, &entry{kind: KindGCRA, expireMs: tat / 1e6, a: tat}); err != nil {
+		if err := sh.putLocked(k, h, -1, &entry{kind: limiter.KindGCRA, expireMs: tat / 1e6, State: limiter.State{Words: [3]int64{tat}}}); err != nil {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -337,7 +337,7 @@ func TestTableStaysWithinItsOffsets(t *testing.T) {
 	}
 	for _, k := range [][]byte{key(12), key(36), short(100), short(111)} {
 		j := sh.t.find(k, maphash.Bytes(seed, k))
-		if j < 0 || sh.t.entryAt(j).expireMs != sh.t.entryAt(j).a/1e6 {
+		if j < 0 || sh.t.entryAt(j).expireMs != sh.t.entryAt(j).Words[0]/1e6 {
 			t.Fatalf("key %s lost or changed", k)
 		}
 	}
@@ -352,7 +352,7 @@ func TestTableReusesDeadRecords(t *testing.T) {
 	key := func(i int) []byte { return fmt.Appendf(nil, "user:%012d", i) }
 	put := func(i int) {
 		k := key(i)
-		tb.put(-1, k, maphash.Bytes(seed, k), &entry{kind: KindGCRA, expireMs: 5, a: int64(i)})
+		tb.put(-1, k, maphash.Bytes(seed, k), &entry{kind: limiter.KindGCRA, expireMs: 5, State: limiter.State{Words: [3]int64{int64(i)}}})
 	}
 	for i := range 1000 {
 		put(i)
@@ -372,7 +372,7 @@ func TestTableReusesDeadRecords(t *testing.T) {
 	}
 	for i := range 1500 {
 		j := tb.find(key(i), maphash.Bytes(seed, key(i)))
-		if (j >= 0) != (i < 200 || i >= 700) || j >= 0 && tb.entryAt(j).a != int64(i) {
+		if (j >= 0) != (i < 200 || i >= 700) || j >= 0 && tb.entryAt(j).Words[0] != int64(i) {
 			t.Fatalf("key %d lost, kept or changed", i)
 		}
 	}
@@ -390,7 +390,7 @@ func TestTableLogRecords(t *testing.T) {
 	h := maphash.Bytes(seed, k)
 	put := func(log []limiter.Hit) uint32 {
 		t.Helper()
-		if !tb.put(tb.find(k, h), k, h, &entry{kind: KindSlidingLog, expireMs: 7, log: log}) {
+		if !tb.put(tb.find(k, h), k, h, &entry{kind: limiter.KindSlidingLog, expireMs: 7, State: limiter.State{Log: log}}) {
 			t.Fatalf("a log of %d hits refused", len(log))
 		}
 		i := tb.find(k, h)
@@ -400,7 +400,7 @@ func TestTableLogRecords(t *testing.T) {
 		if got := tb.logAt(i); !slices.Equal(got, log) {
 			t.Fatalf("a log of %d hits read back as %d: %v", len(log), len(got), got[:min(len(got), 4)])
 		}
-		if e := tb.entryAt(i); e.kind != KindSlidingLog || e.expireMs != 7 {
+		if e := tb.entryAt(i); e.kind != limiter.KindSlidingLog || e.expireMs != 7 {
 			t.Fatalf("entry %+v", e)
 		}
 		return uint32(tb.slots[i])
@@ -490,7 +490,7 @@ func TestTableLogAtTheLimit(t *testing.T) {
 	for {
 		log = append(log, limiter.Hit{At: now0 + int64(len(log)), N: 1})
 		arena, slots, dead := bytes.Clone(sh.t.arena), slices.Clone(sh.t.slots), sh.t.dead
-		err := put(k, entry{kind: KindSlidingLog, expireMs: 9, log: log})
+		err := put(k, entry{kind: limiter.KindSlidingLog, expireMs: 9, State: limiter.State{Log: log}})
 		if err == nil {
 			continue
 		}
@@ -503,7 +503,7 @@ func TestTableLogAtTheLimit(t *testing.T) {
 		break
 	}
 	log = log[:len(log)-1]
-	if got := sh.t.logAt(sh.t.find(k, h)); !slices.Equal(got, log) || sh.kinds[KindSlidingLog] != 1 {
+	if got := sh.t.logAt(sh.t.find(k, h)); !slices.Equal(got, log) || sh.kinds[limiter.KindSlidingLog] != 1 {
 		t.Fatalf("after the refusal: %d hits, want %d", len(got), len(log))
 	}
 	// Room 2, 4, 7, 12, 19, 30, 46, 70, 106, 160, 241: the 242nd hit
@@ -513,10 +513,10 @@ func TestTableLogAtTheLimit(t *testing.T) {
 		t.Fatalf("refused at %d hits, want 242", len(log)+1)
 	}
 	// Fill the arena, then shrink the log to one hit: it cannot move.
-	for i := 0; put(fmt.Appendf(nil, "gcra:%d", i), entry{kind: KindGCRA, expireMs: 5, a: 1e9}) == nil; i++ {
+	for i := 0; put(fmt.Appendf(nil, "gcra:%d", i), entry{kind: limiter.KindGCRA, expireMs: 5, State: limiter.State{Words: [3]int64{1e9}}}) == nil; i++ {
 	}
 	ref := uint32(sh.t.slots[sh.t.find(k, h)])
-	if err := put(k, entry{kind: KindSlidingLog, expireMs: 9, log: log[:1]}); err != nil {
+	if err := put(k, entry{kind: limiter.KindSlidingLog, expireMs: 9, State: limiter.State{Log: log[:1]}}); err != nil {
 		t.Fatalf("a log that shrank, at the limit: %v", err)
 	}
 	i := sh.t.find(k, h)
@@ -534,14 +534,14 @@ func TestSlidingLogPastTheArenaLimit(t *testing.T) {
 	e, clock := newTestEngine(t, 1)
 	e.shards[0].t.limit = 8192
 	log, other := []byte("log"), []byte("other")
-	if _, err := e.Throttle(other, readmeParams); err != nil {
+	if _, err := e.throttle(other, readmeParams); err != nil {
 		t.Fatal(err)
 	}
 	hit := swExact(100_000, 3600, 1)
 	n := 0
 	for ; ; n++ {
 		clock.Advance(1000) // a new instant: one more hit in the log
-		_, err := e.SlidingWindow(log, hit)
+		_, err := e.slidingWindow(log, hit)
 		if err != nil {
 			if !errors.Is(err, ErrShardFull) {
 				t.Fatalf("hit %d: %v", n+1, err)
@@ -553,24 +553,24 @@ func TestSlidingLogPastTheArenaLimit(t *testing.T) {
 		}
 	}
 	for range 2 { // the refused hit left nothing behind, and is refused again
-		if r, err := e.SlidingWindow(log, swExact(100_000, 3600, 0)); err != nil || r.Remaining != 100_000-int64(n) {
+		if r, err := e.slidingWindow(log, swExact(100_000, 3600, 0)); err != nil || r.Remaining != 100_000-int64(n) {
 			t.Fatalf("read after the refusal: %+v %v, want %d remaining", r, err, 100_000-n)
 		}
 		if recs := e.ExportSlot(Slot(log)); len(recs) != 1 || len(recs[0].Hits) != n {
 			t.Fatalf("exported %+v, want %d hits", recs, n)
 		}
-		if _, err := e.SlidingWindow(log, hit); !errors.Is(err, ErrShardFull) {
+		if _, err := e.slidingWindow(log, hit); !errors.Is(err, ErrShardFull) {
 			t.Fatalf("hit on a full log: %v", err)
 		}
 	}
-	if _, ok, err := e.Get(other); !ok || err != nil || e.DBSize() != 2 {
+	if _, ok, err := e.Get(other, nil); !ok || err != nil || e.DBSize() != 2 {
 		t.Fatalf("other key: %v %v; %d keys", ok, err, e.DBSize())
 	}
 	// A refund shrinks the log, and hits are taken again.
-	if _, err := e.SlidingWindow(log, swExact(100_000, 3600, -int64(n))); err != nil || e.Exists(log) {
-		t.Fatalf("refund of every hit: %v, key exists: %v", err, e.Exists(log))
+	if _, err := e.slidingWindow(log, swExact(100_000, 3600, -int64(n))); err != nil || e.Exists(log, nil) {
+		t.Fatalf("refund of every hit: %v, key exists: %v", err, e.Exists(log, nil))
 	}
-	if r, err := e.SlidingWindow(log, hit); err != nil || r.Remaining != 100_000-1 {
+	if r, err := e.slidingWindow(log, hit); err != nil || r.Remaining != 100_000-1 {
 		t.Fatalf("hit after the refund: %+v %v", r, err)
 	}
 }
@@ -582,14 +582,14 @@ func TestSlidingLogWriteNoneLeavesTheRecord(t *testing.T) {
 	k := []byte("k")
 	for _, at := range []int64{0, 9e9, 9.5e9} {
 		clock.Set(now0 + at)
-		if r, err := e.SlidingWindow(k, swExact(3, 10, 1)); err != nil || r.Limited {
+		if r, err := e.slidingWindow(k, swExact(3, 10, 1)); err != nil || r.Limited {
 			t.Fatalf("hit at +%d ns: %+v %v", at, r, err)
 		}
 	}
 	clock.Set(now0 + 10e9) // the hit at now0 has left; 2 count: a limit of 2 is reached
 	was := bytes.Clone(e.shards[0].t.arena)
 	for _, cost := range []int64{1, 0, 3} {
-		r, err := e.SlidingWindow(k, swExact(2, 10, cost))
+		r, err := e.slidingWindow(k, swExact(2, 10, cost))
 		if err != nil || r.Limited != (cost != 0) || r.Remaining != 0 {
 			t.Fatalf("cost %d: %+v %v", cost, r, err)
 		}
@@ -617,7 +617,7 @@ func TestSlidingLogGrowthDoesNotAllocate(t *testing.T) {
 		runtime.ReadMemStats(&before)
 		for _, k := range keys {
 			clock.Advance(1000)
-			if r, err := e.SlidingWindow(k, hit); err != nil || r.Remaining != 99-int64(pass) {
+			if r, err := e.slidingWindow(k, hit); err != nil || r.Remaining != 99-int64(pass) {
 				t.Fatalf("pass %d: %+v %v", pass, r, err)
 			}
 		}

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"slices"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // The most-limited keys: each shard keeps a Space-Saving summary (Metwally,
@@ -26,7 +28,7 @@ type topEntry struct {
 	hash  uint64 // the key's hash in its shard, compared before the bytes
 	count int64  // limited requests, decayed; 0: the entry is free
 	err   int64  // how much count may overstate (Space-Saving's error)
-	kind  Kind
+	kind  limiter.Kind
 	n     uint8 // bytes of key used
 	long  bool  // the key was longer than TopKeyLen
 	key   [TopKeyLen]byte
@@ -61,7 +63,7 @@ func (t *topK) decayLocked(now int64) {
 }
 
 // addLocked counts one limited request for key (hash h, kind k) at now.
-func (t *topK) addLocked(key []byte, h uint64, k Kind, now int64) {
+func (t *topK) addLocked(key []byte, h uint64, k limiter.Kind, now int64) {
 	t.decayLocked(now)
 	n := min(len(key), TopKeyLen)
 	low := 0
@@ -89,7 +91,7 @@ type LimitedKey struct {
 	// Key is the key, or its first TopKeyLen bytes when Truncated.
 	Key       []byte
 	Truncated bool
-	Kind      Kind
+	Kind      limiter.Kind
 	// Count is the limited requests for the key, each weighed by how
 	// recent it is (halving every TopHalfLife); it may overstate the true
 	// figure by at most Error.

@@ -16,13 +16,13 @@ func limitN(t *testing.T, e *Engine, key string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !e.Exists([]byte(key)) {
-		if r, _ := e.Throttle([]byte(key), p); r.Limited {
+	if !e.Exists([]byte(key), nil) {
+		if r, _ := e.throttle([]byte(key), p); r.Limited {
 			t.Fatal("first request limited")
 		}
 	}
 	for range n {
-		if r, _ := e.Throttle([]byte(key), p); !r.Limited {
+		if r, _ := e.throttle([]byte(key), p); !r.Limited {
 			t.Fatalf("%s: not limited", key)
 		}
 	}
@@ -106,7 +106,7 @@ func TestTopLimitedLongKey(t *testing.T) {
 	long := strings.Repeat("x", TopKeyLen+10)
 	limitN(t, e, long, 2)
 	top := e.TopLimited(1)
-	if len(top) != 1 || string(top[0].Key) != long[:TopKeyLen] || !top[0].Truncated || top[0].Count != 2 || top[0].Kind != KindGCRA {
+	if len(top) != 1 || string(top[0].Key) != long[:TopKeyLen] || !top[0].Truncated || top[0].Count != 2 || top[0].Kind != limiter.KindGCRA {
 		t.Fatalf("got %+v", top)
 	}
 }

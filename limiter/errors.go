@@ -24,3 +24,23 @@ var (
 	ErrWindowRange         = errors.New("limiter: window out of range")
 	ErrExactLimit          = errors.New("limiter: limit above 100000 with EXACT")
 )
+
+// Errors in a call's words (Parse).
+var (
+	ErrNotInteger = errors.New("limiter: not an integer")
+	ErrSyntax     = errors.New("limiter: syntax error")
+	ErrArity      = errors.New("limiter: too few arguments")
+	ErrKind       = errors.New("limiter: no limiter kind")
+)
+
+// ArgError is a word of a call that is not what its place takes: Err is
+// ErrNotInteger or ErrSyntax, Arg the word.
+type ArgError struct {
+	Err error
+	Arg string
+}
+
+func (e *ArgError) Error() string { return e.Err.Error() + ": " + e.Arg }
+
+// Unwrap returns Err, for errors.Is.
+func (e *ArgError) Unwrap() error { return e.Err }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Source is what the collector reads: *server.Server implements it. Its
@@ -125,7 +126,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstHistogram(descDuration, n, float64(cc.Nanos)/1e9, cum, name)
 	}
 	es := c.src.Engine().Stats()
-	for k := range engine.Kind(engine.NumKinds) {
+	for k := range limiter.Kind(limiter.NumKinds) {
 		if !k.Valid() {
 			continue
 		}

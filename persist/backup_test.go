@@ -24,7 +24,7 @@ func TestBackupRestoresLikeTheStore(t *testing.T) {
 	if err := sv.Save(); err != nil {
 		t.Fatal(err)
 	}
-	e.Del([]byte("user:000000000003"))
+	e.Del([]byte("user:000000000003"), nil)
 	fill(t, e, 60) // changed since the snapshot: the backup takes them too
 	want := dump(e)
 	st, err := sv.Backup("backups/one")
@@ -38,7 +38,7 @@ func TestBackupRestoresLikeTheStore(t *testing.T) {
 		t.Fatalf("Backup into an existing directory = %v, want fs.ErrExist", err)
 	}
 	// The store goes on after the backup.
-	e.Del([]byte("tb"))
+	e.Del([]byte("tb"), nil)
 	if err := sv.Save(); err != nil {
 		t.Fatalf("Save after the backup: %v", err)
 	}
@@ -89,7 +89,7 @@ func TestSnapshotsGoOnDuringCheckpoint(t *testing.T) {
 	go func() { done <- s.Checkpoint("backup") }()
 	<-blocked
 
-	e.Del([]byte("sw"))
+	e.Del([]byte("sw"), nil)
 	fill(t, e, 30)
 	after := dump(e)
 	committed := make(chan error, 1)
@@ -148,7 +148,7 @@ func TestSaverStats(t *testing.T) {
 		st.InProgress || st.LastDuration <= 0 || st.LastSuccess.Before(before.Truncate(time.Millisecond)) || st.DiskBytes == 0 {
 		t.Fatalf("Stats after a save = %+v", st)
 	}
-	e.Del([]byte("fw"))
+	e.Del([]byte("fw"), nil)
 	failing.On()
 	if err := sv.Save(); err == nil {
 		t.Fatal("Save with failing writes succeeded")

@@ -47,7 +47,7 @@ func BenchmarkRestore(b *testing.B) {
 			written := 0
 			for lo := 0; lo < n; lo += 1_000_000 {
 				for i := lo; i < min(lo+1_000_000, n); i++ {
-					if _, err := e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p); err != nil {
+					if _, err := e.Apply([]byte(fmt.Sprintf("user:%012d", i)), p.Request(), nil); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -65,7 +65,7 @@ func BenchmarkRestore(b *testing.B) {
 			}
 			// A second snapshot with 1% of the keys changed.
 			for i := 0; i < n; i += 100 {
-				e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p)
+				e.Apply([]byte(fmt.Sprintf("user:%012d", i)), p.Request(), nil)
 			}
 			start := time.Now()
 			if _, err := s.Snapshot(e, time.Now()); err != nil {
@@ -112,7 +112,7 @@ func BenchmarkSnapshotChurn(b *testing.B) {
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key:%012d", i)
-		if _, err := e.Throttle(keys[i], p); err != nil {
+		if _, err := e.Apply(keys[i], p.Request(), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func BenchmarkSnapshotChurn(b *testing.B) {
 					x ^= x << 13
 					x ^= x >> 7
 					x ^= x << 17
-					if _, err := e.Throttle(keys[x%n], p); err != nil {
+					if _, err := e.Apply(keys[x%n], p.Request(), nil); err != nil {
 						b.Fatal(err)
 					}
 				}

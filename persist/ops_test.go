@@ -9,6 +9,7 @@ import (
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/manual"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // each hands the net effect of the parts: the slots of the flushed shards
@@ -71,7 +72,7 @@ func testOpsEach(t *testing.T, takes int) {
 					kind, v = opDelete, ""
 					p.add(kind, k, nil)
 				} else {
-					r := engine.Record{Key: []byte(v), Kind: engine.KindGCRA}
+					r := engine.Record{Key: []byte(v), Kind: limiter.KindGCRA}
 					p.addRecord(k, r)
 					v = string(r.AppendBinary(nil))
 				}

@@ -57,7 +57,7 @@ func TestSaverRules(t *testing.T) {
 		t.Fatalf("Info = %+v", in)
 	}
 	// One change: only the 60 s rule applies, counted from the last snapshot.
-	e.Del([]byte("tb"))
+	e.Del([]byte("tb"), nil)
 	next := sv.lastTry
 	sv.tick(next.Add(59 * time.Second))
 	if gen, _ := s.LastSave(); gen != 1 {
@@ -98,7 +98,7 @@ func TestSaverSaveAndBGSave(t *testing.T) {
 	sv.mu.Lock()
 	sv.inBG = false
 	sv.mu.Unlock()
-	e.Del([]byte("fw"))
+	e.Del([]byte("fw"), nil)
 	sv.tick(time.Now()) // the scheduled save runs, rules or not
 	if gen, _ := s.LastSave(); gen != 2 {
 		t.Fatalf("scheduled save did not run: generation %d", gen)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -600,7 +601,7 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 			return p
 		}
 		loaded := false
-		if r.Kind != engine.KindSlidingLog || len(r.Hits) > 0 { // a log with no hits is no key
+		if r.Kind != limiter.KindSlidingLog || len(r.Hits) > 0 { // a log with no hits is no key
 			if loaded, err = dst.Load(r); err != nil {
 				p.err = fmt.Errorf("%w: record under key %q: %v", ErrCorrupt, k, err)
 				return p

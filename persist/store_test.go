@@ -65,7 +65,7 @@ func failingWrites() *errorfs.Toggle {
 func saveAllButLongExpiring(t *testing.T, s *Store, e *engine.Engine) {
 	t.Helper()
 	fill(t, e, 3)
-	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+	if _, err := e.Apply([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}.Request(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Snapshot(e, saveTime); err != nil {
@@ -94,7 +94,7 @@ func fill(t testing.TB, e *engine.Engine, n int) {
 		t.Fatal(err)
 	}
 	for i := range n {
-		if _, err := e.Throttle([]byte(fmt.Sprintf("user:%012d", i)), p); err != nil {
+		if _, err := e.Apply([]byte(fmt.Sprintf("user:%012d", i)), p.Request(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,11 +104,11 @@ func fill(t testing.TB, e *engine.Engine, n int) {
 			t.Fatal(err)
 		}
 	}
-	must(e.TokenBucket([]byte("tb"), limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 60, Cost: 3}))
-	must(e.SlidingWindow([]byte("sw"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2}))
-	must(e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2, Exact: true}))
-	must(e.SlidingWindow([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true}))
-	must(e.FixedWindow([]byte("fw"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 4}))
+	must(e.Apply([]byte("tb"), limiter.TokenBucketRequest{Capacity: 10, Refill: 1, Period: 60, Cost: 3}.Request(), nil))
+	must(e.Apply([]byte("sw"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2}.Request(), nil))
+	must(e.Apply([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 2, Exact: true}.Request(), nil))
+	must(e.Apply([]byte("log"), limiter.SlidingWindowRequest{Limit: 10, Window: 60, Cost: 1, Exact: true}.Request(), nil))
+	must(e.Apply([]byte("fw"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 4}.Request(), nil))
 }
 
 // saved returns a store on a memory filesystem and an engine of n keys
@@ -130,7 +130,7 @@ func dump(e *engine.Engine) []string {
 	var out []string
 	for slot := range engine.SlotCount {
 		for _, r := range e.ExportSlot(slot) {
-			out = append(out, fmt.Sprintf("%s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.A, r.B, r.C, r.Hits))
+			out = append(out, fmt.Sprintf("%s %d %d %d %d %d %v", r.Key, r.Kind, r.ExpireMs, r.Words[0], r.Words[1], r.Words[2], r.Hits))
 		}
 	}
 	sort.Strings(out)
@@ -193,7 +193,7 @@ func TestSnapshotIsIncremental(t *testing.T) { bothWays(t, testSnapshotIsIncreme
 
 func testSnapshotIsIncremental(t *testing.T) {
 	fs, s, e := saved(t, 10)
-	e.Del([]byte("user:000000000003"))
+	e.Del([]byte("user:000000000003"), nil)
 	fill(t, e, 1) // user:000000000000 and the other kinds change again
 	st, err := s.Snapshot(e, saveTime.Add(time.Second))
 	if err != nil {
@@ -215,7 +215,7 @@ func TestSnapshotAfterFlush(t *testing.T) { bothWays(t, testSnapshotAfterFlush) 
 func testSnapshotAfterFlush(t *testing.T) {
 	fs, s, e := saved(t, 50)
 	e.Flush()
-	if _, err := e.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
+	if _, err := e.Apply([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}.Request(), nil); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Snapshot(e, saveTime)
@@ -249,7 +249,7 @@ func testSnapshotFlushMidTake(t *testing.T) {
 	fs, s, e := saved(t, 50)
 	fill(t, e, 50) // changed again: taken before the flush
 	after, _ := newEngine(t, now0)
-	if _, err := after.FixedWindow([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}); err != nil {
+	if _, err := after.Apply([]byte("after"), limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}.Request(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Snapshot(midFlush{e, after}, saveTime); err != nil {
@@ -312,7 +312,7 @@ func TestRestoreOnFailingDisk(t *testing.T) {
 		t.Fatal("Restore on a failing disk did not return within 30 s")
 	}
 	failing.Off()
-	if _, err := e2.FixedWindow([]byte("new"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
+	if _, err := e2.Apply([]byte("new"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}.Request(), nil); err != nil {
 		t.Fatal(err)
 	}
 	// The restore's deletions are written to Pebble's log in the
@@ -407,7 +407,7 @@ func testSnapshotWriteErrorKeepsChanges(t *testing.T) {
 	if err := s.db.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	e.Del([]byte("user:000000000001"))
+	e.Del([]byte("user:000000000001"), nil)
 	fill(t, e, 20)
 	failing.On()
 	if _, err := s.Snapshot(e, saveTime.Add(time.Second)); err == nil || !strings.Contains(err.Error(), "injected error") {
@@ -463,7 +463,7 @@ func testCrashAtEveryWrite(t *testing.T) {
 	before := dump(e)
 	for i := range 200 {
 		if i%2 == 0 {
-			e.Del([]byte(fmt.Sprintf("user:%012d", i)))
+			e.Del([]byte(fmt.Sprintf("user:%012d", i)), nil)
 		}
 	}
 	fill(t, e, 300)

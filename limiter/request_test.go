@@ -1,0 +1,71 @@
+package limiter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Limiter arguments parse as Rust's i64::from_str (redis-cell): any number
+// of leading zeros, still nothing else.
+func TestParseInt(t *testing.T) {
+	good := map[string]int64{
+		"0": 0, "-0": 0, "+0": 0, "000": 0, "-000": 0, "+5": 5, "-5": -5, "007": 7, "-007": -7, "+007": 7,
+		"003153599999999999998":  3153599999999999998,
+		"0009223372036854775807": 1<<63 - 1, "-0009223372036854775808": -1 << 63,
+		strings.Repeat("0", 1000) + "42": 42,
+	}
+	for s, want := range good {
+		if got, ok := ParseInt([]byte(s)); !ok || got != want {
+			t.Errorf("ParseInt(%q) = %d, %v", s, got, ok)
+		}
+	}
+	for _, s := range []string{"", "+", "-", "+-1", "0-1", "00+1", "--1", "1.5", " 1", "1 ", "01 ", "0x10",
+		"9223372036854775808", "0009223372036854775808", "-09223372036854775809", "99999999999999999999", "00099999999999999999999"} {
+		if _, ok := ParseInt([]byte(s)); ok {
+			t.Errorf("ParseInt(%q) accepted", s)
+		}
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	cases := []struct {
+		words     []string
+		exactOK   bool
+		cost      int64
+		ms, exact bool
+		ok        bool
+	}{
+		{nil, true, 1, false, false, true},
+		{[]string{"5"}, true, 5, false, false, true},
+		{[]string{"-2", "ms"}, true, -2, true, false, true},
+		{[]string{"EXACT", "Ms"}, true, 1, true, true, true},
+		{[]string{"ms", "exact", "3"}, true, 0, false, false, false},
+		{[]string{"exact"}, false, 0, false, false, false},
+		{[]string{"ms", "ms"}, true, 0, false, false, false},
+	}
+	for _, c := range cases {
+		args := make([][]byte, len(c.words))
+		for i, w := range c.words {
+			args[i] = []byte(w)
+		}
+		// SW.HIT takes EXACT, FW.INCR does not; both take MS.
+		kind := KindFixedWindow
+		if c.exactOK {
+			kind = KindSlidingWindow
+		}
+		var r Request
+		err := Parse(kind, append([][]byte{[]byte("10"), []byte("60")}, args...), &r)
+		ok := err == nil
+		cost, ms, exact := r.FixedWindow.Cost, r.FixedWindow.Millis, false
+		if c.exactOK {
+			cost, ms, exact = r.SlidingWindow.Cost, r.SlidingWindow.Millis, r.SlidingWindow.Exact
+		}
+		if ok != c.ok || ok && (cost != c.cost || ms != c.ms || exact != c.exact) {
+			t.Errorf("%q: got %d %v %v %v (%v)", c.words, cost, ms, exact, ok, err)
+		}
+		if !ok && !errors.Is(err, ErrSyntax) {
+			t.Errorf("%q: %v, want ErrSyntax", c.words, err)
+		}
+	}
+}
