@@ -181,32 +181,6 @@ func (c *Client) Allow(ctx context.Context, key string, l Limit, cost int64) (Re
 	return d.Results[0], nil
 }
 
-// CLThrottle calls CL.THROTTLE key maxBurst count period quantity; period
-// must be whole seconds.
-func (c *Client) CLThrottle(ctx context.Context, key string, maxBurst, count int64, period time.Duration, quantity int64) (Result, error) {
-	return c.Allow(ctx, key, NewGCRA(maxBurst, count, period), quantity)
-}
-
-// TBTake calls TB.TAKE key capacity refill period cost (with MS when
-// period is not whole seconds).
-func (c *Client) TBTake(ctx context.Context, key string, capacity, refill int64, period time.Duration, cost int64) (Result, error) {
-	return c.Allow(ctx, key, NewTokenBucket(capacity, refill, period), cost)
-}
-
-// SWHit calls SW.HIT key limit window cost [EXACT] (with MS when window is
-// not whole seconds).
-func (c *Client) SWHit(ctx context.Context, key string, limit int64, window time.Duration, cost int64, exact bool) (Result, error) {
-	l := NewSlidingWindow(limit, window)
-	l.Exact = exact
-	return c.Allow(ctx, key, l, cost)
-}
-
-// FWIncr calls FW.INCR key limit window cost (with MS when window is not
-// whole seconds).
-func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window time.Duration, cost int64) (Result, error) {
-	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
-}
-
 // AllowAll applies every check all or nothing: one check with its own
 // command, several with ML.THROTTLE, whose keys must share a hash slot in
 // a cluster (give them a common {hash tag}). When the server cannot
@@ -282,7 +256,7 @@ func (c *Client) remote(ctx context.Context, checks []Check) (Decision, error) {
 	for i := range checks {
 		ch := &checks[i]
 		var err error
-		if args, err = ch.Limit.appendArgs(append(args, ch.Limit.Kind.String()), ch.Key, ch.Cost); err != nil {
+		if args, err = ch.Limit.appendArgs(append(args, ch.Limit.word()), ch.Key, ch.Cost); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -327,13 +301,7 @@ func (c *Client) fallback(checks []Check, cause error) (Decision, error) {
 	for i := range checks {
 		ch := &checks[i]
 		if ch.Limit.Failure == FailOpen {
-			n := ch.Limit.Rate
-			switch ch.Limit.Kind {
-			case GCRA:
-				n = ch.Limit.Burst + 1
-			case TokenBucket:
-				n = ch.Limit.Burst
-			}
+			n := ch.Limit.capacity()
 			d.Results[i] = Result{Limit: n, Remaining: n, Source: FromFailOpen}
 			c.opt.OnEvent(Event{Type: EventFallback, Err: cause, Failure: FailOpen, Key: ch.Key})
 			continue

@@ -182,18 +182,11 @@ func mostRestrictive(d Decision) int {
 	return best
 }
 
-// quota returns the limit's q and w for RateLimit-Policy: its quota and
-// the seconds to spend or refill all of it.
+// quota returns the limit's q and w for RateLimit-Policy: its quota (the
+// Limit its command replies) and the seconds to spend or refill all of it,
+// Period·q/Rate (for the windows, whose quota is Rate, the window).
 func (l *Limit) quota() (q, w int64) {
-	switch l.Kind {
-	case GCRA:
-		q = l.Burst + 1
-	case TokenBucket:
-		q = l.Burst
-	default:
-		return l.Rate, max(ceilSeconds(l.Period), 1)
-	}
-	// The whole quota refills in Period·q/Rate.
+	q = l.capacity()
 	refill := time.Duration(float64(l.Period) * float64(q) / float64(l.Rate))
 	return q, max(ceilSeconds(refill), 1)
 }

@@ -1,42 +1,32 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cellserver/cellserver/limiter"
 )
 
 // Kind is the algorithm of a Limit: which of cellserver's commands it
-// calls.
-type Kind uint8
+// calls. It is package limiter's kind: its row of limiter.Kinds names the
+// command, its word in ML.THROTTLE and its arguments, and everything this
+// package sends and reads for a limit follows from that row.
+type Kind = limiter.Kind
 
+// The kinds a Limit can have (SW.HIT EXACT is SlidingWindow with Exact).
 const (
 	// GCRA is CL.THROTTLE: the generic cell rate algorithm of redis-cell.
-	GCRA Kind = iota + 1
+	GCRA = limiter.KindGCRA
 	// TokenBucket is TB.TAKE.
-	TokenBucket
+	TokenBucket = limiter.KindTokenBucket
 	// SlidingWindow is SW.HIT (EXACT when Limit.Exact).
-	SlidingWindow
+	SlidingWindow = limiter.KindSlidingWindow
 	// FixedWindow is FW.INCR.
-	FixedWindow
+	FixedWindow = limiter.KindFixedWindow
 )
-
-// String returns the kind's word in ML.THROTTLE: CL, TB, SW or FW.
-func (k Kind) String() string {
-	switch k {
-	case GCRA:
-		return "CL"
-	case TokenBucket:
-		return "TB"
-	case SlidingWindow:
-		return "SW"
-	case FixedWindow:
-		return "FW"
-	}
-	return "kind(" + strconv.Itoa(int(k)) + ")"
-}
 
 // Limit is one rate limit: an algorithm and its parameters, as its command
 // takes them, plus what to do when the server cannot answer. Build one
@@ -88,6 +78,32 @@ func NewFixedWindow(limit int64, window time.Duration) Limit {
 	return Limit{Kind: FixedWindow, Rate: limit, Period: window}
 }
 
+// CLThrottle calls CL.THROTTLE key maxBurst count period quantity; period
+// must be whole seconds.
+func (c *Client) CLThrottle(ctx context.Context, key string, maxBurst, count int64, period time.Duration, quantity int64) (Result, error) {
+	return c.Allow(ctx, key, NewGCRA(maxBurst, count, period), quantity)
+}
+
+// TBTake calls TB.TAKE key capacity refill period cost (with MS when
+// period is not whole seconds).
+func (c *Client) TBTake(ctx context.Context, key string, capacity, refill int64, period time.Duration, cost int64) (Result, error) {
+	return c.Allow(ctx, key, NewTokenBucket(capacity, refill, period), cost)
+}
+
+// SWHit calls SW.HIT key limit window cost [EXACT] (with MS when window is
+// not whole seconds).
+func (c *Client) SWHit(ctx context.Context, key string, limit int64, window time.Duration, cost int64, exact bool) (Result, error) {
+	l := NewSlidingWindow(limit, window)
+	l.Exact = exact
+	return c.Allow(ctx, key, l, cost)
+}
+
+// FWIncr calls FW.INCR key limit window cost (with MS when window is not
+// whole seconds).
+func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window time.Duration, cost int64) (Result, error) {
+	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
+}
+
 // Errors in a Limit, returned before anything is sent.
 var (
 	ErrKind   = errors.New("client: unknown limit kind")
@@ -99,20 +115,14 @@ func (l *Limit) name() string {
 	if l.Name != "" {
 		return l.Name
 	}
-	switch l.Kind {
-	case GCRA:
-		return "cl"
-	case TokenBucket:
-		return "tb"
-	case SlidingWindow:
-		return "sw"
-	}
-	return "fw"
+	return l.Kind.Spec().Word
 }
 
 // millis reports whether the period goes in milliseconds (MS): the reply's
 // times are then milliseconds too.
-func (l *Limit) millis() bool { return l.Kind != GCRA && l.Period%time.Second != 0 }
+func (l *Limit) millis() bool {
+	return l.Kind.Spec().Options&limiter.OptMS != 0 && l.Period%time.Second != 0
+}
 
 // unit is the unit of the reply's times.
 func (l *Limit) unit() time.Duration {
@@ -124,50 +134,89 @@ func (l *Limit) unit() time.Duration {
 
 // period returns Period in the unit sent.
 func (l *Limit) period() (int64, error) {
-	if l.Kind < GCRA || l.Kind > FixedWindow {
+	if !l.Kind.Base() {
 		return 0, ErrKind
 	}
-	if l.Period <= 0 || l.Period%time.Millisecond != 0 || l.Kind == GCRA && l.Period%time.Second != 0 {
+	whole := l.Kind.Spec().Options&limiter.OptMS == 0 // no MS: whole seconds only
+	if l.Period <= 0 || l.Period%time.Millisecond != 0 || whole && l.Period%time.Second != 0 {
 		return 0, ErrPeriod
 	}
 	return int64(l.Period / l.unit()), nil
 }
 
+// parts returns the limit's arguments after the key, as its command
+// takes them (its row of limiter.Kinds): the integers (Burst when the kind
+// takes three, then Rate, the period and the cost), then the words EXACT
+// and MS where they apply.
+func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
+	p, err := l.period()
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := l.Kind.Spec()
+	if len(spec.Params) == 3 {
+		ints = append(ints, l.Burst)
+	}
+	ints = append(ints, l.Rate, p, cost)
+	if l.Exact && spec.Options&limiter.OptExact != 0 {
+		flags = append(flags, "EXACT")
+	}
+	if l.millis() {
+		flags = append(flags, "MS")
+	}
+	return ints, flags, nil
+}
+
 // appendArgs appends the limit's arguments after its command's name (or
 // its kind word in ML.THROTTLE): key, numbers, cost, flags.
 func (l *Limit) appendArgs(args []any, key string, cost int64) ([]any, error) {
-	p, err := l.period()
+	ints, flags, err := l.parts(cost)
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, key)
-	switch l.Kind {
-	case GCRA, TokenBucket:
-		args = append(args, l.Burst, l.Rate, p, cost)
-	default:
-		args = append(args, l.Rate, p, cost)
+	for _, n := range ints {
+		args = append(args, n)
 	}
-	if l.Kind == SlidingWindow && l.Exact {
-		args = append(args, "EXACT")
-	}
-	if l.millis() {
-		args = append(args, "MS")
+	for _, f := range flags {
+		args = append(args, f)
 	}
 	return args, nil
 }
 
-// command returns the name of the limit's own command.
-func (l *Limit) command() string {
-	switch l.Kind {
-	case GCRA:
-		return "CL.THROTTLE"
-	case TokenBucket:
-		return "TB.TAKE"
-	case SlidingWindow:
-		return "SW.HIT"
+// request returns the limit's request of cost as its command would parse
+// it, for the in-process fallback.
+func (l *Limit) request(cost int64) (limiter.Request, error) {
+	var r limiter.Request
+	ints, flags, err := l.parts(cost)
+	if err != nil {
+		return r, err
 	}
-	return "FW.INCR"
+	var words [][]byte
+	for _, n := range ints {
+		words = append(words, strconv.AppendInt(nil, n, 10))
+	}
+	for _, f := range flags {
+		words = append(words, []byte(f))
+	}
+	return r, limiter.Parse(l.Kind, words, &r)
 }
+
+// command returns the name of the limit's own command, e.g. CL.THROTTLE.
+func (l *Limit) command() string { return wire[l.Kind].command }
+
+// word returns the limit's word in ML.THROTTLE, e.g. CL.
+func (l *Limit) word() string { return wire[l.Kind].word }
+
+// wire holds each kind's command and ML.THROTTLE word as the client sends
+// them, in upper case.
+var wire = func() (w [limiter.NumKinds]struct{ command, word string }) {
+	for k := range w {
+		spec := limiter.Kind(k).Spec()
+		w[k].command, w[k].word = strings.ToUpper(spec.Command), strings.ToUpper(spec.Word)
+	}
+	return w
+}()
 
 // Result is what one limit answered, with the time units made explicit.
 type Result struct {
@@ -256,3 +305,19 @@ func parseFive(v any) ([5]int64, error) {
 }
 
 var errReply = errors.New("client: unexpected reply shape")
+
+// capacity returns the most the limit's key can hold or spend at once:
+// the Limit its command replies, read from its algorithm by an uncharged
+// call on no key (0 when the limit is not valid).
+func (l *Limit) capacity() int64 {
+	r, err := l.request(0)
+	if err != nil {
+		return 0
+	}
+	var st limiter.State
+	var out limiter.Outcome
+	if limiter.Apply(&st, false, 0, &r, &out) != nil {
+		return 0
+	}
+	return out.Result.Limit
+}

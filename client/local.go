@@ -17,16 +17,12 @@ type local struct {
 	m   map[string]*localEntry
 }
 
-// localEntry is one key's state; which field is used depends on kind.
+// localEntry is one key's state: its kind (SW.HIT EXACT's own), its
+// expiry and its algorithm's state.
 type localEntry struct {
 	kind     Kind
-	exact    bool
 	expireMs int64 // Unix ms; gone once now_ms > expireMs
-	gcra     limiter.GCRAState
-	tb       limiter.TokenBucketState
-	sw       limiter.SlidingWindowState
-	log      []limiter.Hit
-	fw       limiter.FixedWindowState
+	state    limiter.State
 }
 
 // check is one limit of one request: the key it is counted under, the
@@ -57,14 +53,11 @@ func (s *local) apply(checks []check, now int64) ([]Result, int, error) {
 	outs := make([]limiter.Outcome, len(checks))
 	first := 0
 	for i, c := range checks {
-		e, ok := s.m[c.key]
-		var cur localEntry
-		exists := ok && nowMs <= e.expireMs && e.kind == c.limit.Kind && e.exact == c.limit.Exact
-		if exists {
-			cur = *e
-			cur.log = slices.Clone(e.log) // SlidingLog may write into its input
+		r, err := c.limit.request(c.cost)
+		if err != nil {
+			return nil, 0, err
 		}
-		n, out, err := step(cur, exists, now, c.limit, c.cost)
+		n, out, err := s.step(c.key, r, now)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -77,14 +70,11 @@ func (s *local) apply(checks []check, now int64) ([]Result, int, error) {
 	for i, c := range checks {
 		unit := c.limit.unit()
 		if first != 0 && !outs[i].Result.Limited {
-			var cur localEntry
-			e, ok := s.m[c.key]
-			exists := ok && nowMs <= e.expireMs && e.kind == c.limit.Kind && e.exact == c.limit.Exact
-			if exists {
-				cur = *e
-				cur.log = slices.Clone(e.log)
+			r, err := c.limit.request(0)
+			if err != nil {
+				return nil, 0, err
 			}
-			_, out, err := step(cur, exists, now, c.limit, 0)
+			_, out, err := s.step(c.key, r, now)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -135,39 +125,17 @@ func (s *local) storeLocked(key string, e *localEntry, nowMs int64) {
 	s.m[key] = e
 }
 
-// step runs the limit's algorithm from package limiter on e.
-func step(e localEntry, exists bool, now int64, l *Limit, cost int64) (localEntry, limiter.Outcome, error) {
-	p, err := l.period()
-	if err != nil {
-		return e, limiter.Outcome{}, err
+// step runs r's algorithm on a copy of key's state at now (Unix ns): a
+// key of another kind, or expired, counts as none.
+func (s *local) step(key string, r limiter.Request, now int64) (localEntry, limiter.Outcome, error) {
+	cur := localEntry{kind: r.Kind}
+	e, ok := s.m[key]
+	exists := ok && now/1e6 <= e.expireMs && e.kind == r.Kind
+	if exists {
+		cur.state = e.state
+		cur.state.Log = slices.Clone(e.state.Log) // SlidingLog may write into its input
 	}
-	e.kind, e.exact = l.Kind, l.Exact
 	var out limiter.Outcome
-	switch l.Kind {
-	case GCRA:
-		var prm limiter.GCRAParams
-		if prm, err = (limiter.GCRARequest{MaxBurst: l.Burst, Count: l.Rate, Period: p, Quantity: cost}).Params(); err == nil {
-			e.gcra, out, err = limiter.GCRA(e.gcra, exists, now, prm)
-		}
-	case TokenBucket:
-		r := limiter.TokenBucketRequest{Capacity: l.Burst, Refill: l.Rate, Period: p, Cost: cost, Millis: l.millis()}
-		if err = r.Validate(); err == nil {
-			e.tb, out, err = limiter.TokenBucket(e.tb, exists, now, r)
-		}
-	case SlidingWindow:
-		r := limiter.SlidingWindowRequest{Limit: l.Rate, Window: p, Cost: cost, Exact: l.Exact, Millis: l.millis()}
-		if err = r.Validate(); err == nil {
-			if l.Exact {
-				e.log, out, err = limiter.SlidingLog(e.log, now, r)
-			} else {
-				e.sw, out, err = limiter.SlidingWindow(e.sw, exists, now, r)
-			}
-		}
-	case FixedWindow:
-		r := limiter.FixedWindowRequest{Limit: l.Rate, Window: p, Cost: cost, Millis: l.millis()}
-		if err = r.Validate(); err == nil {
-			e.fw, out, err = limiter.FixedWindow(e.fw, exists, now, r)
-		}
-	}
-	return e, out, err
+	err := limiter.Apply(&cur.state, exists, now, &r, &out)
+	return cur, out, err
 }

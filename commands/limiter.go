@@ -7,9 +7,8 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
-// registerLimiter registers each limiter kind's own command (CL.THROTTLE,
-// TB.TAKE, SW.HIT, FW.INCR), every part of its row derived from the kind's
-// row of limiter.Kinds.
+// registerLimiter registers each limiter kind's own command, every part
+// of its row derived from the kind's row of limiter.Kinds.
 func registerLimiter(t *Table) {
 	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
 		if !k.Base() {
@@ -69,9 +68,9 @@ func limiterCommand(c *Client, req *Request) {
 	c.writeResult(res)
 }
 
-// errorTexts maps engine and limiter errors to replies: [0] for TB, SW,
-// FW, ML.THROTTLE and the keyspace, [1] for a kind whose row has
-// CellErrors (CL.THROTTLE), which speaks redis-cell's dialect.
+// errorTexts maps engine and limiter errors to replies: [0] in Redis's
+// words, for most commands, [1] in redis-cell's, for a kind whose row has
+// CellErrors (CL.THROTTLE).
 var errorTexts = []struct {
 	err   error
 	texts [2]string

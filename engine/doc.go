@@ -4,12 +4,14 @@
 // The algorithms themselves live in package limiter, as pure functions.
 // Engine applies them to keys held in a fixed array of shards, each guarded
 // by its own mutex; a key's shard derives from its Redis Cluster hash slot.
-// Every single-key limiter command goes through one path (View.findLocked,
-// its algorithm's step, View.finishLocked),
-// but for SW.HIT EXACT on a log that stays in its record, which
-// limiter.SlidingLogEdit edits in place (logrecord.go); ML.THROTTLE's View.ApplyAll (multi.go) runs the same steps on several
-// keys under their shards' locks, all or nothing. The kinds of key are
-// listed once, in kind.go.
+// Every single-key limiter call goes through one path, View.Apply: find
+// the key, run its algorithm (limiter.Apply) on its state, store or remove
+// it (View.finishLocked), but for SW.HIT EXACT on a log that stays in its
+// record, which limiter.SlidingLogEdit edits in place (logrecord.go).
+// ML.THROTTLE's View.ApplyAll (multi.go) runs the same algorithms on
+// several keys under their shards' locks, all or nothing. The kinds of key
+// are package limiter's (limiter.Kinds): how many state words a kind's
+// records hold, its TYPE and INFO names all come from its row there.
 //
 // With Config.TrackChanges the engine remembers which keys changed or were
 // removed since the last TakeDirty (dirty.go), for incremental snapshots;

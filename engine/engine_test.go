@@ -502,7 +502,7 @@ func TestPrefetchChangesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if i%3 == 0 {
-			e.Del(key(i / 2), nil)
+			e.Del(key(i/2), nil)
 		}
 	}
 	wg.Wait()

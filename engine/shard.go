@@ -7,17 +7,12 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
-// entry is one key's state, decoded from its table record. Which fields
-// mean what depends on kind:
-//
-//	limiter.KindGCRA           a = TAT (ns)
-//	limiter.KindTokenBucket    a = FullAt, b = Rem
-//	limiter.KindSlidingWindow  a = Start, b = Prev, c = Curr
-//	limiter.KindSlidingLog     log
-//	limiter.KindFixedWindow    a = Start, b = Count
+// entry is one key's state, decoded from its table record: its kind, its
+// expiry, and its algorithm's state (limiter.State: as many words as its
+// kind's row of limiter.Kinds says, or a sliding log).
 //
 // A sliding log's hits are decoded only on demand (table.logAt), into
-// memory the table reuses: log must not be kept past the shard's lock.
+// memory the table reuses: Log must not be kept past the shard's lock.
 type entry struct {
 	kind     limiter.Kind
 	expireMs int64 // Unix ms; the key is gone once now_ms > expireMs

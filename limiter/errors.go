@@ -5,7 +5,7 @@ import "errors"
 // Errors in a request's arguments. Each names the argument at fault;
 // package commands maps each to its reply text.
 var (
-	// CL.THROTTLE (gcra.go).
+	// GCRA's (gcra.go), in redis-cell's order.
 	ErrZeroRate         = errors.New("limiter: zero rates are not supported")
 	ErrNegativeMaxBurst = errors.New("limiter: negative max_burst")
 	ErrNegativeCount    = errors.New("limiter: negative count")
@@ -14,7 +14,7 @@ var (
 	ErrPeriodRange      = errors.New("limiter: period out of range")
 	ErrQuantityRange    = errors.New("limiter: quantity out of range")
 
-	// TB.TAKE, SW.HIT, FW.INCR.
+	// The other algorithms'.
 	ErrCapacityNotPositive = errors.New("limiter: capacity must be positive")
 	ErrRefillNotPositive   = errors.New("limiter: refill must be positive")
 	ErrPeriodNotPositive   = errors.New("limiter: period must be positive")

@@ -1,5 +1,10 @@
 package limiter
 
+import (
+	"strconv"
+	"strings"
+)
+
 // Kind is an algorithm, and the kind of key that holds its state.
 type Kind uint8
 
@@ -181,4 +186,13 @@ func equalFold(b []byte, w string) bool {
 		}
 	}
 	return true
+}
+
+// String returns k's word in ML.THROTTLE in upper case ("CL"), as a
+// client sends it; "kind(N)" for a value that is no kind.
+func (k Kind) String() string {
+	if !k.Valid() {
+		return "kind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return strings.ToUpper(Kinds[k].Word)
 }
