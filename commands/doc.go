@@ -4,6 +4,16 @@
 // runs. It turns engine results and errors into RESP replies; every reply
 // error text is defined once, in errors.go.
 //
+// The dispatch core is table.go (the table and its rows), dispatch.go
+// (Dispatch, the Request a handler gets, cluster routing as one of its
+// steps), client.go (a connection's state), host.go (the Host interface)
+// and router.go (the Router interface); reply.go and writer.go encode
+// replies. Each command group has its file, cmd_<group>.go, with its own
+// test file beside it: cmd_limiter.go (the limiter kinds' commands, all
+// derived from limiter.Kinds, ML.THROTTLE and LIMITER.TOP),
+// cmd_keyspace.go, cmd_connection.go, cmd_server.go, cmd_command.go,
+// cmd_slowlog.go, cmd_persistence.go, cmd_multi.go and cmd_cluster.go.
+//
 // Package commands knows nothing of sockets: it writes replies to a
 // *Writer and reaches server-wide state (clients, settings, stats,
 // shutdown, snapshots through Host.Persistence) through the Host

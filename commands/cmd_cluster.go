@@ -25,86 +25,6 @@ func registerCluster(t *Table) {
 	}
 }
 
-// keysSlot returns the hash slot of cmd's keys in args, and false when
-// they are in different slots.
-func keysSlot(cmd *Command, args [][]byte) (int, bool) {
-	if cmd.Flags&FlagMovableKeys != 0 && cmd.Keys != nil {
-		keys := cmd.Keys(args)
-		if len(keys) == 0 {
-			return engine.Slot(args[cmd.FirstKey]), true
-		}
-		slot := engine.Slot(keys[0])
-		for _, k := range keys[1:] {
-			if engine.Slot(k) != slot {
-				return 0, false
-			}
-		}
-		return slot, true
-	}
-	last := cmd.LastKey
-	if last < 0 {
-		last += len(args) // -1 is the last argument
-	}
-	last = min(last, len(args)-1)
-	step := max(cmd.Step, 1)
-	slot := engine.Slot(args[cmd.FirstKey])
-	for i := cmd.FirstKey + step; i <= last; i += step {
-		if engine.Slot(args[i]) != slot {
-			return 0, false
-		}
-	}
-	return slot, true
-}
-
-// route is cluster mode's step of Dispatch for cmd: a keyed command runs
-// only when its keys share a slot this node serves now, else it is
-// forwarded to the slot's owner or answered where the slot is. It returns
-// the slot it holds for the command (the caller releases it after the
-// command ran), -1 when it holds none (a command without keys, or one
-// queued in MULTI), and false when it has answered the command itself.
-func (t *Table) route(c *Client, cmd *Command, args [][]byte) (int, bool) {
-	if cmd.FirstKey == 0 || cmd.FirstKey >= len(args) {
-		if cmd.FirstKey == 0 {
-			c.asking = false // ASKING holds for the next command only
-		}
-		return -1, true
-	}
-	slot, ok := keysSlot(cmd, args)
-	if !ok {
-		t.refuse(c, cmd, errCrossSlot)
-		return -1, false
-	}
-	asking := c.asking
-	c.asking = false
-	if c.multi && cmd.Flags&FlagRunsInMulti == 0 {
-		if c.multiSlot >= 0 && c.multiSlot != slot {
-			t.refuse(c, cmd, errCrossSlot)
-			return -1, false
-		}
-		if r, addr := t.router.Peek(slot); r != RouteLocal {
-			t.refuse(c, cmd, routeError(r, slot, addr))
-			return -1, false
-		}
-		c.multiSlot = slot
-		return -1, true
-	}
-	r, addr := t.router.Acquire(slot)
-	if r == RouteLocal {
-		return slot, true
-	}
-	// A command after ASKING is not forwarded: it may be a forwarded one
-	// already.
-	if r == RouteMoved && !asking {
-		if reply, err := t.router.Forward(addr, args); err == nil && reply != nil {
-			c.stats.calls[cmd.id].Add(1)
-			c.W.WriteRaw(reply)
-			return -1, false
-		}
-	}
-	t.refuse(c, cmd, routeError(r, slot, addr))
-	return -1, false
-}
-
 // acquire holds slot for a command, or answers where it is served.
 func (t *Table) acquire(c *Client, slot int) bool {
 	r, addr := t.router.Acquire(slot)
@@ -113,25 +33,6 @@ func (t *Table) acquire(c *Client, slot int) bool {
 	}
 	c.W.WriteError(routeError(r, slot, addr))
 	return false
-}
-
-// refuse answers a command that is not run, marking a MULTI dirty.
-func (t *Table) refuse(c *Client, cmd *Command, msg string) {
-	if c.multi {
-		c.multiDirty = true
-	}
-	c.stats.rejected[cmd.id].Add(1)
-	c.W.WriteError(msg)
-}
-
-func routeError(r Route, slot int, addr string) string {
-	switch r {
-	case RouteMoved:
-		return errMoved(slot, addr)
-	case RouteTryAgain:
-		return errTryAgain
-	}
-	return errClusterDown
 }
 
 func readWrite(c *Client, _ *Request) {
