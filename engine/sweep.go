@@ -18,30 +18,16 @@ const sweepMaxRounds = 8
 
 // A background tick runs for at most sweepTickWork of its own time, in
 // slices of at most sweepSlice with a pause three times as long after
-// each: removing a key costs a few hundred nanoseconds, so a tick that
-// found half a million expired keys would otherwise hold the processor
-// for a fifth of a second, and where the server runs on one thread every
-// client would wait.
-//
-// The pause is a sleep, not a yield (runtime.Gosched): the Go scheduler
-// looks for connections that became readable only once it has nothing
-// else to run, so a task that yields and is at once runnable again keeps
-// the clients waiting for the runtime's own 10 ms network poll. With a
-// sleep, the slowest reply while a mass of keys expires is what it is
-// with no keys at all (bench/RESULTS.md compares no pacing, yielding and
-// sleeping).
-//
-// A quarter of the processor is the share Redis's active expiry allows
-// itself, and the pauses spread it evenly: a tick with the most work
-// fills its 100 ms interval at a quarter of the thread, rather than
-// taking half of it for 50 ms (as pauses as long as the slices did),
-// which doubled the wait of every request in that time and showed at the
-// 99th percentile of non-pipelined requests while keys expired
-// (bench/RESULTS.md). At that pace a million keys expiring at once are
-// reclaimed in a few seconds. (When the server is otherwise idle, a
-// pause lasts about a millisecond, since the runtime then waits for
-// timers in whole milliseconds.) The pauses are taken holding sweepMu,
-// so Close and Sweep wait at most one pause for a tick.
+// each: a quarter of the processor, the share Redis's active expiry
+// allows itself, spread evenly over the tick's interval, so that a mass
+// expiry neither holds the clients of a one-thread server nor shows in
+// their tail latency; a million keys expiring at once are reclaimed in a
+// few seconds. The pause is a sleep, not a yield (runtime.Gosched): the
+// scheduler looks for connections that became readable only once it has
+// nothing else to run. The pauses are taken holding sweepMu, so Close and
+// Sweep wait at most one pause for a tick. (bench/RESULTS.md, "Expiry
+// pacing: the design's history", has the measurements behind these
+// choices.)
 const (
 	sweepTickWork = 25 * time.Millisecond
 	sweepSlice    = 250 * time.Microsecond

@@ -151,7 +151,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			}
 			// A write can wait on a client that reads slowly: the
 			// commands after it must not be timed, or decided (see
-			// engine.View.At), at the instant before it.
+			// engine.At), at the instant before it.
 			c.cl.Mark()
 		}
 	}
@@ -166,9 +166,9 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			// waiting is then woken once per burst rather than once per
 			// reply, and waking it is most of what a write costs beyond
 			// copying. Only on one thread: with more, other connections
-			// run meanwhile anyway, and a yield wakes an idle thread to
-			// take this goroutine (+200 ns a request in
-			// BenchmarkServeConn).
+			// run meanwhile anyway, and a yield would wake an idle thread
+			// to take this goroutine (bench/RESULTS.md, "Replies in
+			// bursts").
 			runtime.Gosched()
 		}
 		if !c.flush(true) {

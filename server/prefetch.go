@@ -18,7 +18,7 @@ import (
 //
 // The requests are then run from what was read ahead: their arguments are
 // not parsed again, their command not looked up again, and their key not
-// hashed again (commands.Table.DispatchFound, the view's Expect). A group
+// hashed again (commands.Table.DispatchFound, engine.At's Hint). A group
 // of one (every request, without pipelining) is read this way too, just
 // not prefetched for. Reading ahead stops, for the rest of the batch, at
 // the first request quick does not take (an inline command, an incomplete

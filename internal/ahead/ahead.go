@@ -10,7 +10,7 @@
 //	h := loc.Locate(key)      // the key's shard and hash; touches no table
 //	loc.Prefetch(hs)          // a group of requests ahead: their slots' lines
 //	loc.PrefetchRecords(hs)   // then their records' lines
-//	view.Ahead().Expect(h)    // the client's next call on key takes h
+//	view.Apply(key, r, &engine.At{Hint: h}) // the call on key takes h
 //
 // This is machinery for the server, not API for users: it lives under
 // internal/ so that nothing outside the module can depend on it. Package
@@ -60,15 +60,4 @@ type Locator interface {
 	// its home slot (the one Prefetch loads) or the next holds it. Zero
 	// Hints do nothing.
 	PrefetchRecords(hs []Hint)
-}
-
-// An Expecter is one client's view of an engine, told which key comes
-// next.
-type Expecter interface {
-	// Expect tells the view that its next call on a key is for the key h
-	// was made for, which then need not be located again. That call
-	// consumes h; it is ignored when the call is for other bytes or h is
-	// another engine's. Expect changes the view: it is called only by the
-	// one goroutine that uses it.
-	Expect(h Hint)
 }
