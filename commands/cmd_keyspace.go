@@ -3,6 +3,7 @@ package commands
 import (
 	"strconv"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -50,26 +51,19 @@ func registerKeyspace(t *Table) {
 var flushMode = Arg{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
 	{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}
 
-func delKeys(c *Client, req *Request) {
-	args := req.Args
-	var n int64
-	for _, k := range args[1:] {
-		if c.view.Del(k, &req.At) {
-			n++
-		}
-	}
-	c.W.WriteInt64(n)
-}
+func delKeys(c *Client, req *Request) { c.W.WriteInt64(countKeys(req, c.view.Del)) }
 
-func existsKeys(c *Client, req *Request) {
-	args := req.Args
+func existsKeys(c *Client, req *Request) { c.W.WriteInt64(countKeys(req, c.view.Exists)) }
+
+// countKeys returns how many of req's keys yes is true of.
+func countKeys(req *Request, yes func(key []byte, at *engine.At) bool) int64 {
 	var n int64
-	for _, k := range args[1:] {
-		if c.view.Exists(k, &req.At) {
+	for _, k := range req.Args[1:] {
+		if yes(k, &req.At) {
 			n++
 		}
 	}
-	c.W.WriteInt64(n)
+	return n
 }
 
 func typeKey(c *Client, req *Request) {

@@ -14,14 +14,20 @@ func (r FixedWindowRequest) Validate() error {
 }
 
 // windowNs validates r and returns its window in ns.
-func (r FixedWindowRequest) windowNs() (int64, error) {
+func (r FixedWindowRequest) windowNs() (int64, error) { return windowNs(r.Limit, r.Window, r.Millis) }
+
+// windowNs validates a window's limit and length (in ms with millis, else
+// in seconds), in this order: both positive (ErrLimitNotPositive,
+// ErrWindowNotPositive), the length in ns within an int64
+// (ErrWindowRange); it returns the length in ns. FW and SW share it.
+func windowNs(limit, window int64, millis bool) (int64, error) {
 	switch {
-	case r.Limit <= 0:
+	case limit <= 0:
 		return 0, ErrLimitNotPositive
-	case r.Window <= 0:
+	case window <= 0:
 		return 0, ErrWindowNotPositive
 	}
-	w, ok := durationNs(r.Window, r.Millis)
+	w, ok := durationNs(window, millis)
 	if !ok {
 		return 0, ErrWindowRange
 	}

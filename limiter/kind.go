@@ -170,18 +170,14 @@ func KindByWord(w []byte) (Kind, bool) {
 	return KindNone, false
 }
 
-// equalFold reports whether b equals the lower-case ASCII word w in any
-// case.
+// equalFold reports whether b is w, a word of lower-case ASCII letters,
+// in any case: letters differ from their capitals in bit 0x20 alone.
 func equalFold(b []byte, w string) bool {
 	if len(b) != len(w) {
 		return false
 	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
+	for i, c := range b {
+		if c|0x20 != w[i] {
 			return false
 		}
 	}

@@ -24,19 +24,11 @@ func (r SlidingWindowRequest) Validate() error {
 
 // windowNs validates r and returns its window in ns.
 func (r SlidingWindowRequest) windowNs() (int64, error) {
-	switch {
-	case r.Limit <= 0:
-		return 0, ErrLimitNotPositive
-	case r.Window <= 0:
-		return 0, ErrWindowNotPositive
-	case r.Exact && r.Limit > maxExactLimit:
-		return 0, ErrExactLimit
+	w, err := windowNs(r.Limit, r.Window, r.Millis)
+	if (err == nil || err == ErrWindowRange) && r.Exact && r.Limit > maxExactLimit {
+		return 0, ErrExactLimit // checked before the window's range
 	}
-	w, ok := durationNs(r.Window, r.Millis)
-	if !ok {
-		return 0, ErrWindowRange
-	}
-	return w, nil
+	return w, err
 }
 
 // SlidingWindow applies one SW.HIT request (the counter mode; r.Exact is
