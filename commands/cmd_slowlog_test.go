@@ -1,31 +1,10 @@
 package commands
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-// usecs hides the durations of SLOWLOG GET's entries, which are the
-// machine's: the third field of each becomes :U.
-var usecs = regexp.MustCompile(`(\*6\r\n:\d+\r\n:\d+\r\n):\d+\r\n`)
-
-func bulks(words ...string) string {
-	var b strings.Builder
-	b.WriteString("*" + itoaInt(len(words)) + "\r\n")
-	for _, w := range words {
-		b.WriteString("$" + itoaInt(len(w)) + "\r\n" + w + "\r\n")
-	}
-	return b.String()
-}
-
-func itoaInt(n int) string { return strconv.Itoa(n) }
-
-// slowEntryReply is one SLOWLOG GET entry with its duration hidden.
-func slowEntryReply(id string, args ...string) string {
-	return "*6\r\n:" + id + "\r\n:1700000000\r\n:U\r\n" + bulks(args...) + "$14\r\n127.0.0.1:5000\r\n$0\r\n\r\n"
-}
 
 // SLOWLOG keeps the newest slowlog-max-len commands at or above the
 // threshold, newest first, in Redis's six-field shape.
@@ -111,65 +90,5 @@ func TestHelpSubcommands(t *testing.T) {
 	}
 	if got := h.do("CONFIG", "HELP", "x"); got != errReply("ERR wrong number of arguments for 'config|help' command") {
 		t.Errorf("CONFIG HELP x: %q", got)
-	}
-}
-
-// CONFIG REWRITE answers Redis's error when there is no config file.
-func TestConfigRewriteWithoutFile(t *testing.T) {
-	h := newHarness(t, "")
-	if got := h.do("CONFIG", "REWRITE"); got != errReply(errNoConfigFile) {
-		t.Fatalf("CONFIG REWRITE: %q", got)
-	}
-}
-
-// In a batch (between Mark and Settle), consecutive fast commands share
-// one reading of the clock: each is counted once in its histogram; a lone
-// one still goes into the slow log, several together do not.
-func TestBatchTiming(t *testing.T) {
-	h := newHarness(t, "")
-	h.table.SetSlowlog(0, 100)
-	counts := func(name string) (calls, timed int64) {
-		cc := h.c.Counts()[h.table.Lookup([]byte(name)).id]
-		for _, n := range cc.Buckets {
-			timed += n
-		}
-		return cc.Calls, timed
-	}
-	h.c.Mark()
-	for range 3 {
-		h.do("PING")
-	}
-	if calls, timed := counts("ping"); calls != 3 || timed != 0 {
-		t.Fatalf("before Settle: %d calls, %d timed", calls, timed)
-	}
-	h.c.Settle()
-	if calls, timed := counts("ping"); calls != 3 || timed != 3 {
-		t.Fatalf("after Settle: %d calls, %d timed", calls, timed)
-	}
-	if got := h.do("SLOWLOG", "LEN"); got != ":0\r\n" {
-		t.Fatalf("three fast commands together went into the slow log: %q", got)
-	}
-	h.c.Mark()
-	h.do("ECHO", "lone")
-	h.c.Settle()
-	h.c.Mark()
-	h.do("PING")
-	h.do("PING")
-	h.do("INFO", "server") // not fast: the two PINGs are timed before it runs
-	if calls, timed := counts("ping"); calls != 5 || timed != 5 {
-		t.Fatalf("before INFO: %d calls, %d timed", calls, timed)
-	}
-	for range runMax + 3 {
-		h.do("PING") // a full run is timed without waiting for Settle
-	}
-	if calls, timed := counts("ping"); calls != 5+runMax+3 || timed != 5+runMax {
-		t.Fatalf("a full run: %d calls, %d timed", calls, timed)
-	}
-	h.c.Settle()
-	got := usecs.ReplaceAllString(h.do("SLOWLOG", "GET", "-1"), "$1:U\r\n")
-	// SLOWLOG LEN (0, not fast), ECHO alone in its batch (1), INFO (2).
-	want := "*3\r\n" + slowEntryReply("2", "INFO", "server") + slowEntryReply("1", "ECHO", "lone") + slowEntryReply("0", "SLOWLOG", "LEN")
-	if got != want {
-		t.Fatalf("SLOWLOG GET:\n got %q\nwant %q", got, want)
 	}
 }

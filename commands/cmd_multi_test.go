@@ -2,11 +2,77 @@ package commands
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+func TestMulti(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("MULTI")
+	if got := h.do("MULTI"); got != errReply(errMultiNested) {
+		t.Fatalf("nested: %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != "+QUEUED\r\n" {
+		t.Fatalf("queue: %q", got)
+	}
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	h.do("GET", "nope")
+	want := "*3\r\n" + ints(0, 16, 15, -1, 2) + ints(0, 16, 14, -1, 4) + "$-1\r\n"
+	if got := h.do("EXEC"); got != want {
+		t.Fatalf("EXEC:\n got %q\nwant %q", got, want)
+	}
+	// An error while queuing aborts the transaction; nothing runs.
+	h.do("MULTI")
+	h.do("CL.THROTTLE", "k", "15", "30", "60")
+	if got := h.do("ECHO"); got != errReply(errArity("echo")) {
+		t.Fatalf("arity in MULTI: %q", got)
+	}
+	h.do("NOSUCH")
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXECABORT: %q", got)
+	}
+	if got := h.do("CL.THROTTLE", "k", "15", "30", "60"); got != ints(0, 16, 13, -1, 6) {
+		t.Fatalf("the aborted transaction must not have run: %q", got)
+	}
+	// DISCARD drops the queue.
+	h.do("MULTI")
+	h.do("DEL", "k")
+	if got := h.do("DISCARD"); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	if got := h.do("EXISTS", "k"); got != ":1\r\n" {
+		t.Fatalf("DISCARD ran the queue: %q", got)
+	}
+	// Runtime errors inside EXEC are replies in the array.
+	h.do("MULTI")
+	h.do("TB.TAKE", "k", "1", "1", "1")
+	h.do("PING")
+	if got := h.do("EXEC"); got != "*2\r\n"+errReply(errWrongType)+"+PONG\r\n" {
+		t.Fatalf("EXEC with a runtime error: %q", got)
+	}
+}
+
+func TestMultiQueueIsBounded(t *testing.T) {
+	h := newHarness(t, "") // the fake host's limit: 1024 bytes
+	h.do("MULTI")
+	big := strings.Repeat("x", 200) // 316 bytes queued each: three fit in 1024
+	for i := range 3 {
+		if got := h.do("ECHO", big); got != "+QUEUED\r\n" {
+			t.Fatalf("command %d: %q", i, got)
+		}
+	}
+	if got := h.do("ECHO", big); got != errReply(errMultiTooBig) {
+		t.Fatalf("over the limit: %q", got)
+	}
+	if got := h.do("EXEC"); got != errReply(errExecAbort) {
+		t.Fatalf("EXEC after an over-limit queue: %q", got)
+	}
+	h.do("MULTI")
+	if got := h.do("ECHO", big); got != "+QUEUED\r\n" {
+		t.Fatalf("a new MULTI starts empty: %q", got)
+	}
+}
 
 func TestMultiQueueCountIsBounded(t *testing.T) {
 	h := newHarness(t, "")
@@ -126,93 +192,5 @@ func TestExecStreamsWithoutHoldingLocks(t *testing.T) {
 	want := len("*201\r\n") + len(ints(0, 16, 15, -1, 2)) + docs*one.Len()
 	if conn.Len() != queued+want {
 		t.Fatalf("wrote %d bytes, want %d", conn.Len(), queued+want)
-	}
-}
-
-// A command whose reply grows with its request is bounded: COMMAND DOCS
-// names each command once however often it is asked for, COMMAND INFO
-// hands its reply to the connection as it goes, and INFO keeps only the
-// section names it knows.
-func TestOneCommandHugeReplyIsBounded(t *testing.T) {
-	h := newHarness(t, "")
-	once := h.do("COMMAND", "DOCS", "ping", "cl.throttle")
-	words := []string{"COMMAND", "DOCS"}
-	for range 100000 {
-		words = append(words, "ping", "cl.throttle", "nosuch")
-	}
-	if got := h.do(words...); got != once {
-		t.Fatalf("COMMAND DOCS of 300,000 names: %d bytes, want %d, those of each name once", len(got), len(once))
-	}
-
-	most := 0
-	h.c.flushFunc = func() bool {
-		most = max(most, h.c.W.Len())
-		return h.c.W.Flush() == nil
-	}
-	words[1] = "INFO"
-	got := h.do(words...)
-	entry := h.do("COMMAND", "INFO", "ping", "cl.throttle", "nosuch")
-	entry = entry[len("*3\r\n"):]
-	if want := "*300000\r\n" + strings.Repeat(entry, 100000); got != want {
-		t.Fatalf("COMMAND INFO of 300,000 names: %d bytes, want %d", len(got), len(want))
-	}
-	if most == 0 || most > streamFlushAt+len(entry) {
-		t.Fatalf("COMMAND INFO held up to %d bytes of its reply before handing it over, want at most %d", most, streamFlushAt+len(entry))
-	}
-
-	words[0], words[1] = "INFO", "server"
-	args := make([][]byte, len(words))
-	for i, w := range words {
-		args[i] = []byte(w)
-	}
-	info := func(args [][]byte) func() {
-		return func() {
-			h.table.Dispatch(h.c, args)
-			h.c.W.b = h.c.W.b[:0]
-		}
-	}
-	// Averaged over runs: AllocsPerRun counts the whole process's
-	// allocations, other goroutines' too (a single run under -race saw 63).
-	before := testing.AllocsPerRun(10, info(args[:2]))
-	if got := testing.AllocsPerRun(10, info(args)); got > before+50 {
-		t.Fatalf("INFO with 300,000 unknown section names: %.0f allocations, %.0f with one name", got, before)
-	}
-	if got := h.do("INFO", "nosuch"); got != "$0\r\n\r\n" {
-		t.Fatalf("INFO of an unknown section: %q", got)
-	}
-}
-
-// partWriter takes at most room bytes per write, and reports a deadline
-// for the rest, as a socket with a full buffer does.
-type partWriter struct {
-	got  []byte
-	room int
-}
-
-func (p *partWriter) Write(b []byte) (int, error) {
-	n := min(len(b), p.room)
-	p.got = append(p.got, b[:n]...)
-	if n < len(b) {
-		return n, os.ErrDeadlineExceeded
-	}
-	return n, nil
-}
-
-// FlushPart writes what the connection takes, keeps the rest in order,
-// and writes nothing twice.
-func TestWriterFlushPart(t *testing.T) {
-	p := &partWriter{room: 3}
-	w := NewWriter(p)
-	w.WriteString("hello") // +hello\r\n: 8 bytes
-	if done, err := w.FlushPart(); done || err != nil || w.Len() != 5 {
-		t.Fatalf("first: done %v, err %v, %d left", done, err, w.Len())
-	}
-	w.WriteString("x")
-	p.room = 100
-	if done, err := w.FlushPart(); !done || err != nil || w.Len() != 0 {
-		t.Fatalf("second: done %v, err %v, %d left", done, err, w.Len())
-	}
-	if string(p.got) != "+hello\r\n+x\r\n" {
-		t.Fatalf("wrote %q", p.got)
 	}
 }

@@ -9,43 +9,6 @@ import (
 	"time"
 )
 
-// fakePersistence records what commands ask of it.
-type fakePersistence struct {
-	saves, bgsaves int
-	fail           bool // Save fails
-	inProgress     bool // a background save is under way
-	info           PersistenceInfo
-	backups        []string // the paths Backup was given
-	backupErr      error    // what Backup returns
-}
-
-func (p *fakePersistence) Save() error {
-	p.saves++
-	if p.fail {
-		return errors.New("disk full")
-	}
-	return nil
-}
-
-func (p *fakePersistence) BGSave(schedule bool) (bool, error) {
-	if p.inProgress {
-		if !schedule {
-			return false, ErrSaveInProgress
-		}
-		return true, nil
-	}
-	p.bgsaves++
-	return false, nil
-}
-
-func (p *fakePersistence) Backup(path string) error {
-	p.backups = append(p.backups, path)
-	return p.backupErr
-}
-
-func (p *fakePersistence) LastSave() time.Time   { return time.Unix(1_800_000_000, 0) }
-func (p *fakePersistence) Info() PersistenceInfo { return p.info }
-
 func TestPersistenceOff(t *testing.T) {
 	h := newHarness(t, "")
 	for _, cmd := range [][]string{{"SAVE"}, {"BGSAVE"}, {"BGSAVE", "SCHEDULE"}, {"BACKUP", "b"}} {
@@ -177,26 +140,6 @@ func TestBackup(t *testing.T) {
 	h.table.SetLoading(false)
 	if len(p.backups) != 0 {
 		t.Errorf("Backup called for refused BACKUPs: %q", p.backups)
-	}
-}
-
-func TestLoadingRefusesLimiterCommands(t *testing.T) {
-	h := newHarness(t, "")
-	h.table.SetLoading(true)
-	for _, cmd := range [][]string{{"CL.THROTTLE", "k", "1", "1", "1"}, {"GET", "k"}, {"DEL", "k"}, {"FW.INCR", "k", "1", "1"}} {
-		if got, want := h.do(cmd...), errReply(errLoading); got != want {
-			t.Errorf("%v while loading = %q, want %q", cmd, got, want)
-		}
-	}
-	if got := h.do("PING"); got != "+PONG\r\n" {
-		t.Errorf("PING while loading = %q", got)
-	}
-	if info := h.do("INFO", "persistence"); !strings.Contains(info, "loading:1\r\n") {
-		t.Errorf("INFO while loading lacks loading:1:\n%s", info)
-	}
-	h.table.SetLoading(false)
-	if got := h.do("GET", "k"); got != "$-1\r\n" {
-		t.Errorf("GET after loading = %q", got)
 	}
 }
 
