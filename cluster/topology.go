@@ -1,0 +1,197 @@
+package cluster
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/cellserver/cellserver/engine"
+)
+
+// Status is where a slot is served, as Acquire and Peek answer.
+type Status uint8
+
+const (
+	// StatusLocal: this node serves the slot.
+	StatusLocal Status = iota
+	// StatusMoved: the owner is another node, at the address returned.
+	StatusMoved
+	// StatusTryAgain: the slot is being handed over, to or from this node.
+	StatusTryAgain
+	// StatusDown: no live node owns the slot.
+	StatusDown
+)
+
+// A slot's state on this node.
+const (
+	notMine uint32 = iota // another node owns it (or nobody does)
+	serving               // this node owns it and answers for it
+	pending               // this node owns it and waits for its previous owner's hand-off
+	moving                // this node is handing it to its new owner
+	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
+)
+
+// slotState is one slot's state and the number of commands running on it.
+type slotState struct {
+	state    atomic.Uint32
+	inflight atomic.Int32
+}
+
+// topology is the slot map and the members it was computed from, as
+// published for the request path (read without locks).
+type topology struct {
+	m       *SlotMap
+	addr    []string        // client host:port of m.Members[i]
+	members map[string]meta // every live member, leaving ones included, by id
+	epoch   int64
+}
+
+// Acquire reports where slot is served; when it is this node, the slot
+// stays here (a hand-off of it waits) until Release.
+func (n *Node) Acquire(slot int) (Status, string) {
+	sl := &n.slots[slot]
+	sl.inflight.Add(1)
+	if sl.state.Load() == serving {
+		return StatusLocal, ""
+	}
+	sl.inflight.Add(-1)
+	return n.Peek(slot)
+}
+
+// Release ends what Acquire began when it returned StatusLocal.
+func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
+
+// Peek reports where slot is served now, without holding it.
+func (n *Node) Peek(slot int) (Status, string) {
+	switch n.slots[slot].state.Load() {
+	case serving:
+		return StatusLocal, ""
+	case pending, moving:
+		return StatusTryAgain, ""
+	}
+	t := n.top.Load() // notMine or stale
+	o := t.m.Owner[slot]
+	switch {
+	case o < 0:
+		return StatusDown, ""
+	case t.m.Members[o].ID == n.cfg.ID:
+		return StatusTryAgain, "" // gained, not served yet
+	}
+	return StatusMoved, t.addr[o]
+}
+
+// Moved returns how many keys this node has handed to others, and how
+// many it has received.
+func (n *Node) Moved() (out, in int64) { return n.moved.Load(), n.gained.Load() }
+
+// Stats are a node's counters, as Stats reads them.
+type Stats struct {
+	KeysOut, KeysIn int64 // as Moved returns them
+	SlotsServed     int   // slots this node answers for now
+	Members         int   // live members this node knows, itself included
+}
+
+// Stats reads the node's counters: atomic loads only, no lock.
+func (n *Node) Stats() Stats {
+	st := Stats{KeysOut: n.moved.Load(), KeysIn: n.gained.Load(), Members: len(n.top.Load().members)}
+	for s := range n.slots {
+		if n.slots[s].state.Load() == serving {
+			st.SlotsServed++
+		}
+	}
+	return st
+}
+
+// servedSlots counts the slots this node serves or is handing over.
+func (n *Node) servedSlots() int {
+	c := 0
+	for s := range n.slots {
+		if st := n.slots[s].state.Load(); st == serving || st == moving {
+			c++
+		}
+	}
+	return c
+}
+
+// staleSlots counts the slots whose restored keys this node has still to
+// send to their owners.
+func (n *Node) staleSlots() int {
+	c := 0
+	for s := range n.slots {
+		if n.slots[s].state.Load() == stale {
+			c++
+		}
+	}
+	return c
+}
+
+// currentMapLocked computes the map over the members that own slots.
+func (n *Node) currentMapLocked(members map[string]meta) *SlotMap {
+	var owners []Member
+	for id, m := range members {
+		if !m.Leaving {
+			owners = append(owners, Member{ID: id, Weight: m.Weight})
+		}
+	}
+	return Assign(owners)
+}
+
+// reconcile brings every slot's state in line with the map of the live
+// members, then hands the slots this node no longer owns to their owners,
+// and sends restored keys to theirs.
+func (n *Node) reconcile() {
+	plan, fill := n.planHandoffs()
+	for to, slots := range plan {
+		n.handoff(to, slots, false)
+	}
+	for to, slots := range fill {
+		n.handoff(to, slots, true)
+	}
+}
+
+// Topology returns the members and the slot ranges each owns.
+func (n *Node) Topology() Topology {
+	t := n.top.Load()
+	out := Topology{MyID: n.cfg.ID, Epoch: t.epoch}
+	for id, md := range t.members {
+		out.Nodes = append(out.Nodes, NodeInfo{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
+			Myself: id == n.cfg.ID, Leaving: md.Leaving})
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
+	index := map[string]int{}
+	for i, nd := range out.Nodes {
+		index[nd.ID] = i
+	}
+	for s := 0; s < engine.SlotCount; {
+		o := t.m.Owner[s]
+		e := s
+		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o {
+			e++
+		}
+		if o >= 0 {
+			out.SlotsOK += e - s + 1
+			if i, ok := index[t.m.Members[o].ID]; ok {
+				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+			}
+		}
+		s = e + 1
+	}
+	return out
+}
+
+// Topology is the cluster as one node sees it.
+type Topology struct {
+	MyID    string
+	Epoch   int64 // bumped at every change of the map or the members this node has seen
+	Nodes   []NodeInfo
+	SlotsOK int // slots with a live owner
+}
+
+// NodeInfo is one member as Topology reports it.
+type NodeInfo struct {
+	ID            string
+	IP            string
+	Port, BusPort int
+	Myself        bool
+	Leaving       bool
+	Slots         [][2]int // owned slot ranges, first and last inclusive
+}
