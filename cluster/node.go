@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/hashicorp/memberlist"
 	"github.com/redis/go-redis/v9"
@@ -59,6 +60,10 @@ type Node struct {
 	stopped chan struct{}
 	closed  atomic.Bool
 }
+
+// Node is package commands' Router: Dispatch routes keyed commands through
+// it, and CLUSTER's subcommands call it.
+var _ commands.Router = (*Node)(nil)
 
 // Errors of Node's methods.
 var (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/tidwall/redcon"
@@ -124,7 +125,7 @@ func settled(t *testing.T, nodes ...*testNode) {
 		for s := 0; ok && s < engine.SlotCount; s++ {
 			serving := 0
 			for _, n := range nodes {
-				if st, _ := n.Peek(s); st == StatusLocal {
+				if st, _ := n.Peek(s); st == commands.RouteLocal {
 					serving++
 					// Not the previous owner, still serving it because its
 					// hand-off failed and waits for a retry.
@@ -157,7 +158,7 @@ func spend(t *testing.T, n *testNode, key string) limiter.Result {
 func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
 	t.Helper()
 	for _, n := range nodes {
-		if st, _ := n.Peek(engine.Slot([]byte(key))); st == StatusLocal {
+		if st, _ := n.Peek(engine.Slot([]byte(key))); st == commands.RouteLocal {
 			return n
 		}
 	}
@@ -206,7 +207,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	if onB == 0 || onB == len(keys) {
 		t.Errorf("%d of %d keys moved, want some", onB, len(keys))
 	}
-	if out, _ := a.Moved(); out != int64(onB) {
+	if out := a.Stats().KeysOut; out != int64(onB) {
 		t.Errorf("a handed over %d keys, want %d", out, onB)
 	}
 	sa, sb := a.Stats(), b.Stats()
@@ -372,7 +373,7 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 	}
 	v := b.eng.NewView()
 	for s := range engine.SlotCount {
-		if st, _ := b.Peek(s); st != StatusLocal && v.CountKeysInSlot(s) != 0 {
+		if st, _ := b.Peek(s); st != commands.RouteLocal && v.CountKeysInSlot(s) != 0 {
 			t.Errorf("b holds %d keys of slot %d, which it does not serve", v.CountKeysInSlot(s), s)
 		}
 	}
@@ -381,7 +382,7 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 			t.Errorf("%s: %+v, want limited (spent before the restart)", k, r)
 		}
 	}
-	if out, _ := b.Moved(); out == 0 {
+	if out := b.Stats().KeysOut; out == 0 {
 		t.Errorf("b sent no restored key")
 	}
 }
@@ -401,13 +402,13 @@ func watchOverlap(t *testing.T, x, y *testNode) (stop func()) {
 			default:
 			}
 			for s := range engine.SlotCount {
-				if st, _ := x.Peek(s); st != StatusLocal {
+				if st, _ := x.Peek(s); st != commands.RouteLocal {
 					continue
 				}
-				if st, _ := y.Peek(s); st != StatusLocal {
+				if st, _ := y.Peek(s); st != commands.RouteLocal {
 					continue
 				}
-				if st, _ := x.Peek(s); st == StatusLocal {
+				if st, _ := x.Peek(s); st == commands.RouteLocal {
 					t.Errorf("slot %d is served by both nodes", s)
 					return
 				}
@@ -458,7 +459,7 @@ func TestJoinRetries(t *testing.T) {
 	bus := freePort(t)
 	later := fmt.Sprintf("%s@%d", ln.Addr(), bus)
 	b := startNode(t, later) // nothing gossips at later yet
-	if st, _ := b.Peek(0); st != StatusLocal {
+	if st, _ := b.Peek(0); st != commands.RouteLocal {
 		t.Fatalf("b, alone, does not serve slot 0: %v", st)
 	}
 	var keys []string

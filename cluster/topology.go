@@ -4,21 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
-)
-
-// Status is where a slot is served, as Acquire and Peek answer.
-type Status uint8
-
-const (
-	// StatusLocal: this node serves the slot.
-	StatusLocal Status = iota
-	// StatusMoved: the owner is another node, at the address returned.
-	StatusMoved
-	// StatusTryAgain: the slot is being handed over, to or from this node.
-	StatusTryAgain
-	// StatusDown: no live node owns the slot.
-	StatusDown
 )
 
 // A slot's state on this node.
@@ -47,47 +34,44 @@ type topology struct {
 
 // Acquire reports where slot is served; when it is this node, the slot
 // stays here (a hand-off of it waits) until Release.
-func (n *Node) Acquire(slot int) (Status, string) {
+func (n *Node) Acquire(slot int) (commands.Route, string) {
 	sl := &n.slots[slot]
 	sl.inflight.Add(1)
 	if sl.state.Load() == serving {
-		return StatusLocal, ""
+		return commands.RouteLocal, ""
 	}
 	sl.inflight.Add(-1)
 	return n.Peek(slot)
 }
 
-// Release ends what Acquire began when it returned StatusLocal.
+// Release ends what Acquire began when it returned commands.RouteLocal.
 func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
 
 // Peek reports where slot is served now, without holding it.
-func (n *Node) Peek(slot int) (Status, string) {
+func (n *Node) Peek(slot int) (commands.Route, string) {
 	switch n.slots[slot].state.Load() {
 	case serving:
-		return StatusLocal, ""
+		return commands.RouteLocal, ""
 	case pending, moving:
-		return StatusTryAgain, ""
+		return commands.RouteTryAgain, ""
 	}
 	t := n.top.Load() // notMine or stale
 	o := t.m.Owner[slot]
 	switch {
 	case o < 0:
-		return StatusDown, ""
+		return commands.RouteDown, ""
 	case t.m.Members[o].ID == n.cfg.ID:
-		return StatusTryAgain, "" // gained, not served yet
+		return commands.RouteTryAgain, "" // gained, not served yet
 	}
-	return StatusMoved, t.addr[o]
+	return commands.RouteMoved, t.addr[o]
 }
-
-// Moved returns how many keys this node has handed to others, and how
-// many it has received.
-func (n *Node) Moved() (out, in int64) { return n.moved.Load(), n.gained.Load() }
 
 // Stats are a node's counters, as Stats reads them.
 type Stats struct {
-	KeysOut, KeysIn int64 // as Moved returns them
-	SlotsServed     int   // slots this node answers for now
-	Members         int   // live members this node knows, itself included
+	KeysOut     int64 // keys this node has handed to other nodes
+	KeysIn      int64 // keys this node has received from them
+	SlotsServed int   // slots this node answers for now
+	Members     int   // live members this node knows, itself included
 }
 
 // Stats reads the node's counters: atomic loads only, no lock.
@@ -148,12 +132,13 @@ func (n *Node) reconcile() {
 	}
 }
 
-// Topology returns the members and the slot ranges each owns.
-func (n *Node) Topology() Topology {
+// Topology returns the members, the slot ranges each owns, and the keys
+// this node has handed over and received.
+func (n *Node) Topology() commands.ClusterTopology {
 	t := n.top.Load()
-	out := Topology{MyID: n.cfg.ID, Epoch: t.epoch}
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.moved.Load(), KeysIn: n.gained.Load()}
 	for id, md := range t.members {
-		out.Nodes = append(out.Nodes, NodeInfo{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
+		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
 			Myself: id == n.cfg.ID, Leaving: md.Leaving})
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
@@ -176,22 +161,4 @@ func (n *Node) Topology() Topology {
 		s = e + 1
 	}
 	return out
-}
-
-// Topology is the cluster as one node sees it.
-type Topology struct {
-	MyID    string
-	Epoch   int64 // bumped at every change of the map or the members this node has seen
-	Nodes   []NodeInfo
-	SlotsOK int // slots with a live owner
-}
-
-// NodeInfo is one member as Topology reports it.
-type NodeInfo struct {
-	ID            string
-	IP            string
-	Port, BusPort int
-	Myself        bool
-	Leaving       bool
-	Slots         [][2]int // owned slot ranges, first and last inclusive
 }
