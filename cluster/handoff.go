@@ -18,25 +18,25 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	defer n.mu.Unlock()
 	members := n.membersLocked()
 	m := n.currentMapLocked(members)
-	old := n.top.Load()
+	old := n.routes.Load()
 	epoch := old.epoch
 	if old.m.Owner != m.Owner || len(old.members) != len(members) {
 		epoch++
 	}
-	t := &topology{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
+	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
 	for i, mb := range m.Members {
 		md := members[mb.ID]
 		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
 	}
-	n.top.Store(t)
-	if n.fresh {
+	n.routes.Store(t)
+	if n.prevFromMembers {
 		var others []Member
 		for id, md := range members {
 			if id != n.cfg.ID && !md.Leaving {
 				others = append(others, Member{ID: id, Weight: md.Weight})
 			}
 		}
-		n.prev, n.fresh = Assign(others), false
+		n.prevMap, n.prevFromMembers = Assign(others), false
 	}
 	now := time.Now()
 	plan, fill = map[string][]int{}, map[string][]int{}
@@ -48,19 +48,19 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 		if owner == n.cfg.ID {
 			switch st {
 			case notMine, stale: // a stale slot's keys stay, under the hand-off's
-				h := n.prev.OwnerID(s)
+				h := n.prevMap.OwnerID(s)
 				if _, alive := members[h]; alive && h != n.cfg.ID {
-					n.holder[s], n.pendingSince[s] = h, now
+					n.prevOwner[s], n.stateSince[s] = h, now
 					sl.state.Store(pending)
 				} else {
 					sl.state.Store(serving)
 				}
 			case pending:
-				h := n.holder[s]
+				h := n.prevOwner[s]
 				if _, alive := members[h]; !alive {
 					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
 					sl.state.Store(serving)
-				} else if now.Sub(n.pendingSince[s]) > n.cfg.PendingTimeout {
+				} else if now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout {
 					n.logf("warning", "cluster: slot %d: no hand-off from %s in %v; serving it empty", s, h, n.cfg.PendingTimeout)
 					sl.state.Store(serving)
 				}
@@ -78,13 +78,13 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 			// (restored, or restored copies from others) go to the owner.
 			if n.eng.NewView().CountKeysInSlot(s) > 0 {
 				sl.state.Store(stale)
-				n.pendingSince[s] = now
+				n.stateSince[s] = now
 			} else {
 				sl.state.Store(notMine)
 			}
 		case stale:
 			switch {
-			case now.Sub(n.pendingSince[s]) > n.cfg.PendingTimeout:
+			case now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout:
 				dropped += n.eng.NewView().DeleteSlot(s)
 				sl.state.Store(notMine)
 			case owner != "":
@@ -95,7 +95,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	if dropped > 0 {
 		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
 	}
-	n.prev = m
+	n.prevMap = m
 	return plan, fill
 }
 
@@ -108,7 +108,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 // takes only where it holds no live key; a batch that fails stays stale
 // and is retried.
 func (n *Node) handoff(to string, slots []int, restored bool) {
-	t := n.top.Load()
+	t := n.routes.Load()
 	md, ok := t.members[to]
 	if !ok {
 		if !restored {
@@ -157,7 +157,7 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 				n.slots[s].state.Store(notMine)
 			}
 		}
-		n.moved.Add(int64(keys))
+		n.keysOut.Add(int64(keys))
 		payload, batch, keys = payload[:0], batch[:0], 0
 		return true
 	}
@@ -195,17 +195,17 @@ func (n *Node) restore(slots []int) {
 // send delivers one hand-off message to the member to at addr; restored
 // marks its keys as restored copies.
 func (n *Node) send(addr, to string, payload []byte, restored bool) error {
-	n.peersMu.Lock()
-	p := n.peers[addr]
+	n.connsMu.Lock()
+	p := n.handoffClients[addr]
 	if p == nil {
 		p = redis.NewClient(&redis.Options{
 			Addr: addr, Password: n.cfg.Password, Protocol: 2, MaxRetries: -1,
 			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
 			DisableIdentity: true, PoolSize: 2,
 		})
-		n.peers[addr] = p
+		n.handoffClients[addr] = p
 	}
-	n.peersMu.Unlock()
+	n.connsMu.Unlock()
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	n.mu.Lock()
 	var flags []string

@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// meta is the node metadata memberlist gossips: how to reach a member and
+// memberMeta is the node metadata memberlist gossips: how to reach a member and
 // what share of the slots it takes.
-type meta struct {
+type memberMeta struct {
 	IP      string  `json:"ip"`
 	Port    int     `json:"port"`
 	BusPort int     `json:"bus"`
@@ -25,9 +25,9 @@ type delegate Node
 
 func (d *delegate) NodeMeta(limit int) []byte {
 	n := (*Node)(d)
-	n.knownMu.Lock()
-	b, _ := json.Marshal(n.self)
-	n.knownMu.Unlock()
+	n.gossipedMu.Lock()
+	b, _ := json.Marshal(n.selfMeta)
+	n.gossipedMu.Unlock()
 	if len(b) > limit {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
 func (d *delegate) NotifyJoin(m *memberlist.Node) {
 	n := (*Node)(d)
 	n.logf("notice", "cluster: member %s joined at %s", m.Name, m.Address())
-	var md meta
+	var md memberMeta
 	if m.Name != n.cfg.ID && json.Unmarshal(m.Meta, &md) == nil && md.Port != 0 {
 		n.met(m.Name, md) // before the member counts for Import
 	}
@@ -53,10 +53,10 @@ func (d *delegate) NotifyJoin(m *memberlist.Node) {
 func (d *delegate) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(d)
 	n.logf("notice", "cluster: member %s left or failed", m.Name)
-	n.knownMu.Lock()
-	md, ok := n.known[m.Name]
-	delete(n.known, m.Name)
-	n.knownMu.Unlock()
+	n.gossipedMu.Lock()
+	md, ok := n.gossiped[m.Name]
+	delete(n.gossiped, m.Name)
+	n.gossipedMu.Unlock()
 	if ok {
 		n.dropPeer(net.JoinHostPort(md.IP, strconv.Itoa(md.Port)))
 	}
@@ -67,13 +67,13 @@ func (d *delegate) NotifyLeave(m *memberlist.Node) {
 // metadata is ignored.
 func (d *delegate) NotifyUpdate(m *memberlist.Node) {
 	n := (*Node)(d)
-	var md meta
+	var md memberMeta
 	if m.Name == n.cfg.ID || json.Unmarshal(m.Meta, &md) != nil || md.Port == 0 {
 		return
 	}
-	n.knownMu.Lock()
-	n.known[m.Name] = md
-	n.knownMu.Unlock()
+	n.gossipedMu.Lock()
+	n.gossiped[m.Name] = md
+	n.gossipedMu.Unlock()
 	n.poke()
 }
 
@@ -85,13 +85,13 @@ func (d *delegate) NotifyUpdate(m *memberlist.Node) {
 // slots over (the next reconcile takes them as the previous owners).
 // Otherwise it keeps serving what it owns, and keys handed over are
 // merged in.
-func (n *Node) met(id string, md meta) {
+func (n *Node) met(id string, md memberMeta) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.eng == nil || n.fresh || len(n.top.Load().members) != 1 {
+	if n.eng == nil || n.prevFromMembers || len(n.routes.Load().members) != 1 {
 		return
 	}
-	if !(md.Started < n.self.Started || md.Started == n.self.Started && id < n.cfg.ID) {
+	if !(md.Started < n.selfMeta.Started || md.Started == n.selfMeta.Started && id < n.cfg.ID) {
 		return
 	}
 	if n.eng.NewView().DBSize() != 0 {
@@ -100,7 +100,7 @@ func (n *Node) met(id string, md meta) {
 	for s := range n.slots {
 		n.slots[s].state.CompareAndSwap(serving, notMine)
 	}
-	n.fresh = true
+	n.prevFromMembers = true
 	n.logf("notice", "cluster: met member %s; serving no slot until the owners hand them over", id)
 }
 
@@ -110,11 +110,11 @@ func (n *Node) met(id string, md meta) {
 // answered as the member's absence dictates; a member that comes back at
 // addr gets new ones.
 func (n *Node) dropPeer(addr string) {
-	n.peersMu.Lock()
-	p, pool := n.peers[addr], n.fwd[addr]
-	delete(n.peers, addr)
-	delete(n.fwd, addr)
-	n.peersMu.Unlock()
+	n.connsMu.Lock()
+	p, pool := n.handoffClients[addr], n.fwdIdle[addr]
+	delete(n.handoffClients, addr)
+	delete(n.fwdIdle, addr)
+	n.connsMu.Unlock()
 	if p != nil {
 		_ = p.Close()
 	}
@@ -189,7 +189,7 @@ const rejoinInterval = time.Second
 // nodes started at once, each naming others not gossiping yet, would
 // otherwise each serve every slot for ever.
 func (n *Node) rejoin(addrs []string) {
-	defer n.bg.Done()
+	defer n.rejoining.Done()
 	t := time.NewTicker(rejoinInterval)
 	defer t.Stop()
 	for {
@@ -217,9 +217,9 @@ func (n *Node) Leave() error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	n.life.Lock() // a Start under way finishes first
+	n.lifeMu.Lock() // a Start under way finishes first
 	started := n.started.Load()
-	n.life.Unlock()
+	n.lifeMu.Unlock()
 	if !started {
 		return ErrNotStarted
 	}
@@ -229,9 +229,9 @@ func (n *Node) Leave() error {
 		return ErrAlone
 	}
 	n.leaving = true
-	n.knownMu.Lock()
-	n.self.Leaving = true
-	n.knownMu.Unlock()
+	n.gossipedMu.Lock()
+	n.selfMeta.Leaving = true
+	n.gossipedMu.Unlock()
 	n.mu.Unlock()
 	if err := n.ml.UpdateNode(n.cfg.HandoffTimeout); err != nil {
 		n.logf("warning", "cluster: announcing the leave: %v", err)
@@ -242,7 +242,7 @@ func (n *Node) Leave() error {
 		if n.servedSlots() == 0 && n.staleSlots() == 0 {
 			break
 		}
-		if n.top.Load().m.Owner[0] < 0 {
+		if n.routes.Load().m.Owner[0] < 0 {
 			// Every other member is leaving too: nobody can take the slots.
 			return ErrAlone
 		}
@@ -258,15 +258,15 @@ func (n *Node) Leave() error {
 
 // membersLocked returns every live member with its metadata, this node
 // included.
-func (n *Node) membersLocked() map[string]meta {
-	n.knownMu.Lock()
-	out := make(map[string]meta, len(n.known)+1)
-	for id, md := range n.known {
+func (n *Node) membersLocked() map[string]memberMeta {
+	n.gossipedMu.Lock()
+	out := make(map[string]memberMeta, len(n.gossiped)+1)
+	for id, md := range n.gossiped {
 		md.Leaving = md.Leaving || n.leavers[id]
 		out[id] = md
 	}
-	out[n.cfg.ID] = n.self
-	n.knownMu.Unlock()
+	out[n.cfg.ID] = n.selfMeta
+	n.gossipedMu.Unlock()
 	for id := range n.leavers {
 		if _, ok := out[id]; !ok {
 			delete(n.leavers, id)

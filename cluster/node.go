@@ -25,40 +25,40 @@ type Node struct {
 	eng *engine.Engine
 	ml  *memberlist.Memberlist
 
-	slots [engine.SlotCount]slotState
-	top   atomic.Pointer[topology]
+	slots  [engine.SlotCount]slotState
+	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
 
-	mu           sync.Mutex // guards the fields below
-	prev         *SlotMap   // the map of the previous reconcile
-	holder       [engine.SlotCount]string
-	pendingSince [engine.SlotCount]time.Time // when the slot became pending, or stale
-	leaving      bool
-	seen         map[string]int64 // hand-off MACs accepted, by their time, against replays
-	leavers      map[string]bool  // members whose hand-off said they are leaving, ahead of gossip
-	fresh        bool             // met others while alone and empty: the next reconcile sets prev from them
+	mu              sync.Mutex                  // guards the fields below
+	prevMap         *SlotMap                    // the map of the previous reconcile
+	prevOwner       [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
+	stateSince      [engine.SlotCount]time.Time // when the slot became pending, or stale
+	leaving         bool                        // Leave has begun: hand-offs carry the leaving flag
+	seenMACs        map[string]int64            // hand-off MACs accepted, by their time, against replays
+	leavers         map[string]bool             // members whose hand-off said they are leaving, ahead of gossip
+	prevFromMembers bool                        // met others while alone and empty: the next reconcile sets prevMap from them
 
-	// knownMu guards the members as memberlist's events report them (its
-	// Members' nodes are changed in place, so they are copied in the
+	// gossipedMu guards the members as memberlist's events report them
+	// (its Members' nodes are changed in place, so they are copied in the
 	// events) and this node's own metadata. It is never held while
 	// calling memberlist, which calls the events with its own lock held.
-	knownMu sync.Mutex
-	known   map[string]meta
-	self    meta
+	gossipedMu sync.Mutex
+	gossiped   map[string]memberMeta // other live members, by id
+	selfMeta   memberMeta            // what this node gossips of itself
 
-	handoffKey []byte
-	peersMu    sync.Mutex
-	peers      map[string]*redis.Client
-	fwd        map[string]chan *fwdConn // forwarding's idle connections, by owner address
+	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
+	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
+	handoffClients map[string]*redis.Client // hand-off connections, by member client address
+	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address
 
-	life    sync.Mutex     // serializes Start and Close
-	bg      sync.WaitGroup // rejoin
-	started atomic.Bool
-	moved   atomic.Int64 // keys handed to other nodes
-	gained  atomic.Int64 // keys received from other nodes
-	kick    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
-	closed  atomic.Bool
+	lifeMu       sync.Mutex     // serializes Start and Close
+	rejoining    sync.WaitGroup // the rejoin goroutine, when Start could not join
+	started      atomic.Bool
+	keysOut      atomic.Int64  // keys handed to other nodes
+	keysIn       atomic.Int64  // keys received from other nodes
+	reconcileNow chan struct{} // poke's signal to loop: reconcile without waiting for the tick
+	stop         chan struct{} // closed by Close
+	stopped      chan struct{} // closed when loop has returned
+	closed       atomic.Bool
 }
 
 // Node is package commands' Router: Dispatch routes keyed commands through
@@ -82,12 +82,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, seen: map[string]int64{}, leavers: map[string]bool{}, known: map[string]meta{}, peers: map[string]*redis.Client{}, fwd: map[string]chan *fwdConn{},
-		handoffKey: k[:], kick: make(chan struct{}, 1),
+		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		handoffKey: k[:], reconcileNow: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
+		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
-	n.top.Store(&topology{m: Assign(nil), members: map[string]meta{}})
+	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	return n, nil
 }
 
@@ -106,8 +106,8 @@ func (n *Node) ID() string { return n.cfg.ID }
 // owners, who take the keys they do not hold (ImportIfAbsent), then
 // deleted here. Start may run once, and not after Close.
 func (n *Node) Start(eng *engine.Engine) error {
-	n.life.Lock()
-	defer n.life.Unlock()
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
 	if n.closed.Load() {
 		return ErrClosed
 	}
@@ -158,19 +158,19 @@ func (n *Node) Start(eng *engine.Engine) error {
 	}
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
-		n.prev = Assign(others)
+		n.prevMap = Assign(others)
 		if keys := eng.NewView().DBSize(); keys > 0 {
 			m, now := n.currentMapLocked(members), time.Now()
 			for s := range n.slots {
 				if m.OwnerID(s) != n.cfg.ID {
 					n.slots[s].state.Store(stale)
-					n.pendingSince[s] = now
+					n.stateSince[s] = now
 				}
 			}
 			n.logf("notice", "cluster: joined with %d keys held; those of other members' slots go to their owners where they hold no newer copy", keys)
 		}
 	} else {
-		n.prev = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
+		n.prevMap = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
 		for s := range n.slots {
 			n.slots[s].state.Store(serving)
 		}
@@ -181,7 +181,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.started.Store(true)
 	go n.loop()
 	if rejoin != nil {
-		n.bg.Add(1)
+		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
 	}
 	return nil
@@ -193,33 +193,33 @@ func (n *Node) Started() bool { return n.started.Load() && !n.closed.Load() }
 // Close stops gossip at once, as a crash would (the others see the node
 // die and serve its slots empty), and closes the hand-off connections.
 func (n *Node) Close() error {
-	n.life.Lock()
-	defer n.life.Unlock()
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
 	if n.closed.Swap(true) {
 		return nil
 	}
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
-		n.bg.Wait() // a join under way ends within memberlist's TCP timeout
+		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
 		_ = n.ml.Shutdown()
 	}
-	n.peersMu.Lock()
-	for _, p := range n.peers {
+	n.connsMu.Lock()
+	for _, p := range n.handoffClients {
 		_ = p.Close()
 	}
-	for _, pool := range n.fwd {
+	for _, pool := range n.fwdIdle {
 		for len(pool) > 0 {
 			(<-pool).c.Close()
 		}
 	}
-	n.peersMu.Unlock()
+	n.connsMu.Unlock()
 	return nil
 }
 
 func (n *Node) poke() {
 	select {
-	case n.kick <- struct{}{}:
+	case n.reconcileNow <- struct{}{}:
 	default:
 	}
 }
@@ -232,7 +232,7 @@ func (n *Node) loop() {
 		select {
 		case <-n.stop:
 			return
-		case <-n.kick:
+		case <-n.reconcileNow:
 		case <-t.C:
 		}
 		n.reconcile()

@@ -115,9 +115,9 @@ func settled(t *testing.T, nodes ...*testNode) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ok := true
-		first := nodes[0].top.Load()
+		first := nodes[0].routes.Load()
 		for _, n := range nodes {
-			tp := n.top.Load()
+			tp := n.routes.Load()
 			if len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
 				ok = false
 			}
@@ -183,7 +183,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	stop := watchOverlap(t, a, b)
 	settled(t, a, b)
 	stop()
-	counts := a.top.Load().m.Count()
+	counts := a.routes.Load().m.Count()
 	if c := counts[b.ID()]; c < 7000 || c > 9400 {
 		t.Errorf("the joiner owns %d slots, want about half", c)
 	}
@@ -218,9 +218,9 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	}
 	bAddr := net.JoinHostPort(b.cfg.IP, strconv.Itoa(b.cfg.Port))
 	holdsB := func() bool {
-		a.peersMu.Lock()
-		defer a.peersMu.Unlock()
-		return a.peers[bAddr] != nil
+		a.connsMu.Lock()
+		defer a.connsMu.Unlock()
+		return a.handoffClients[bAddr] != nil
 	}
 	if !holdsB() {
 		t.Fatalf("a has no hand-off client for b (%s) after handing it keys", bAddr)
@@ -231,7 +231,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	}
 	defer stop()
 	deadline := time.Now().Add(10 * time.Second)
-	for len(a.top.Load().members) != 1 || a.servedSlots() != engine.SlotCount || holdsB() {
+	for len(a.routes.Load().members) != 1 || a.servedSlots() != engine.SlotCount || holdsB() {
 		if time.Now().After(deadline) {
 			t.Fatalf("after the leave a serves %d slots, and holds a client for b: %v", a.servedSlots(), holdsB())
 		}
@@ -250,7 +250,7 @@ func TestImportRefusesForgeriesAndReplays(t *testing.T) {
 	settled(t, a, b)
 	var slot int
 	for s := range engine.SlotCount {
-		if b.top.Load().m.OwnerID(s) == b.ID() {
+		if b.routes.Load().m.OwnerID(s) == b.ID() {
 			slot = s
 			break
 		}

@@ -23,12 +23,12 @@ type slotState struct {
 	inflight atomic.Int32
 }
 
-// topology is the slot map and the members it was computed from, as
+// routeTable is the slot map and the members it was computed from, as
 // published for the request path (read without locks).
-type topology struct {
+type routeTable struct {
 	m       *SlotMap
-	addr    []string        // client host:port of m.Members[i]
-	members map[string]meta // every live member, leaving ones included, by id
+	addr    []string              // client host:port of m.Members[i]
+	members map[string]memberMeta // every live member, leaving ones included, by id
 	epoch   int64
 }
 
@@ -55,7 +55,7 @@ func (n *Node) Peek(slot int) (commands.Route, string) {
 	case pending, moving:
 		return commands.RouteTryAgain, ""
 	}
-	t := n.top.Load() // notMine or stale
+	t := n.routes.Load() // notMine or stale
 	o := t.m.Owner[slot]
 	switch {
 	case o < 0:
@@ -76,7 +76,7 @@ type Stats struct {
 
 // Stats reads the node's counters: atomic loads only, no lock.
 func (n *Node) Stats() Stats {
-	st := Stats{KeysOut: n.moved.Load(), KeysIn: n.gained.Load(), Members: len(n.top.Load().members)}
+	st := Stats{KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), Members: len(n.routes.Load().members)}
 	for s := range n.slots {
 		if n.slots[s].state.Load() == serving {
 			st.SlotsServed++
@@ -109,7 +109,7 @@ func (n *Node) staleSlots() int {
 }
 
 // currentMapLocked computes the map over the members that own slots.
-func (n *Node) currentMapLocked(members map[string]meta) *SlotMap {
+func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 	var owners []Member
 	for id, m := range members {
 		if !m.Leaving {
@@ -135,8 +135,8 @@ func (n *Node) reconcile() {
 // Topology returns the members, the slot ranges each owns, and the keys
 // this node has handed over and received.
 func (n *Node) Topology() commands.ClusterTopology {
-	t := n.top.Load()
-	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.moved.Load(), KeysIn: n.gained.Load()}
+	t := n.routes.Load()
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load()}
 	for id, md := range t.members {
 		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
 			Myself: id == n.cfg.ID, Leaving: md.Leaving})

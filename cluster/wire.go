@@ -154,12 +154,12 @@ func (n *Node) Import(args [][]byte) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for k, t := range n.seen {
+	for k, t := range n.seenMACs {
 		if now.Sub(time.UnixMilli(t)) > 2*maxSkew {
-			delete(n.seen, k)
+			delete(n.seenMACs, k)
 		}
 	}
-	if _, ok := n.seen[string(mac)]; ok {
+	if _, ok := n.seenMACs[string(mac)]; ok {
 		return ErrHandoffStale
 	}
 	members := n.membersLocked()
@@ -184,7 +184,7 @@ func (n *Node) Import(args [][]byte) error {
 			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
 		}
 	}
-	n.seen[string(mac)] = ms
+	n.seenMACs[string(mac)] = ms
 	v := n.eng.NewView()
 	keys := 0
 	for _, sec := range sections {
@@ -208,7 +208,7 @@ func (n *Node) Import(args [][]byte) error {
 			n.slots[sec.slot].state.Store(serving)
 		}
 	}
-	n.gained.Add(int64(keys))
+	n.keysIn.Add(int64(keys))
 	if restored {
 		n.logf("verbose", "cluster: took %d restored keys of %d slots from %s", keys, len(sections), from)
 		return nil
