@@ -2,9 +2,9 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -112,7 +112,7 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 	md, ok := t.members[to]
 	if !ok {
 		if !restored {
-			n.restore(slots)
+			n.keepServing(slots)
 		}
 		return
 	}
@@ -121,7 +121,7 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 	for _, s := range slots {
 		for !restored && n.slots[s].inflight.Load() != 0 {
 			if time.Now().After(deadline) || n.stopping() {
-				n.restore(slots)
+				n.keepServing(slots)
 				return
 			}
 			time.Sleep(50 * time.Microsecond)
@@ -168,13 +168,13 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 		keys += len(recs)
 		if len(payload) >= maxBatch || len(batch) >= 1024 {
 			if !flush() {
-				n.restore(slots[i+1-len(batch):])
+				n.keepServing(slots[i+1-len(batch):])
 				return
 			}
 		}
 	}
 	if !flush() {
-		n.restore(batch)
+		n.keepServing(batch)
 		return
 	}
 	if restored {
@@ -184,9 +184,9 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
 }
 
-// restore serves slots again after a hand-off that did not happen (stale
+// keepServing serves slots again after a hand-off that did not happen (stale
 // slots stay stale).
-func (n *Node) restore(slots []int) {
+func (n *Node) keepServing(slots []int) {
 	for _, s := range slots {
 		n.slots[s].state.CompareAndSwap(moving, serving)
 	}
@@ -208,20 +208,89 @@ func (n *Node) send(addr, to string, payload []byte, restored bool) error {
 	n.connsMu.Unlock()
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	n.mu.Lock()
-	var flags []string
-	if n.leaving {
-		flags = append(flags, flagLeaving)
-	}
+	leaving := n.leaving
 	n.mu.Unlock()
-	if restored {
-		flags = append(flags, flagRestored)
-	}
-	flag := "-"
-	if len(flags) > 0 {
-		flag = strings.Join(flags, ",")
-	}
+	flag := formatFlags(leaving, restored)
 	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
 	defer cancel()
 	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
+}
+
+// Import takes a hand-off message (CLUSTER IMPORT's arguments after
+// IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
+// comment on the message format (wire.go) describes, imports its records
+// and serves its slots. It takes all of it or nothing. With the flag
+// "restored" it imports only the records of keys it does not hold, and
+// serves no slot for that.
+func (n *Node) Import(args [][]byte) error {
+	now := time.Now()
+	msg, err := n.parseMessage(args, now)
+	if err != nil {
+		return err
+	}
+	from, leaving, restored, sections := msg.from, msg.leaving, msg.restored, msg.sections
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for k, t := range n.seenMACs {
+		if now.Sub(time.UnixMilli(t)) > 2*maxSkew {
+			delete(n.seenMACs, k)
+		}
+	}
+	if _, ok := n.seenMACs[msg.mac]; ok {
+		return ErrHandoffStale
+	}
+	members := n.membersLocked()
+	sender, ok := members[from]
+	if !ok {
+		return ErrUnknownPeer
+	}
+	if leaving && !sender.Leaving {
+		n.leavers[from] = true
+		sender.Leaving = true
+		members[from] = sender
+		n.poke()
+	}
+	// This node's own view may lag the sender's: check against the map of
+	// the members as they are now.
+	m := n.currentMapLocked(members)
+	for _, sec := range sections {
+		st := n.slots[sec.slot].state.Load()
+		// Restored keys go only to a slot this node has taken up (serving,
+		// or pending its hand-off), whose keys it keeps track of.
+		if m.OwnerID(sec.slot) != n.cfg.ID || st == moving || restored && st != serving && st != pending {
+			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
+		}
+	}
+	n.seenMACs[msg.mac] = msg.ms
+	v := n.eng.NewView()
+	keys := 0
+	for _, sec := range sections {
+		for _, r := range sec.recs {
+			if restored {
+				ok, err := v.ImportIfAbsent(r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					keys++
+				}
+				continue
+			}
+			if _, err := v.Import(r); err != nil {
+				return err
+			}
+			keys++
+		}
+		if !restored {
+			n.slots[sec.slot].state.Store(serving)
+		}
+	}
+	n.keysIn.Add(int64(keys))
+	if restored {
+		n.logf("verbose", "cluster: took %d restored keys of %d slots from %s", keys, len(sections), from)
+		return nil
+	}
+	n.logf("verbose", "cluster: imported %d slots (%d keys) from %s", len(sections), keys, from)
+	return nil
 }

@@ -42,6 +42,21 @@ const (
 	flagRestored = "restored"
 )
 
+// formatFlags writes a hand-off message's flag field.
+func formatFlags(leaving, restored bool) string {
+	var flags []string
+	if leaving {
+		flags = append(flags, flagLeaving)
+	}
+	if restored {
+		flags = append(flags, flagRestored)
+	}
+	if len(flags) == 0 {
+		return "-"
+	}
+	return strings.Join(flags, ",")
+}
+
 // parseFlags reads a hand-off message's flag field.
 func parseFlags(flag string) (leaving, restored bool, err error) {
 	if flag == "-" {
@@ -123,96 +138,41 @@ func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Import takes a hand-off message (CLUSTER IMPORT's arguments after
-// IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
-// comment above describes, imports its records and serves its slots. It
-// takes all of it or nothing. With the flag "restored" it imports only the
-// records of keys it does not hold, and serves no slot for that.
-func (n *Node) Import(args [][]byte) error {
+// message is a hand-off message as parseMessage read it.
+type message struct {
+	from              string
+	ms                int64 // unix-ms
+	leaving, restored bool  // its flags
+	mac               string
+	sections          []slotRecords
+}
+
+// parseMessage reads a hand-off message (CLUSTER IMPORT's arguments after
+// IMPORT: from-id, to-id, unix-ms, flag, payload, mac) and checks what
+// needs nothing of the cluster's state: its MAC, that it is for this
+// node, its time (within maxSkew of now), its flags and its payload.
+func (n *Node) parseMessage(args [][]byte, now time.Time) (message, error) {
 	if len(args) != 6 {
-		return ErrBadHandoff
+		return message{}, ErrBadHandoff
 	}
 	from, to, ts, flag, payload, mac := string(args[0]), string(args[1]), string(args[2]), string(args[3]), args[4], args[5]
 	if !hmac.Equal([]byte(n.sign(from, to, ts, flag, payload)), mac) {
-		return ErrHandoffAuth
+		return message{}, ErrHandoffAuth
 	}
 	if to != n.cfg.ID {
-		return fmt.Errorf("%w: it is for node %s", ErrNotOwner, to)
+		return message{}, fmt.Errorf("%w: it is for node %s", ErrNotOwner, to)
 	}
 	ms, err := strconv.ParseInt(ts, 10, 64)
-	now := time.Now()
 	if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > maxSkew {
-		return ErrHandoffStale
+		return message{}, ErrHandoffStale
 	}
 	leaving, restored, err := parseFlags(flag)
 	if err != nil {
-		return err
+		return message{}, err
 	}
 	sections, err := decodePayload(payload)
 	if err != nil {
-		return err
+		return message{}, err
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for k, t := range n.seenMACs {
-		if now.Sub(time.UnixMilli(t)) > 2*maxSkew {
-			delete(n.seenMACs, k)
-		}
-	}
-	if _, ok := n.seenMACs[string(mac)]; ok {
-		return ErrHandoffStale
-	}
-	members := n.membersLocked()
-	sender, ok := members[from]
-	if !ok {
-		return ErrUnknownPeer
-	}
-	if leaving && !sender.Leaving {
-		n.leavers[from] = true
-		sender.Leaving = true
-		members[from] = sender
-		n.poke()
-	}
-	// This node's own view may lag the sender's: check against the map of
-	// the members as they are now.
-	m := n.currentMapLocked(members)
-	for _, sec := range sections {
-		st := n.slots[sec.slot].state.Load()
-		// Restored keys go only to a slot this node has taken up (serving,
-		// or pending its hand-off), whose keys it keeps track of.
-		if m.OwnerID(sec.slot) != n.cfg.ID || st == moving || restored && st != serving && st != pending {
-			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
-		}
-	}
-	n.seenMACs[string(mac)] = ms
-	v := n.eng.NewView()
-	keys := 0
-	for _, sec := range sections {
-		for _, r := range sec.recs {
-			if restored {
-				ok, err := v.ImportIfAbsent(r)
-				if err != nil {
-					return err
-				}
-				if ok {
-					keys++
-				}
-				continue
-			}
-			if _, err := v.Import(r); err != nil {
-				return err
-			}
-			keys++
-		}
-		if !restored {
-			n.slots[sec.slot].state.Store(serving)
-		}
-	}
-	n.keysIn.Add(int64(keys))
-	if restored {
-		n.logf("verbose", "cluster: took %d restored keys of %d slots from %s", keys, len(sections), from)
-		return nil
-	}
-	n.logf("verbose", "cluster: imported %d slots (%d keys) from %s", len(sections), keys, from)
-	return nil
+	return message{from: from, ms: ms, leaving: leaving, restored: restored, mac: string(mac), sections: sections}, nil
 }
