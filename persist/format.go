@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cockroachdb/pebble/v2"
@@ -54,6 +55,28 @@ func (s *Store) checkFormat(db *pebble.DB) error {
 func dataKey(buf, key []byte) []byte {
 	buf = binary.BigEndian.AppendUint16(buf, uint16(engine.Slot(key)))
 	return append(buf, key...)
+}
+
+// isDataKeyOf reports whether k is the store's key for key (dataKey).
+func isDataKeyOf(k, key []byte) bool {
+	return len(k) >= 2 && string(k[2:]) == string(key) && int(binary.BigEndian.Uint16(k)) == engine.Slot(key)
+}
+
+// genMarker returns the value under genKey for the snapshot of generation
+// gen committed at t: gen, then t in Unix milliseconds, each 8 bytes
+// big-endian.
+func genMarker(gen uint64, t time.Time) []byte {
+	b := binary.BigEndian.AppendUint64(nil, gen)
+	return binary.BigEndian.AppendUint64(b, uint64(t.UnixMilli()))
+}
+
+// parseGenMarker reads what genMarker wrote; ok is false for a value of
+// another length.
+func parseGenMarker(v []byte) (gen uint64, t time.Time, ok bool) {
+	if len(v) != 16 {
+		return 0, time.Time{}, false
+	}
+	return binary.BigEndian.Uint64(v), time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:]))), true
 }
 
 // SlotRange returns the bounds [start, end) of the store's keys in hash

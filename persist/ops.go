@@ -197,14 +197,10 @@ func (o *ops) reset() {
 // arena holds the parts' buffers outside the Go heap (package manual),
 // in chunks of arenaChunk bytes or more, and frees them all at once.
 //
-// A snapshot of the half a million keys a busy second changes builds about
-// 20 MB of sorted parts, which live until it commits. On the Go heap,
-// whose live size is a few MB (the keys are off it) and which cellserver
-// collects at 25% growth, they set off about ten collections per
-// snapshot, each with two stop-the-world pauses; off it, a snapshot
-// leaves a few hundred KB of garbage, and the server collects a third as
-// often under snapshots (bench/RESULTS.md). Slices handed out must not be
-// used after free.
+// A busy snapshot's sorted parts, which live until it commits, are many
+// times the live size of the Go heap (the keys are off it): on the heap
+// they would set off collection after collection while the snapshot runs.
+// Slices handed out must not be used after free.
 type arena struct {
 	pages  manual.Allocator
 	chunks [][]byte

@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync"
@@ -121,7 +120,7 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 			return p
 		}
 		r, n, err := engine.DecodeRecord(v)
-		if err != nil || n != len(v) || len(k) < 2 || string(k[2:]) != string(r.Key) || int(binary.BigEndian.Uint16(k)) != engine.Slot(r.Key) {
+		if err != nil || n != len(v) || !isDataKeyOf(k, r.Key) {
 			p.err = fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
 			return p
 		}

@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"time"
@@ -57,8 +56,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	}
 	gen, _ := s.LastSave()
 	st := SnapshotStats{Generation: gen + 1, Flushed: s.pending.len() - s.pending.n}
-	marker := binary.BigEndian.AppendUint64(nil, st.Generation)
-	marker = binary.BigEndian.AppendUint64(marker, uint64(now.UnixMilli()))
+	marker := genMarker(st.Generation, now)
 	var write writeFunc
 	var finish func(error) error
 	if s.pending.size() >= s.ingestFrom {
@@ -150,8 +148,7 @@ const yieldEvery = 1024
 // the connections' goroutines, and a snapshot that yields its own thread
 // (the one the server adds for it, cmd/cellserver) lets connections onto
 // it, which then contend with the server's other thread and its clients
-// for the processors. Measured at -P 16 with snapshots every second and
-// the added thread, yielding or not: bench/RESULTS.md.
+// for the processors.
 func yield() {
 	if runtime.GOMAXPROCS(0) == 1 {
 		runtime.Gosched()

@@ -1,7 +1,6 @@
 package persist
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -130,15 +129,14 @@ func (s *Store) open() error {
 	note := &fatalNote{ch: make(chan struct{})}
 	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, note}}
 	// Every snapshot under churn is one large batch, flushed to a table
-	// of L0 that overlaps all the others: with Pebble's default of
-	// compacting L0 from 4 such tables, compactions rewrote the store every
-	// few seconds and took more CPU than the snapshots themselves. From 16,
-	// a compaction merges 16 snapshots' tables at once (a key changed in
-	// several is written once); writes stop only at 64.
+	// of L0 that overlaps all the others. L0 is compacted from 16 such
+	// tables (Pebble's default is 4), so that a compaction merges 16
+	// snapshots' tables at once (a key changed in several is written
+	// once); writes stop only at 64.
 	po.L0CompactionThreshold, po.L0StopWritesThreshold = l0CompactionThreshold, 64
 	// Records are a few dozen bytes of varints, and Pebble already shares
-	// key prefixes within a block: Snappy saved little disk for its CPU in
-	// every flush and compaction.
+	// key prefixes within a block: tables are written uncompressed, which
+	// spares every flush and compaction the compression's CPU.
 	for i := range po.Levels {
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		po.Levels[i].BlockSize = blockSize
@@ -158,14 +156,14 @@ func (s *Store) open() error {
 		db.Close()
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
 	default:
-		if len(v) != 16 {
+		gen, saved, ok := parseGenMarker(v)
+		if !ok {
 			closer.Close()
 			db.Close()
 			return fmt.Errorf("%w: %s: bad generation marker", ErrCorrupt, s.dir)
 		}
 		s.infoMu.Lock()
-		s.gen = binary.BigEndian.Uint64(v)
-		s.saved = time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:])))
+		s.gen, s.saved = gen, saved
 		s.infoMu.Unlock()
 		closer.Close()
 	}
@@ -183,7 +181,7 @@ const l0CompactionThreshold = 16
 // blockSize is the size of the store's table blocks. The store is read
 // only whole, in order, by a restore, never a key at a time: blocks of
 // 32 KiB rather than Pebble's 4 KiB cost less to write (fewer blocks and
-// index entries; BenchmarkSnapshotChurn 5-10% faster) and nothing to read.
+// index entries) and nothing to read.
 const blockSize = 32 << 10
 
 // Close closes the store. Changes taken from the engine by a snapshot that

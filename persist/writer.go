@@ -60,7 +60,7 @@ func (s *Store) batchWriter() (write writeFunc, finish func(error) error) {
 // An ingestion is atomic and durable, like a batch's synced commit, and
 // it spares what a large batch costs: Pebble's log gets the changes'
 // bytes, the batch a sorted index of its own, and a flush then writes them
-// again into a table (bench/RESULTS.md). s.mu is held.
+// again into a table. s.mu is held.
 func (s *Store) tableWriter() (write writeFunc, finish func(error) error) {
 	fsys := s.opts.FS
 	path := fsys.PathJoin(s.dir, ingestName)
