@@ -154,6 +154,25 @@ func spend(t *testing.T, n *testNode, key string) limiter.Result {
 	return r
 }
 
+// exhaust spends the whole budget of key (spend's limit) on n.
+func exhaust(t *testing.T, n *testNode, key string) {
+	t.Helper()
+	for range 5 {
+		spend(t, n, key)
+	}
+}
+
+// limitedOnOwner checks that key's budget is spent on the node among
+// nodes that serves its slot, and returns that node.
+func limitedOnOwner(t *testing.T, key string, nodes ...*testNode) *testNode {
+	t.Helper()
+	o := owner(t, key, nodes...)
+	if r := spend(t, o, key); !r.Limited {
+		t.Errorf("%s on its owner: %+v, want limited (its budget was spent)", key, r)
+	}
+	return o
+}
+
 // owner returns the node that serves key's slot.
 func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
 	t.Helper()
@@ -175,9 +194,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	for i := range 40 {
 		k := fmt.Sprintf("user%d", i)
 		keys = append(keys, k)
-		for range 5 {
-			spend(t, a, k)
-		}
+		exhaust(t, a, k)
 	}
 	b := startNode(t, a.member())
 	stop := watchOverlap(t, a, b)
@@ -189,12 +206,9 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	}
 	onB := 0
 	for _, k := range keys {
-		o := owner(t, k, a, b)
+		o := limitedOnOwner(t, k, a, b)
 		if o == b {
 			onB++
-		}
-		if r := spend(t, o, k); !r.Limited {
-			t.Errorf("%s on its new owner: %+v, want limited (its budget was spent)", k, r)
 		}
 		other := a
 		if o == a {
@@ -320,9 +334,7 @@ func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
 			break
 		}
 	}
-	for range 5 {
-		spend(t, b, key)
-	}
+	exhaust(t, b, key)
 	_ = b.Close() // no leave, no hand-off
 	deadline := time.Now().Add(20 * time.Second)
 	for a.servedSlots() != engine.SlotCount {
@@ -347,9 +359,7 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 	for i := range 20 {
 		live = append(live, fmt.Sprintf("live%d", i))
 		lost = append(lost, fmt.Sprintf("lost%d", i))
-		for range 5 {
-			spend(t, a, live[i]) // spent on the live owner
-		}
+		exhaust(t, a, live[i]) // spent on the live owner
 	}
 	b := startNodeWith(t, func(e *engine.Engine) {
 		v := e.NewView()
@@ -378,9 +388,7 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 		}
 	}
 	for _, k := range append(live, lost...) {
-		if r := spend(t, owner(t, k, a, b), k); !r.Limited {
-			t.Errorf("%s: %+v, want limited (spent before the restart)", k, r)
-		}
+		limitedOnOwner(t, k, a, b)
 	}
 	if out := b.Stats().KeysOut; out == 0 {
 		t.Errorf("b sent no restored key")
@@ -465,20 +473,14 @@ func TestJoinRetries(t *testing.T) {
 	var keys []string
 	for i := range 20 {
 		keys = append(keys, fmt.Sprintf("early%d", i))
-		for range 5 {
-			spend(t, b, keys[i])
-		}
+		exhaust(t, b, keys[i])
 	}
 	a := startNodeOn(t, ln, bus, nil)
 	settled(t, a, b)
 	onA := 0
 	for _, k := range keys {
-		o := owner(t, k, a, b)
-		if o == a {
+		if limitedOnOwner(t, k, a, b) == a {
 			onA++
-		}
-		if r := spend(t, o, k); !r.Limited {
-			t.Errorf("%s: %+v, want limited", k, r)
 		}
 	}
 	if onA == 0 {
