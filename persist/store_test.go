@@ -60,10 +60,13 @@ func failingWrites() *errorfs.Toggle {
 	})}
 }
 
-// saveAllButLongExpiring fills e with keys that expire within 1000 s and
-// one, "long", that lives an hour, and snapshots them into s.
-func saveAllButLongExpiring(t *testing.T, s *Store, e *engine.Engine) {
+// saveAllButLongExpiring saves in a store on fs an engine of keys that
+// expire within 1000 s and one, "long", that lives an hour, and closes the
+// store.
+func saveAllButLongExpiring(t *testing.T, fs vfs.FS) {
 	t.Helper()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
 	fill(t, e, 3)
 	if _, err := e.FixedWindow([]byte("long"), limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}); err != nil {
 		t.Fatal(err)
@@ -71,6 +74,7 @@ func saveAllButLongExpiring(t *testing.T, s *Store, e *engine.Engine) {
 	if _, err := s.Snapshot(e, saveTime); err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
 }
 
 // testIngestFrom is the ingestFrom of the stores openStore opens.
@@ -116,13 +120,20 @@ func fill(t testing.TB, e *engine.Engine, n int) {
 func saved(t *testing.T, n int) (vfs.FS, *Store, *engine.Engine) {
 	t.Helper()
 	fs := vfs.NewMem()
+	s, e := savedOn(t, fs, n)
+	return fs, s, e
+}
+
+// savedOn is saved on the filesystem fs.
+func savedOn(t *testing.T, fs vfs.FS, n int) (*Store, *engine.Engine) {
+	t.Helper()
 	s := openStore(t, fs)
 	e, _ := newEngine(t, now0)
 	fill(t, e, n)
 	if _, err := s.Snapshot(e, saveTime); err != nil {
 		t.Fatal(err)
 	}
-	return fs, s, e
+	return s, e
 }
 
 // dump returns every live key of e with its state, sorted.
@@ -263,10 +274,7 @@ func TestRestoreDropsAndDeletesExpired(t *testing.T) { bothWays(t, testRestoreDr
 
 func testRestoreDropsAndDeletesExpired(t *testing.T) {
 	fs := vfs.NewMem()
-	s := openStore(t, fs)
-	e, _ := newEngine(t, now0)
-	saveAllButLongExpiring(t, s, e)
-	s.Close()
+	saveAllButLongExpiring(t, fs)
 	later := now0 + 1000*1e9 // every key but "long" has expired
 	e2, rst := restored(t, fs, later)
 	if rst.Loaded != 1 || rst.Expired != 7 {
@@ -287,10 +295,7 @@ func testRestoreDropsAndDeletesExpired(t *testing.T) {
 // next snapshot, the disk recovered, succeeds.
 func TestRestoreOnFailingDisk(t *testing.T) {
 	mem := vfs.NewMem()
-	s := openStore(t, mem)
-	e, _ := newEngine(t, now0)
-	saveAllButLongExpiring(t, s, e)
-	s.Close()
+	saveAllButLongExpiring(t, mem)
 	failing := failingWrites()
 	s2 := openStore(t, errorfs.Wrap(mem, failing))
 	e2, _ := newEngine(t, now0+1000*1e9) // every key but "long" has expired
@@ -454,12 +459,7 @@ func testCrashAtEveryWrite(t *testing.T) {
 		}
 		return nil
 	})
-	s := openStore(t, errorfs.Wrap(mem, inj))
-	e, _ := newEngine(t, now0)
-	fill(t, e, 200)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	s, e := savedOn(t, errorfs.Wrap(mem, inj), 200)
 	before := dump(e)
 	for i := range 200 {
 		if i%2 == 0 {
