@@ -184,8 +184,8 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
 }
 
-// keepServing serves slots again after a hand-off that did not happen (stale
-// slots stay stale).
+// keepServing serves slots again after a hand-off that did not happen
+// (stale slots stay stale).
 func (n *Node) keepServing(slots []int) {
 	for _, s := range slots {
 		n.slots[s].state.CompareAndSwap(moving, serving)

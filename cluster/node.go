@@ -28,14 +28,20 @@ type Node struct {
 	slots  [engine.SlotCount]slotState
 	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
 
-	mu              sync.Mutex                  // guards the fields below
-	prevMap         *SlotMap                    // the map of the previous reconcile
-	prevOwner       [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
-	stateSince      [engine.SlotCount]time.Time // when the slot became pending, or stale
-	leaving         bool                        // Leave has begun: hand-offs carry the leaving flag
-	seenMACs        map[string]int64            // hand-off MACs accepted, by their time, against replays
-	leavers         map[string]bool             // members whose hand-off said they are leaving, ahead of gossip
-	prevFromMembers bool                        // met others while alone and empty: the next reconcile sets prevMap from them
+	mu         sync.Mutex                  // guards the fields below
+	prevMap    *SlotMap                    // the map of the previous reconcile
+	prevOwner  [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
+	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
+	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
+	// seenMACs holds the MACs of the hand-offs accepted, with their time,
+	// against replays.
+	seenMACs map[string]int64
+	// leavers are the members whose hand-off said they are leaving, ahead
+	// of gossip.
+	leavers map[string]bool
+	// prevFromMembers is set when this node, alone and empty, met others:
+	// the next reconcile takes them as the previous owners (prevMap).
+	prevFromMembers bool
 
 	// gossipedMu guards the members as memberlist's events report them
 	// (its Members' nodes are changed in place, so they are copied in the

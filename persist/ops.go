@@ -358,6 +358,7 @@ func opAt(buf []byte, at int) (r opRef, next int) {
 	return r, at + int(vn)
 }
 
+// uvarintLen returns the length of x's uvarint encoding.
 func uvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {
