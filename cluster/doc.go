@@ -7,8 +7,10 @@
 // restored copies, taken where no live copy is.
 //
 // Package cluster imports engine (a slot's records go out with ExportSlot
-// and come in with Import), memberlist and go-redis (the hand-off
-// connection to a peer's client port). It must not import commands,
-// server or cmd/cellserver: commands reaches it through its Router
-// interface, which cmd/cellserver adapts a *Node to.
+// and come in with Import), commands for the Router vocabulary (a *Node is
+// a commands.Router: commands.Route, commands.ClusterTopology and
+// commands.ClusterNode are its answers), memberlist, and go-redis (the
+// hand-off connection to a peer's client port). It must not import server
+// or cmd/cellserver, and commands must never import it: commands reaches
+// it only through its Router interface.
 package cluster

@@ -59,13 +59,13 @@ func (n *Node) Forward(addr string, args [][]byte) ([]byte, error) {
 }
 
 func (n *Node) fwdGet(addr string) (*fwdConn, error) {
-	n.peersMu.Lock()
-	pool := n.fwd[addr]
+	n.connsMu.Lock()
+	pool := n.fwdIdle[addr]
 	if pool == nil {
 		pool = make(chan *fwdConn, maxForwardConns)
-		n.fwd[addr] = pool
+		n.fwdIdle[addr] = pool
 	}
-	n.peersMu.Unlock()
+	n.connsMu.Unlock()
 	select {
 	case fc := <-pool:
 		return fc, nil
@@ -91,9 +91,9 @@ func (n *Node) fwdGet(addr string) (*fwdConn, error) {
 }
 
 func (n *Node) fwdPut(addr string, fc *fwdConn) {
-	n.peersMu.Lock()
-	pool := n.fwd[addr]
-	n.peersMu.Unlock()
+	n.connsMu.Lock()
+	pool := n.fwdIdle[addr]
+	n.connsMu.Unlock()
 	select {
 	case pool <- fc:
 	default:

@@ -1,166 +1,243 @@
 package cluster
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"errors"
+	"context"
 	"fmt"
-	"sort"
+	"net"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/cellserver/cellserver/engine"
+	"github.com/redis/go-redis/v9"
 )
 
-// A hand-off message is one RESP command to the new owner's client port:
-//
-//	CLUSTER IMPORT <from-id> <to-id> <unix-ms> <flag> <payload> <mac>
-//
-// flag is "-" or a comma-separated list of: "leaving", the sender is
-// leaving the cluster; "restored", the keys are copies restored from the
-// sender's snapshot, older than any live copy, which the receiver takes
-// only for keys it does not hold, without serving the slots for that.
-// payload is, per slot, the slot and its record count as uvarints, then
-// the records (engine.Record.AppendBinary); mac is the hex HMAC-SHA256,
-// keyed by a hash of the cluster secret, of from-id, to-id, unix-ms, flag
-// and payload. The receiver takes a message only if the MAC is right, it is
-// the to-id, the time is within maxSkew of its own and the MAC has not
-// been seen before (no replays), the sender is a live member, and every
-// slot in it is one the receiver owns; then it imports every record and
-// serves the slots (a message of restored keys changes no slot's state).
-// A leaving sender's flag counts as its gossiped leave, which may not have
-// reached the receiver yet.
-
-// maxSkew is how far a hand-off message's time may be from the receiver's.
-const maxSkew = 60 * time.Second
-
-// A hand-off message's flags.
-const (
-	flagLeaving  = "leaving"
-	flagRestored = "restored"
-)
-
-// parseFlags reads a hand-off message's flag field.
-func parseFlags(flag string) (leaving, restored bool, err error) {
-	if flag == "-" {
-		return false, false, nil
+// planHandoffs recomputes the map, publishes it, moves slot states, and
+// returns the slots to hand over by new owner (their state set to
+// moving), and the stale slots whose keys to send, by owner.
+func (n *Node) planHandoffs() (plan, fill map[string][]int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	members := n.membersLocked()
+	m := n.currentMapLocked(members)
+	old := n.routes.Load()
+	epoch := old.epoch
+	if old.m.Owner != m.Owner || len(old.members) != len(members) {
+		epoch++
 	}
-	for _, f := range strings.Split(flag, ",") {
-		switch f {
-		case flagLeaving:
-			leaving = true
-		case flagRestored:
-			restored = true
-		default:
-			return false, false, ErrBadHandoff
-		}
+	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
+	for i, mb := range m.Members {
+		md := members[mb.ID]
+		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
 	}
-	return leaving, restored, nil
-}
-
-// Errors Import returns.
-var (
-	ErrBadHandoff   = errors.New("cluster: malformed hand-off message")
-	ErrHandoffAuth  = errors.New("cluster: hand-off message not authenticated")
-	ErrHandoffStale = errors.New("cluster: hand-off message too old or replayed")
-	ErrNotOwner     = errors.New("cluster: hand-off of a slot this node does not own")
-	ErrUnknownPeer  = errors.New("cluster: hand-off from a node that is not a live member")
-)
-
-// appendSlot appends slot's section of a hand-off payload.
-func appendSlot(b []byte, slot int, recs []engine.Record) []byte {
-	b = binary.AppendUvarint(b, uint64(slot))
-	b = binary.AppendUvarint(b, uint64(len(recs)))
-	for _, r := range recs {
-		b = r.AppendBinary(b)
-	}
-	return b
-}
-
-// slotRecords is one slot's section of a decoded payload.
-type slotRecords struct {
-	slot int
-	recs []engine.Record
-}
-
-func decodePayload(b []byte) ([]slotRecords, error) {
-	var out []slotRecords
-	for len(b) > 0 {
-		slot, n := binary.Uvarint(b)
-		if n <= 0 || slot >= engine.SlotCount {
-			return nil, ErrBadHandoff
-		}
-		b = b[n:]
-		count, n := binary.Uvarint(b)
-		if n <= 0 || count > uint64(len(b)) {
-			return nil, ErrBadHandoff
-		}
-		b = b[n:]
-		sr := slotRecords{slot: int(slot), recs: make([]engine.Record, 0, count)}
-		for range count {
-			r, n, err := engine.DecodeRecord(b)
-			if err != nil || engine.Slot(r.Key) != int(slot) {
-				return nil, ErrBadHandoff
+	n.routes.Store(t)
+	if n.prevFromMembers {
+		var others []Member
+		for id, md := range members {
+			if id != n.cfg.ID && !md.Leaving {
+				others = append(others, Member{ID: id, Weight: md.Weight})
 			}
-			sr.recs = append(sr.recs, r)
-			b = b[n:]
 		}
-		out = append(out, sr)
+		n.prevMap, n.prevFromMembers = Assign(others), false
 	}
-	return out, nil
+	now := time.Now()
+	plan, fill = map[string][]int{}, map[string][]int{}
+	dropped := 0
+	for s := range n.slots {
+		sl := &n.slots[s]
+		owner := m.OwnerID(s)
+		st := sl.state.Load()
+		if owner == n.cfg.ID {
+			switch st {
+			case notMine, stale: // a stale slot's keys stay, under the hand-off's
+				h := n.prevMap.OwnerID(s)
+				if _, alive := members[h]; alive && h != n.cfg.ID {
+					n.prevOwner[s], n.stateSince[s] = h, now
+					sl.state.Store(pending)
+				} else {
+					sl.state.Store(serving)
+				}
+			case pending:
+				h := n.prevOwner[s]
+				if _, alive := members[h]; !alive {
+					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
+					sl.state.Store(serving)
+				} else if now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout {
+					n.logf("warning", "cluster: slot %d: no hand-off from %s in %v; serving it empty", s, h, n.cfg.PendingTimeout)
+					sl.state.Store(serving)
+				}
+			}
+			continue
+		}
+		switch st {
+		case serving:
+			if owner != "" {
+				sl.state.Store(moving)
+				plan[owner] = append(plan[owner], s)
+			}
+		case pending:
+			// Lost before its hand-off came: the keys it holds already
+			// (restored, or restored copies from others) go to the owner.
+			if n.eng.NewView().CountKeysInSlot(s) > 0 {
+				sl.state.Store(stale)
+				n.stateSince[s] = now
+			} else {
+				sl.state.Store(notMine)
+			}
+		case stale:
+			switch {
+			case now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout:
+				dropped += n.eng.NewView().DeleteSlot(s)
+				sl.state.Store(notMine)
+			case owner != "":
+				fill[owner] = append(fill[owner], s)
+			}
+		}
+	}
+	if dropped > 0 {
+		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
+	}
+	n.prevMap = m
+	return plan, fill
 }
 
-// sign returns the hex MAC of a hand-off message.
-func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
-	h := hmac.New(sha256.New, n.handoffKey)
-	for _, part := range [][]byte{[]byte(from), []byte(to), []byte(ts), []byte(flag)} {
-		h.Write(binary.AppendUvarint(nil, uint64(len(part))))
-		h.Write(part)
+// handoff streams slots (all in state moving) to the member to: it waits
+// for the commands running on each to finish, sends their records in
+// authenticated batches, and on each batch's success deletes them here
+// and lets the slots go; a batch that fails is served here again and
+// retried at the next reconcile. With restored, the slots are stale ones
+// (served by to, not here): their keys go as restored copies, which to
+// takes only where it holds no live key; a batch that fails stays stale
+// and is retried.
+func (n *Node) handoff(to string, slots []int, restored bool) {
+	t := n.routes.Load()
+	md, ok := t.members[to]
+	if !ok {
+		if !restored {
+			n.keepServing(slots)
+		}
+		return
 	}
-	h.Write(payload)
-	return hex.EncodeToString(h.Sum(nil))
+	addr := net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
+	deadline := time.Now().Add(n.cfg.HandoffTimeout)
+	for _, s := range slots {
+		for !restored && n.slots[s].inflight.Load() != 0 {
+			if time.Now().After(deadline) || n.stopping() {
+				n.keepServing(slots)
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	v := n.eng.NewView()
+	const maxBatch = 4 << 20
+	var payload []byte
+	var batch []int
+	keys := 0
+	flush := func() bool {
+		if len(batch) == 0 {
+			return true
+		}
+		err := n.send(addr, to, payload, restored)
+		if err != nil {
+			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
+			return false
+		}
+		if restored {
+			// Under mu, as Import: a slot a hand-off has made this node
+			// serve meanwhile keeps its keys.
+			n.mu.Lock()
+			for _, s := range batch {
+				if n.slots[s].state.CompareAndSwap(stale, notMine) {
+					v.DeleteSlot(s)
+				}
+			}
+			n.mu.Unlock()
+		} else {
+			for _, s := range batch {
+				v.DeleteSlot(s)
+				n.slots[s].state.Store(notMine)
+			}
+		}
+		n.keysOut.Add(int64(keys))
+		payload, batch, keys = payload[:0], batch[:0], 0
+		return true
+	}
+	for i, s := range slots {
+		recs := v.ExportSlot(s)
+		payload = appendSlot(payload, s, recs)
+		batch = append(batch, s)
+		keys += len(recs)
+		if len(payload) >= maxBatch || len(batch) >= 1024 {
+			if !flush() {
+				n.keepServing(slots[i+1-len(batch):])
+				return
+			}
+		}
+	}
+	if !flush() {
+		n.keepServing(batch)
+		return
+	}
+	if restored {
+		n.logf("verbose", "cluster: sent the restored keys of %d slots to %s", len(slots), addr)
+		return
+	}
+	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
+}
+
+// keepServing serves slots again after a hand-off that did not happen
+// (stale slots stay stale).
+func (n *Node) keepServing(slots []int) {
+	for _, s := range slots {
+		n.slots[s].state.CompareAndSwap(moving, serving)
+	}
+}
+
+// send delivers one hand-off message to the member to at addr; restored
+// marks its keys as restored copies.
+func (n *Node) send(addr, to string, payload []byte, restored bool) error {
+	n.connsMu.Lock()
+	p := n.handoffClients[addr]
+	if p == nil {
+		p = redis.NewClient(&redis.Options{
+			Addr: addr, Password: n.cfg.Password, Protocol: 2, MaxRetries: -1,
+			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
+			DisableIdentity: true, PoolSize: 2,
+		})
+		n.handoffClients[addr] = p
+	}
+	n.connsMu.Unlock()
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	n.mu.Lock()
+	leaving := n.leaving
+	n.mu.Unlock()
+	flag := formatFlags(leaving, restored)
+	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
+	defer cancel()
+	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
 }
 
 // Import takes a hand-off message (CLUSTER IMPORT's arguments after
 // IMPORT: from-id, to-id, unix-ms, flag, payload, mac), checks it as the
-// comment above describes, imports its records and serves its slots. It
-// takes all of it or nothing. With the flag "restored" it imports only the
-// records of keys it does not hold, and serves no slot for that.
+// comment on the message format (wire.go) describes, imports its records
+// and serves its slots. It takes all of it or nothing. With the flag
+// "restored" it imports only the records of keys it does not hold, and
+// serves no slot for that.
 func (n *Node) Import(args [][]byte) error {
-	if len(args) != 6 {
-		return ErrBadHandoff
-	}
-	from, to, ts, flag, payload, mac := string(args[0]), string(args[1]), string(args[2]), string(args[3]), args[4], args[5]
-	if !hmac.Equal([]byte(n.sign(from, to, ts, flag, payload)), mac) {
-		return ErrHandoffAuth
-	}
-	if to != n.cfg.ID {
-		return fmt.Errorf("%w: it is for node %s", ErrNotOwner, to)
-	}
-	ms, err := strconv.ParseInt(ts, 10, 64)
 	now := time.Now()
-	if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > maxSkew {
-		return ErrHandoffStale
-	}
-	leaving, restored, err := parseFlags(flag)
+	msg, err := n.parseMessage(args, now)
 	if err != nil {
 		return err
 	}
-	sections, err := decodePayload(payload)
-	if err != nil {
-		return err
-	}
+	from, leaving, restored, sections := msg.from, msg.leaving, msg.restored, msg.sections
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for k, t := range n.seen {
+	for k, t := range n.seenMACs {
 		if now.Sub(time.UnixMilli(t)) > 2*maxSkew {
-			delete(n.seen, k)
+			delete(n.seenMACs, k)
 		}
 	}
-	if _, ok := n.seen[string(mac)]; ok {
+	if _, ok := n.seenMACs[msg.mac]; ok {
 		return ErrHandoffStale
 	}
 	members := n.membersLocked()
@@ -185,7 +262,7 @@ func (n *Node) Import(args [][]byte) error {
 			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
 		}
 	}
-	n.seen[string(mac)] = ms
+	n.seenMACs[msg.mac] = msg.ms
 	v := n.eng.NewView()
 	keys := 0
 	for _, sec := range sections {
@@ -209,59 +286,11 @@ func (n *Node) Import(args [][]byte) error {
 			n.slots[sec.slot].state.Store(serving)
 		}
 	}
-	n.gained.Add(int64(keys))
+	n.keysIn.Add(int64(keys))
 	if restored {
 		n.logf("verbose", "cluster: took %d restored keys of %d slots from %s", keys, len(sections), from)
 		return nil
 	}
 	n.logf("verbose", "cluster: imported %d slots (%d keys) from %s", len(sections), keys, from)
 	return nil
-}
-
-// Topology returns the members and the slot ranges each owns.
-func (n *Node) Topology() Topology {
-	t := n.top.Load()
-	out := Topology{MyID: n.cfg.ID, Epoch: t.epoch}
-	for id, md := range t.members {
-		out.Nodes = append(out.Nodes, NodeInfo{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
-			Myself: id == n.cfg.ID, Leaving: md.Leaving})
-	}
-	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
-	index := map[string]int{}
-	for i, nd := range out.Nodes {
-		index[nd.ID] = i
-	}
-	for s := 0; s < engine.SlotCount; {
-		o := t.m.Owner[s]
-		e := s
-		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o {
-			e++
-		}
-		if o >= 0 {
-			out.SlotsOK += e - s + 1
-			if i, ok := index[t.m.Members[o].ID]; ok {
-				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
-			}
-		}
-		s = e + 1
-	}
-	return out
-}
-
-// Topology is the cluster as one node sees it.
-type Topology struct {
-	MyID    string
-	Epoch   int64 // bumped at every change of the map or the members this node has seen
-	Nodes   []NodeInfo
-	SlotsOK int // slots with a live owner
-}
-
-// NodeInfo is one member as Topology reports it.
-type NodeInfo struct {
-	ID            string
-	IP            string
-	Port, BusPort int
-	Myself        bool
-	Leaving       bool
-	Slots         [][2]int // owned slot ranges, first and last inclusive
 }

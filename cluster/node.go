@@ -1,73 +1,20 @@
 package cluster
 
 import (
-	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/hashicorp/memberlist"
 	"github.com/redis/go-redis/v9"
 )
-
-// Status is where a slot is served, as Acquire and Peek answer.
-type Status uint8
-
-const (
-	// StatusLocal: this node serves the slot.
-	StatusLocal Status = iota
-	// StatusMoved: the owner is another node, at the address returned.
-	StatusMoved
-	// StatusTryAgain: the slot is being handed over, to or from this node.
-	StatusTryAgain
-	// StatusDown: no live node owns the slot.
-	StatusDown
-)
-
-// A slot's state on this node.
-const (
-	notMine uint32 = iota // another node owns it (or nobody does)
-	serving               // this node owns it and answers for it
-	pending               // this node owns it and waits for its previous owner's hand-off
-	moving                // this node is handing it to its new owner
-	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
-)
-
-// slotState is one slot's state and the number of commands running on it.
-type slotState struct {
-	state    atomic.Uint32
-	inflight atomic.Int32
-}
-
-// meta is the node metadata memberlist gossips: how to reach a member and
-// what share of the slots it takes.
-type meta struct {
-	IP      string  `json:"ip"`
-	Port    int     `json:"port"`
-	BusPort int     `json:"bus"`
-	Weight  float64 `json:"w"`
-	Leaving bool    `json:"leaving,omitempty"`
-	Started int64   `json:"started"` // Unix ms the node started at
-}
-
-// topology is the slot map and the members it was computed from, as
-// published for the request path (read without locks).
-type topology struct {
-	m       *SlotMap
-	addr    []string        // client host:port of m.Members[i]
-	members map[string]meta // every live member, leaving ones included, by id
-	epoch   int64
-}
 
 // Node is this process's membership in a cluster. Create it with New,
 // then Start it with the engine whose slots it serves. Acquire, Release,
@@ -78,41 +25,51 @@ type Node struct {
 	eng *engine.Engine
 	ml  *memberlist.Memberlist
 
-	slots [engine.SlotCount]slotState
-	top   atomic.Pointer[topology]
+	slots  [engine.SlotCount]slotState
+	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
 
-	mu           sync.Mutex // guards the fields below
-	prev         *SlotMap   // the map of the previous reconcile
-	holder       [engine.SlotCount]string
-	pendingSince [engine.SlotCount]time.Time // when the slot became pending, or stale
-	leaving      bool
-	seen         map[string]int64 // hand-off MACs accepted, by their time, against replays
-	leavers      map[string]bool  // members whose hand-off said they are leaving, ahead of gossip
-	fresh        bool             // met others while alone and empty: the next reconcile sets prev from them
+	mu         sync.Mutex                  // guards the fields below
+	prevMap    *SlotMap                    // the map of the previous reconcile
+	prevOwner  [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
+	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
+	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
+	// seenMACs holds the MACs of the hand-offs accepted, with their time,
+	// against replays.
+	seenMACs map[string]int64
+	// leavers are the members whose hand-off said they are leaving, ahead
+	// of gossip.
+	leavers map[string]bool
+	// prevFromMembers is set when this node, alone and empty, met others:
+	// the next reconcile takes them as the previous owners (prevMap).
+	prevFromMembers bool
 
-	// knownMu guards the members as memberlist's events report them (its
-	// Members' nodes are changed in place, so they are copied in the
+	// gossipedMu guards the members as memberlist's events report them
+	// (its Members' nodes are changed in place, so they are copied in the
 	// events) and this node's own metadata. It is never held while
 	// calling memberlist, which calls the events with its own lock held.
-	knownMu sync.Mutex
-	known   map[string]meta
-	self    meta
+	gossipedMu sync.Mutex
+	gossiped   map[string]memberMeta // other live members, by id
+	selfMeta   memberMeta            // what this node gossips of itself
 
-	handoffKey []byte
-	peersMu    sync.Mutex
-	peers      map[string]*redis.Client
-	fwd        map[string]chan *fwdConn // forwarding's idle connections, by owner address
+	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
+	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
+	handoffClients map[string]*redis.Client // hand-off connections, by member client address
+	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address
 
-	life    sync.Mutex     // serializes Start and Close
-	bg      sync.WaitGroup // rejoin
-	started atomic.Bool
-	moved   atomic.Int64 // keys handed to other nodes
-	gained  atomic.Int64 // keys received from other nodes
-	kick    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
-	closed  atomic.Bool
+	lifeMu       sync.Mutex     // serializes Start and Close
+	rejoining    sync.WaitGroup // the rejoin goroutine, when Start could not join
+	started      atomic.Bool
+	keysOut      atomic.Int64  // keys handed to other nodes
+	keysIn       atomic.Int64  // keys received from other nodes
+	reconcileNow chan struct{} // poke's signal to loop: reconcile without waiting for the tick
+	stop         chan struct{} // closed by Close
+	stopped      chan struct{} // closed when loop has returned
+	closed       atomic.Bool
 }
+
+// Node is package commands' Router: Dispatch routes keyed commands through
+// it, and CLUSTER's subcommands call it.
+var _ commands.Router = (*Node)(nil)
 
 // Errors of Node's methods.
 var (
@@ -131,12 +88,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, seen: map[string]int64{}, leavers: map[string]bool{}, known: map[string]meta{}, peers: map[string]*redis.Client{}, fwd: map[string]chan *fwdConn{},
-		handoffKey: k[:], kick: make(chan struct{}, 1),
+		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		handoffKey: k[:], reconcileNow: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		self: meta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
+		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
-	n.top.Store(&topology{m: Assign(nil), members: map[string]meta{}})
+	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	return n, nil
 }
 
@@ -155,8 +112,8 @@ func (n *Node) ID() string { return n.cfg.ID }
 // owners, who take the keys they do not hold (ImportIfAbsent), then
 // deleted here. Start may run once, and not after Close.
 func (n *Node) Start(eng *engine.Engine) error {
-	n.life.Lock()
-	defer n.life.Unlock()
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
 	if n.closed.Load() {
 		return ErrClosed
 	}
@@ -207,19 +164,19 @@ func (n *Node) Start(eng *engine.Engine) error {
 	}
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
-		n.prev = Assign(others)
+		n.prevMap = Assign(others)
 		if keys := eng.NewView().DBSize(); keys > 0 {
 			m, now := n.currentMapLocked(members), time.Now()
 			for s := range n.slots {
 				if m.OwnerID(s) != n.cfg.ID {
 					n.slots[s].state.Store(stale)
-					n.pendingSince[s] = now
+					n.stateSince[s] = now
 				}
 			}
 			n.logf("notice", "cluster: joined with %d keys held; those of other members' slots go to their owners where they hold no newer copy", keys)
 		}
 	} else {
-		n.prev = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
+		n.prevMap = Assign([]Member{{ID: n.cfg.ID, Weight: 1}})
 		for s := range n.slots {
 			n.slots[s].state.Store(serving)
 		}
@@ -230,253 +187,45 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.started.Store(true)
 	go n.loop()
 	if rejoin != nil {
-		n.bg.Add(1)
+		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
 	}
 	return nil
 }
 
-// rejoinInterval is how often a node whose cluster-join found no member
-// at start tries again.
-const rejoinInterval = time.Second
-
-// rejoin tries to join the members at addrs (gossip addresses) every
-// rejoinInterval until it has, or until another node has met this one:
-// nodes started at once, each naming others not gossiping yet, would
-// otherwise each serve every slot for ever.
-func (n *Node) rejoin(addrs []string) {
-	defer n.bg.Done()
-	t := time.NewTicker(rejoinInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		if n.ml.NumMembers() > 1 {
-			return
-		}
-		if _, err := n.ml.Join(addrs); err == nil {
-			n.syncMembers(addrs)
-			n.logf("notice", "cluster: joined through %v", n.cfg.Join)
-			n.poke()
-			return
-		}
-	}
-}
-
 // Started reports whether Start has run (and Close has not).
 func (n *Node) Started() bool { return n.started.Load() && !n.closed.Load() }
-
-// Acquire reports where slot is served; when it is this node, the slot
-// stays here (a hand-off of it waits) until Release.
-func (n *Node) Acquire(slot int) (Status, string) {
-	sl := &n.slots[slot]
-	sl.inflight.Add(1)
-	if sl.state.Load() == serving {
-		return StatusLocal, ""
-	}
-	sl.inflight.Add(-1)
-	return n.Peek(slot)
-}
-
-// Release ends what Acquire began when it returned StatusLocal.
-func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
-
-// Peek reports where slot is served now, without holding it.
-func (n *Node) Peek(slot int) (Status, string) {
-	switch n.slots[slot].state.Load() {
-	case serving:
-		return StatusLocal, ""
-	case pending, moving:
-		return StatusTryAgain, ""
-	}
-	t := n.top.Load() // notMine or stale
-	o := t.m.Owner[slot]
-	switch {
-	case o < 0:
-		return StatusDown, ""
-	case t.m.Members[o].ID == n.cfg.ID:
-		return StatusTryAgain, "" // gained, not served yet
-	}
-	return StatusMoved, t.addr[o]
-}
-
-// Moved returns how many keys this node has handed to others, and how
-// many it has received.
-func (n *Node) Moved() (out, in int64) { return n.moved.Load(), n.gained.Load() }
-
-// Stats are a node's counters, as Stats reads them.
-type Stats struct {
-	KeysOut, KeysIn int64 // as Moved returns them
-	SlotsServed     int   // slots this node answers for now
-	Members         int   // live members this node knows, itself included
-}
-
-// Stats reads the node's counters: atomic loads only, no lock.
-func (n *Node) Stats() Stats {
-	st := Stats{KeysOut: n.moved.Load(), KeysIn: n.gained.Load(), Members: len(n.top.Load().members)}
-	for s := range n.slots {
-		if n.slots[s].state.Load() == serving {
-			st.SlotsServed++
-		}
-	}
-	return st
-}
-
-// Meet joins the cluster of the member whose client port is port at host;
-// its gossip port is busPort, or port+BusPortOffset when busPort is 0.
-func (n *Node) Meet(host string, port, busPort int) error {
-	if n.closed.Load() {
-		return ErrClosed
-	}
-	if !n.started.Load() {
-		return ErrNotStarted
-	}
-	m := net.JoinHostPort(host, strconv.Itoa(port))
-	if busPort > 0 {
-		m += "@" + strconv.Itoa(busPort)
-	}
-	a, err := GossipAddr(m)
-	if err != nil {
-		return err
-	}
-	if _, err := n.ml.Join([]string{a}); err != nil {
-		return err
-	}
-	n.syncMembers([]string{a})
-	n.poke()
-	return nil
-}
-
-// syncMembers exchanges state with every member this node knows of
-// besides the ones at done, which it has just joined through. The seed
-// learns of a new node at once, but the others would hear of it by UDP
-// gossip, which memberlist sends to a few random members only a few
-// times: a member that misses it learns at its next full state exchange,
-// up to PushPullInterval later (15 to 30 s), and the slots it must hand
-// to the new node wait that long. A TCP exchange with each member
-// removes that wait.
-func (n *Node) syncMembers(done []string) {
-	skip := map[string]bool{}
-	for _, a := range done {
-		skip[a] = true
-	}
-	var addrs []string
-	for _, m := range n.ml.Members() {
-		a := m.Address()
-		if m.Name != n.cfg.ID && !skip[a] {
-			addrs = append(addrs, a)
-		}
-	}
-	if len(addrs) == 0 {
-		return
-	}
-	if _, err := n.ml.Join(addrs); err != nil {
-		n.logf("verbose", "cluster: exchanging state with %v: %v", addrs, err)
-	}
-}
-
-// Leave hands every slot this node serves to the members that own them
-// once it is gone, then leaves the cluster and stops gossip. Commands on
-// those slots meanwhile get TRYAGAIN, then MOVED.
-func (n *Node) Leave() error {
-	if n.closed.Load() {
-		return ErrClosed
-	}
-	n.life.Lock() // a Start under way finishes first
-	started := n.started.Load()
-	n.life.Unlock()
-	if !started {
-		return ErrNotStarted
-	}
-	n.mu.Lock()
-	if len(n.membersLocked()) <= 1 {
-		n.mu.Unlock()
-		return ErrAlone
-	}
-	n.leaving = true
-	n.knownMu.Lock()
-	n.self.Leaving = true
-	n.knownMu.Unlock()
-	n.mu.Unlock()
-	if err := n.ml.UpdateNode(n.cfg.HandoffTimeout); err != nil {
-		n.logf("warning", "cluster: announcing the leave: %v", err)
-	}
-	deadline := time.Now().Add(n.cfg.LeaveTimeout)
-	for {
-		n.poke()
-		if n.servedSlots() == 0 && n.staleSlots() == 0 {
-			break
-		}
-		if n.top.Load().m.Owner[0] < 0 {
-			// Every other member is leaving too: nobody can take the slots.
-			return ErrAlone
-		}
-		if time.Now().After(deadline) {
-			return ErrLeaveTime
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	n.logf("notice", "cluster: every slot handed over; leaving")
-	_ = n.ml.Leave(n.cfg.HandoffTimeout)
-	return n.Close()
-}
-
-// servedSlots counts the slots this node serves or is handing over.
-func (n *Node) servedSlots() int {
-	c := 0
-	for s := range n.slots {
-		if st := n.slots[s].state.Load(); st == serving || st == moving {
-			c++
-		}
-	}
-	return c
-}
-
-// staleSlots counts the slots whose restored keys this node has still to
-// send to their owners.
-func (n *Node) staleSlots() int {
-	c := 0
-	for s := range n.slots {
-		if n.slots[s].state.Load() == stale {
-			c++
-		}
-	}
-	return c
-}
 
 // Close stops gossip at once, as a crash would (the others see the node
 // die and serve its slots empty), and closes the hand-off connections.
 func (n *Node) Close() error {
-	n.life.Lock()
-	defer n.life.Unlock()
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
 	if n.closed.Swap(true) {
 		return nil
 	}
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
-		n.bg.Wait() // a join under way ends within memberlist's TCP timeout
+		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
 		_ = n.ml.Shutdown()
 	}
-	n.peersMu.Lock()
-	for _, p := range n.peers {
+	n.connsMu.Lock()
+	for _, p := range n.handoffClients {
 		_ = p.Close()
 	}
-	for _, pool := range n.fwd {
+	for _, pool := range n.fwdIdle {
 		for len(pool) > 0 {
 			(<-pool).c.Close()
 		}
 	}
-	n.peersMu.Unlock()
+	n.connsMu.Unlock()
 	return nil
 }
 
 func (n *Node) poke() {
 	select {
-	case n.kick <- struct{}{}:
+	case n.reconcileNow <- struct{}{}:
 	default:
 	}
 }
@@ -489,170 +238,11 @@ func (n *Node) loop() {
 		select {
 		case <-n.stop:
 			return
-		case <-n.kick:
+		case <-n.reconcileNow:
 		case <-t.C:
 		}
 		n.reconcile()
 	}
-}
-
-// membersLocked returns every live member with its metadata, this node
-// included.
-func (n *Node) membersLocked() map[string]meta {
-	n.knownMu.Lock()
-	out := make(map[string]meta, len(n.known)+1)
-	for id, md := range n.known {
-		md.Leaving = md.Leaving || n.leavers[id]
-		out[id] = md
-	}
-	out[n.cfg.ID] = n.self
-	n.knownMu.Unlock()
-	for id := range n.leavers {
-		if _, ok := out[id]; !ok {
-			delete(n.leavers, id)
-		}
-	}
-	return out
-}
-
-// currentMapLocked computes the map over the members that own slots.
-func (n *Node) currentMapLocked(members map[string]meta) *SlotMap {
-	var owners []Member
-	for id, m := range members {
-		if !m.Leaving {
-			owners = append(owners, Member{ID: id, Weight: m.Weight})
-		}
-	}
-	return Assign(owners)
-}
-
-// reconcile brings every slot's state in line with the map of the live
-// members, then hands the slots this node no longer owns to their owners,
-// and sends restored keys to theirs.
-func (n *Node) reconcile() {
-	plan, fill := n.planHandoffs()
-	for to, slots := range plan {
-		n.handoff(to, slots, false)
-	}
-	for to, slots := range fill {
-		n.handoff(to, slots, true)
-	}
-}
-
-// planHandoffs recomputes the map, publishes it, moves slot states, and
-// returns the slots to hand over by new owner (their state set to
-// moving), and the stale slots whose keys to send, by owner.
-func (n *Node) planHandoffs() (plan, fill map[string][]int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	members := n.membersLocked()
-	m := n.currentMapLocked(members)
-	old := n.top.Load()
-	epoch := old.epoch
-	if old.m.Owner != m.Owner || len(old.members) != len(members) {
-		epoch++
-	}
-	t := &topology{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
-	for i, mb := range m.Members {
-		md := members[mb.ID]
-		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
-	}
-	n.top.Store(t)
-	if n.fresh {
-		var others []Member
-		for id, md := range members {
-			if id != n.cfg.ID && !md.Leaving {
-				others = append(others, Member{ID: id, Weight: md.Weight})
-			}
-		}
-		n.prev, n.fresh = Assign(others), false
-	}
-	now := time.Now()
-	plan, fill = map[string][]int{}, map[string][]int{}
-	dropped := 0
-	for s := range n.slots {
-		sl := &n.slots[s]
-		owner := m.OwnerID(s)
-		st := sl.state.Load()
-		if owner == n.cfg.ID {
-			switch st {
-			case notMine, stale: // a stale slot's keys stay, under the hand-off's
-				h := n.prev.OwnerID(s)
-				if _, alive := members[h]; alive && h != n.cfg.ID {
-					n.holder[s], n.pendingSince[s] = h, now
-					sl.state.Store(pending)
-				} else {
-					sl.state.Store(serving)
-				}
-			case pending:
-				h := n.holder[s]
-				if _, alive := members[h]; !alive {
-					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
-					sl.state.Store(serving)
-				} else if now.Sub(n.pendingSince[s]) > n.cfg.PendingTimeout {
-					n.logf("warning", "cluster: slot %d: no hand-off from %s in %v; serving it empty", s, h, n.cfg.PendingTimeout)
-					sl.state.Store(serving)
-				}
-			}
-			continue
-		}
-		switch st {
-		case serving:
-			if owner != "" {
-				sl.state.Store(moving)
-				plan[owner] = append(plan[owner], s)
-			}
-		case pending:
-			// Lost before its hand-off came: the keys it holds already
-			// (restored, or restored copies from others) go to the owner.
-			if n.eng.NewView().CountKeysInSlot(s) > 0 {
-				sl.state.Store(stale)
-				n.pendingSince[s] = now
-			} else {
-				sl.state.Store(notMine)
-			}
-		case stale:
-			switch {
-			case now.Sub(n.pendingSince[s]) > n.cfg.PendingTimeout:
-				dropped += n.eng.NewView().DeleteSlot(s)
-				sl.state.Store(notMine)
-			case owner != "":
-				fill[owner] = append(fill[owner], s)
-			}
-		}
-	}
-	if dropped > 0 {
-		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
-	}
-	n.prev = m
-	return plan, fill
-}
-
-// met runs when memberlist reports a new member (CLUSTER MEET, either
-// way, or a join). If this node was alone, holds no keys, and the member
-// started before it, it stops serving at once, before any client can
-// learn of it from the others, and becomes what a node started with
-// cluster-join is: it serves nothing until the previous owners hand its
-// slots over (the next reconcile takes them as the previous owners).
-// Otherwise it keeps serving what it owns, and keys handed over are
-// merged in.
-func (n *Node) met(id string, md meta) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.eng == nil || n.fresh || len(n.top.Load().members) != 1 {
-		return
-	}
-	if !(md.Started < n.self.Started || md.Started == n.self.Started && id < n.cfg.ID) {
-		return
-	}
-	if n.eng.NewView().DBSize() != 0 {
-		return
-	}
-	for s := range n.slots {
-		n.slots[s].state.CompareAndSwap(serving, notMine)
-	}
-	n.fresh = true
-	n.logf("notice", "cluster: met member %s; serving no slot until the owners hand them over", id)
 }
 
 // Close's stop also ends a wait for in-flight commands.
@@ -663,213 +253,6 @@ func (n *Node) stopping() bool {
 	default:
 		return false
 	}
-}
-
-// handoff streams slots (all in state moving) to the member to: it waits
-// for the commands running on each to finish, sends their records in
-// authenticated batches, and on each batch's success deletes them here
-// and lets the slots go; a batch that fails is served here again and
-// retried at the next reconcile. With restored, the slots are stale ones
-// (served by to, not here): their keys go as restored copies, which to
-// takes only where it holds no live key; a batch that fails stays stale
-// and is retried.
-func (n *Node) handoff(to string, slots []int, restored bool) {
-	t := n.top.Load()
-	md, ok := t.members[to]
-	if !ok {
-		if !restored {
-			n.restore(slots)
-		}
-		return
-	}
-	addr := net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
-	deadline := time.Now().Add(n.cfg.HandoffTimeout)
-	for _, s := range slots {
-		for !restored && n.slots[s].inflight.Load() != 0 {
-			if time.Now().After(deadline) || n.stopping() {
-				n.restore(slots)
-				return
-			}
-			time.Sleep(50 * time.Microsecond)
-		}
-	}
-	v := n.eng.NewView()
-	const maxBatch = 4 << 20
-	var payload []byte
-	var batch []int
-	keys := 0
-	flush := func() bool {
-		if len(batch) == 0 {
-			return true
-		}
-		err := n.send(addr, to, payload, restored)
-		if err != nil {
-			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
-			return false
-		}
-		if restored {
-			// Under mu, as Import: a slot a hand-off has made this node
-			// serve meanwhile keeps its keys.
-			n.mu.Lock()
-			for _, s := range batch {
-				if n.slots[s].state.CompareAndSwap(stale, notMine) {
-					v.DeleteSlot(s)
-				}
-			}
-			n.mu.Unlock()
-		} else {
-			for _, s := range batch {
-				v.DeleteSlot(s)
-				n.slots[s].state.Store(notMine)
-			}
-		}
-		n.moved.Add(int64(keys))
-		payload, batch, keys = payload[:0], batch[:0], 0
-		return true
-	}
-	for i, s := range slots {
-		recs := v.ExportSlot(s)
-		payload = appendSlot(payload, s, recs)
-		batch = append(batch, s)
-		keys += len(recs)
-		if len(payload) >= maxBatch || len(batch) >= 1024 {
-			if !flush() {
-				n.restore(slots[i+1-len(batch):])
-				return
-			}
-		}
-	}
-	if !flush() {
-		n.restore(batch)
-		return
-	}
-	if restored {
-		n.logf("verbose", "cluster: sent the restored keys of %d slots to %s", len(slots), addr)
-		return
-	}
-	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
-}
-
-// restore serves slots again after a hand-off that did not happen (stale
-// slots stay stale).
-func (n *Node) restore(slots []int) {
-	for _, s := range slots {
-		n.slots[s].state.CompareAndSwap(moving, serving)
-	}
-}
-
-// send delivers one hand-off message to the member to at addr; restored
-// marks its keys as restored copies.
-func (n *Node) send(addr, to string, payload []byte, restored bool) error {
-	n.peersMu.Lock()
-	p := n.peers[addr]
-	if p == nil {
-		p = redis.NewClient(&redis.Options{
-			Addr: addr, Password: n.cfg.Password, Protocol: 2, MaxRetries: -1,
-			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
-			DisableIdentity: true, PoolSize: 2,
-		})
-		n.peers[addr] = p
-	}
-	n.peersMu.Unlock()
-	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	n.mu.Lock()
-	var flags []string
-	if n.leaving {
-		flags = append(flags, flagLeaving)
-	}
-	n.mu.Unlock()
-	if restored {
-		flags = append(flags, flagRestored)
-	}
-	flag := "-"
-	if len(flags) > 0 {
-		flag = strings.Join(flags, ",")
-	}
-	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
-	defer cancel()
-	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
-}
-
-// delegate is Node as memberlist's Delegate and EventDelegate.
-type delegate Node
-
-func (d *delegate) NodeMeta(limit int) []byte {
-	n := (*Node)(d)
-	n.knownMu.Lock()
-	b, _ := json.Marshal(n.self)
-	n.knownMu.Unlock()
-	if len(b) > limit {
-		return nil
-	}
-	return b
-}
-
-// Cellserver gossips nothing beyond memberlist's membership and metadata.
-func (d *delegate) NotifyMsg([]byte)                           {}
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *delegate) LocalState(join bool) []byte                { return nil }
-func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
-
-func (d *delegate) NotifyJoin(m *memberlist.Node) {
-	n := (*Node)(d)
-	n.logf("notice", "cluster: member %s joined at %s", m.Name, m.Address())
-	var md meta
-	if m.Name != n.cfg.ID && json.Unmarshal(m.Meta, &md) == nil && md.Port != 0 {
-		n.met(m.Name, md) // before the member counts for Import
-	}
-	d.NotifyUpdate(m)
-}
-
-func (d *delegate) NotifyLeave(m *memberlist.Node) {
-	n := (*Node)(d)
-	n.logf("notice", "cluster: member %s left or failed", m.Name)
-	n.knownMu.Lock()
-	md, ok := n.known[m.Name]
-	delete(n.known, m.Name)
-	n.knownMu.Unlock()
-	if ok {
-		n.dropPeer(net.JoinHostPort(md.IP, strconv.Itoa(md.Port)))
-	}
-	n.poke()
-}
-
-// dropPeer closes the hand-off client and the idle forwarding connections
-// to the member at addr, which has gone: under churn they would pile up.
-// A hand-off or a forward using them meanwhile fails and is retried or
-// answered as the member's absence dictates; a member that comes back at
-// addr gets new ones.
-func (n *Node) dropPeer(addr string) {
-	n.peersMu.Lock()
-	p, pool := n.peers[addr], n.fwd[addr]
-	delete(n.peers, addr)
-	delete(n.fwd, addr)
-	n.peersMu.Unlock()
-	if p != nil {
-		_ = p.Close()
-	}
-	for len(pool) > 0 {
-		select {
-		case fc := <-pool:
-			fc.c.Close()
-		default:
-		}
-	}
-}
-
-// NotifyUpdate records m's metadata; a node without cellserver's
-// metadata is ignored.
-func (d *delegate) NotifyUpdate(m *memberlist.Node) {
-	n := (*Node)(d)
-	var md meta
-	if m.Name == n.cfg.ID || json.Unmarshal(m.Meta, &md) != nil || md.Port == 0 {
-		return
-	}
-	n.knownMu.Lock()
-	n.known[m.Name] = md
-	n.knownMu.Unlock()
-	n.poke()
 }
 
 func (n *Node) logf(level, format string, args ...any) {

@@ -16,9 +16,9 @@ const (
 	RouteDown
 )
 
-// Router is cluster mode as commands sees it; cmd/cellserver provides one
-// when cluster mode is on (Options.Router), else it is nil and Dispatch
-// pays one nil check. Its methods are called from many connections'
+// Router is cluster mode as commands sees it; package cluster's Node is
+// the Router when cluster mode is on (Options.Router), else it is nil and
+// Dispatch pays one nil check. Its methods are called from many connections'
 // goroutines at once and must be safe for that.
 type Router interface {
 	// Acquire reports where slot is served. When it returns RouteLocal

@@ -78,12 +78,7 @@ func TestSnapshotsGoOnDuringCheckpoint(t *testing.T) {
 		}
 		return nil
 	})
-	s := openStore(t, errorfs.Wrap(mem, inj))
-	e, _ := newEngine(t, now0)
-	fill(t, e, 20)
-	if _, err := s.Snapshot(e, saveTime); err != nil {
-		t.Fatal(err)
-	}
+	s, e := savedOn(t, errorfs.Wrap(mem, inj), 20)
 	before := dump(e)
 	done := make(chan error, 1)
 	go func() { done <- s.Checkpoint("backup") }()

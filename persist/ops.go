@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/cellserver/cellserver/engine"
-	"github.com/cellserver/cellserver/internal/manual"
 )
 
 // The kinds of op a snapshot writes.
@@ -194,53 +193,6 @@ func (o *ops) reset() {
 	}
 }
 
-// arena holds the parts' buffers outside the Go heap (package manual),
-// in chunks of arenaChunk bytes or more, and frees them all at once.
-//
-// A snapshot of the half a million keys a busy second changes builds about
-// 20 MB of sorted parts, which live until it commits. On the Go heap,
-// whose live size is a few MB (the keys are off it) and which cellserver
-// collects at 25% growth, they set off about ten collections per
-// snapshot, each with two stop-the-world pauses; off it, a snapshot
-// leaves a few hundred KB of garbage, and the server collects a third as
-// often under snapshots (bench/RESULTS.md). Slices handed out must not be
-// used after free.
-type arena struct {
-	pages  manual.Allocator
-	chunks [][]byte
-	rest   []byte // the unused end of the last chunk
-}
-
-// arenaChunk is the size of an arena's chunks: a snapshot of 20 MB maps
-// five, and a small one (a few keys) one, for a moment.
-const arenaChunk = 4 << 20
-
-// alloc returns a buffer of length 0 and capacity n from m. Where arrays
-// are not mapped (manual.Enabled false) it is made on its own: a chunk on
-// the Go heap would only add to the garbage.
-func (m *arena) alloc(n int) []byte {
-	if !manual.Enabled {
-		return make([]byte, 0, n)
-	}
-	if n > len(m.rest) {
-		c := manual.Make[byte](&m.pages, max(n, arenaChunk))
-		m.chunks = append(m.chunks, c)
-		m.rest = c
-	}
-	b := m.rest[:0:n]
-	m.rest = m.rest[n:]
-	return b
-}
-
-// free gives every chunk back.
-func (m *arena) free() {
-	for _, c := range m.chunks {
-		manual.Free(&m.pages, c)
-	}
-	clear(m.chunks)
-	m.chunks, m.rest = m.chunks[:0], nil
-}
-
 // each hands o's net effect, in key order: first dropSlots with each run
 // of consecutive slots to empty, [lo, hi), in order (the slots of the
 // shards flushed, slotsOf), then point with each key that has a put or a
@@ -406,6 +358,7 @@ func opAt(buf []byte, at int) (r opRef, next int) {
 	return r, at + int(vn)
 }
 
+// uvarintLen returns the length of x's uvarint encoding.
 func uvarintLen(x uint64) int {
 	n := 1
 	for x >= 0x80 {

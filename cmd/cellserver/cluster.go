@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/cellserver/cellserver/cluster"
-	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
@@ -48,7 +47,7 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	// The hand-off connections' client, go-redis, logs through a logger of
 	// its own for the whole process, to stderr: into the server's log.
 	redis.SetLogger(redisLogger(logf))
-	cfg.Router = router{n}
+	cfg.Router = n
 	return n, nil
 }
 
@@ -68,39 +67,6 @@ func (l redisLogger) Printf(_ context.Context, format string, args ...any) {
 func isLoopback(ip string) bool {
 	p := net.ParseIP(ip)
 	return p != nil && p.IsLoopback()
-}
-
-// router adapts a *cluster.Node to commands.Router.
-type router struct{ *cluster.Node }
-
-var _ commands.Router = router{}
-
-var routes = [...]commands.Route{
-	cluster.StatusLocal:    commands.RouteLocal,
-	cluster.StatusMoved:    commands.RouteMoved,
-	cluster.StatusTryAgain: commands.RouteTryAgain,
-	cluster.StatusDown:     commands.RouteDown,
-}
-
-func (r router) Acquire(slot int) (commands.Route, string) {
-	s, addr := r.Node.Acquire(slot)
-	return routes[s], addr
-}
-
-func (r router) Peek(slot int) (commands.Route, string) {
-	s, addr := r.Node.Peek(slot)
-	return routes[s], addr
-}
-
-func (r router) Topology() commands.ClusterTopology {
-	t := r.Node.Topology()
-	out := commands.ClusterTopology{MyID: t.MyID, Epoch: t.Epoch, SlotsOK: t.SlotsOK}
-	out.KeysOut, out.KeysIn = r.Node.Moved()
-	for _, n := range t.Nodes {
-		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: n.ID, IP: n.IP, Port: n.Port, BusPort: n.BusPort,
-			Myself: n.Myself, Leaving: n.Leaving, Slots: n.Slots})
-	}
-	return out
 }
 
 // Cluster reports the cluster node's counters, when cluster mode is on.

@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+)
+
+// A slot's state on this node.
+const (
+	notMine uint32 = iota // another node owns it (or nobody does)
+	serving               // this node owns it and answers for it
+	pending               // this node owns it and waits for its previous owner's hand-off
+	moving                // this node is handing it to its new owner
+	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
+)
+
+// slotState is one slot's state and the number of commands running on it.
+type slotState struct {
+	state    atomic.Uint32
+	inflight atomic.Int32
+}
+
+// routeTable is the slot map and the members it was computed from, as
+// published for the request path (read without locks).
+type routeTable struct {
+	m       *SlotMap
+	addr    []string              // client host:port of m.Members[i]
+	members map[string]memberMeta // every live member, leaving ones included, by id
+	epoch   int64
+}
+
+// Acquire reports where slot is served; when it is this node, the slot
+// stays here (a hand-off of it waits) until Release.
+func (n *Node) Acquire(slot int) (commands.Route, string) {
+	sl := &n.slots[slot]
+	sl.inflight.Add(1)
+	if sl.state.Load() == serving {
+		return commands.RouteLocal, ""
+	}
+	sl.inflight.Add(-1)
+	return n.Peek(slot)
+}
+
+// Release ends what Acquire began when it returned commands.RouteLocal.
+func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
+
+// Peek reports where slot is served now, without holding it.
+func (n *Node) Peek(slot int) (commands.Route, string) {
+	switch n.slots[slot].state.Load() {
+	case serving:
+		return commands.RouteLocal, ""
+	case pending, moving:
+		return commands.RouteTryAgain, ""
+	}
+	t := n.routes.Load() // notMine or stale
+	o := t.m.Owner[slot]
+	switch {
+	case o < 0:
+		return commands.RouteDown, ""
+	case t.m.Members[o].ID == n.cfg.ID:
+		return commands.RouteTryAgain, "" // gained, not served yet
+	}
+	return commands.RouteMoved, t.addr[o]
+}
+
+// Stats are a node's counters, as Stats reads them.
+type Stats struct {
+	KeysOut     int64 // keys this node has handed to other nodes
+	KeysIn      int64 // keys this node has received from them
+	SlotsServed int   // slots this node answers for now
+	Members     int   // live members this node knows, itself included
+}
+
+// Stats reads the node's counters: atomic loads only, no lock.
+func (n *Node) Stats() Stats {
+	st := Stats{KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), Members: len(n.routes.Load().members)}
+	for s := range n.slots {
+		if n.slots[s].state.Load() == serving {
+			st.SlotsServed++
+		}
+	}
+	return st
+}
+
+// servedSlots counts the slots this node serves or is handing over.
+func (n *Node) servedSlots() int {
+	c := 0
+	for s := range n.slots {
+		if st := n.slots[s].state.Load(); st == serving || st == moving {
+			c++
+		}
+	}
+	return c
+}
+
+// staleSlots counts the slots whose restored keys this node has still to
+// send to their owners.
+func (n *Node) staleSlots() int {
+	c := 0
+	for s := range n.slots {
+		if n.slots[s].state.Load() == stale {
+			c++
+		}
+	}
+	return c
+}
+
+// currentMapLocked computes the map over the members that own slots.
+func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
+	var owners []Member
+	for id, m := range members {
+		if !m.Leaving {
+			owners = append(owners, Member{ID: id, Weight: m.Weight})
+		}
+	}
+	return Assign(owners)
+}
+
+// reconcile brings every slot's state in line with the map of the live
+// members, then hands the slots this node no longer owns to their owners,
+// and sends restored keys to theirs.
+func (n *Node) reconcile() {
+	plan, fill := n.planHandoffs()
+	for to, slots := range plan {
+		n.handoff(to, slots, false)
+	}
+	for to, slots := range fill {
+		n.handoff(to, slots, true)
+	}
+}
+
+// Topology returns the members, the slot ranges each owns, and the keys
+// this node has handed over and received.
+func (n *Node) Topology() commands.ClusterTopology {
+	t := n.routes.Load()
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load()}
+	for id, md := range t.members {
+		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
+			Myself: id == n.cfg.ID, Leaving: md.Leaving})
+	}
+	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
+	index := map[string]int{}
+	for i, nd := range out.Nodes {
+		index[nd.ID] = i
+	}
+	for s := 0; s < engine.SlotCount; {
+		o := t.m.Owner[s]
+		e := s
+		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o {
+			e++
+		}
+		if o >= 0 {
+			out.SlotsOK += e - s + 1
+			if i, ok := index[t.m.Members[o].ID]; ok {
+				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+			}
+		}
+		s = e + 1
+	}
+	return out
+}

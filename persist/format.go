@@ -1,0 +1,86 @@
+package persist
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// FormatVersion is the version of the on-disk format this package writes
+// and reads. Open refuses a store of any other version.
+const FormatVersion = 1
+
+// Keys of the store's own facts; data keys start with a slot < 0x4000.
+var (
+	formatKey = []byte("\xffformat")
+	genKey    = []byte("\xffgeneration")
+)
+
+// checkFormat checks db's format version, writing it into an empty store.
+func (s *Store) checkFormat(db *pebble.DB) error {
+	v, closer, err := db.Get(formatKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+		}
+		empty := !it.First()
+		it.Close()
+		if !empty {
+			return fmt.Errorf("%w: %s holds data but no format version", ErrUnknownFormat, s.dir)
+		}
+		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("persist: create store in %s: %w", s.dir, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+	}
+	defer closer.Close()
+	if len(v) != 4 {
+		return fmt.Errorf("%w: %s: bad format version marker", ErrUnknownFormat, s.dir)
+	}
+	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
+		return fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
+	}
+	return nil
+}
+
+// dataKey returns the store's key for key: its slot, then its bytes.
+func dataKey(buf, key []byte) []byte {
+	buf = binary.BigEndian.AppendUint16(buf, uint16(engine.Slot(key)))
+	return append(buf, key...)
+}
+
+// isDataKeyOf reports whether k is the store's key for key (dataKey).
+func isDataKeyOf(k, key []byte) bool {
+	return len(k) >= 2 && string(k[2:]) == string(key) && int(binary.BigEndian.Uint16(k)) == engine.Slot(key)
+}
+
+// genMarker returns the value under genKey for the snapshot of generation
+// gen committed at t: gen, then t in Unix milliseconds, each 8 bytes
+// big-endian.
+func genMarker(gen uint64, t time.Time) []byte {
+	b := binary.BigEndian.AppendUint64(nil, gen)
+	return binary.BigEndian.AppendUint64(b, uint64(t.UnixMilli()))
+}
+
+// parseGenMarker reads what genMarker wrote; ok is false for a value of
+// another length.
+func parseGenMarker(v []byte) (gen uint64, t time.Time, ok bool) {
+	if len(v) != 16 {
+		return 0, time.Time{}, false
+	}
+	return binary.BigEndian.Uint64(v), time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:]))), true
+}
+
+// SlotRange returns the bounds [start, end) of the store's keys in hash
+// slot slot, for streaming or dropping one slot's keys.
+func SlotRange(slot int) (start, end []byte) {
+	return binary.BigEndian.AppendUint16(nil, uint16(slot)), binary.BigEndian.AppendUint16(nil, uint16(slot+1))
+}
