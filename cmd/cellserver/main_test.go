@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cellserver/cellserver/persist"
 )
 
 func TestParseArgsDefaults(t *testing.T) {
@@ -330,39 +326,6 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	}
 }
 
-// --metrics-addr serves /metrics while the server runs.
-func TestRunServesMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	sigs := make(chan os.Signal, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run([]string{"--port", "0", "--loglevel", "warning", "--metrics-addr", addr}, &bytes.Buffer{}, sigs)
-	}()
-	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			runtime.Gosched() // not listening yet
-			continue
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		break
-	}
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(body), "cellserver_connected_clients 0") || strings.Contains(string(body), "cellserver_cluster_") {
-		t.Fatalf("/metrics: %.300s", body)
-	}
-}
-
 // A config file written for redis-server loads: the directives cellserver
 // implements take effect, the harmless ones are accepted, include works,
 // and one that would change meaning is refused naming the line and why.
@@ -411,111 +374,5 @@ include `+inc+`
 	if _, _, err := parseArgs([]string{"--appendonly", "no", "--daemonize", "yes"}, &bytes.Buffer{}); err == nil ||
 		!strings.Contains(err.Error(), "refused: daemonize yes") {
 		t.Errorf("--daemonize yes: %v", err)
-	}
-}
-
-// freeAddr returns a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// BACKUP writes, within dir for a relative path, a directory a server
-// starts on with --dir; it refuses a path that exists or lies in the
-// store, and names the reason for one it cannot create. /metrics shows
-// the snapshot series with persistence on.
-func TestRunBackupAndSnapshotMetrics(t *testing.T) {
-	dir := t.TempDir()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	sigs := make(chan os.Signal, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run([]string{"--port", port, "--dir", dir, "--save", "", "--loglevel", "warning", "--metrics-addr", maddr}, &bytes.Buffer{}, sigs)
-	}()
-	var nc net.Conn
-	for deadline := time.Now().Add(10 * time.Second); nc == nil; {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			runtime.Gosched()
-			continue
-		}
-		nc = c
-	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
-	do := func(args ...string) string {
-		t.Helper()
-		fmt.Fprintf(nc, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(nc, "$%d\r\n%s\r\n", len(a), a)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\r\n")
-	}
-	for deadline := time.Now().Add(10 * time.Second); do("DBSIZE") != ":0"; { // -LOADING until restored
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not finish loading")
-		}
-		runtime.Gosched()
-	}
-	if got := do("CL.THROTTLE", "k", "5", "1", "60"); got != "*5" {
-		t.Fatalf("CL.THROTTLE = %q", got)
-	}
-	for range 5 {
-		r.ReadString('\n') //nolint:errcheck // the reply's elements
-	}
-	if err := os.Mkdir(filepath.Join(dir, "backups"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ path, want string }{
-		{"backups/one", "+OK"},
-		{"backups/one", "-ERR the backup path already exists: BACKUP writes into a new directory"},
-		{filepath.Join(dir, "backups"), "-ERR the backup path already exists: BACKUP writes into a new directory"},
-		{"cellserver.pebble/copy", "-ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"},
-		{filepath.Join(dir, "cellserver.pebble"), "-ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"},
-		{"no/such/parent", "-ERR backup failed: mkdir " + filepath.Join(dir, "no/such/parent") + ": no such file or directory"},
-		{filepath.Join(dir, "backups", "two"), "+OK"},
-	} {
-		if got := do("BACKUP", c.path); got != c.want {
-			t.Errorf("BACKUP %s = %q, want %q", c.path, got, c.want)
-		}
-	}
-	for i, b := range []string{"one", "two"} {
-		st, err := persist.Open(filepath.Join(dir, "backups", b, storeDir), persist.Options{})
-		if err != nil {
-			t.Fatalf("opening backup %s: %v", b, err)
-		}
-		if gen, _ := st.LastSave(); gen != uint64(i+1) {
-			t.Errorf("backup %s holds snapshot %d, want %d", b, gen, i+1)
-		}
-		st.Close()
-	}
-	resp, err := http.Get("http://" + maddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"cellserver_loading 0\n", `cellserver_snapshots_total{outcome="ok"} 2` + "\n",
-		"cellserver_snapshot_keys_written_total 1\n", "cellserver_changes_since_last_snapshot 0\n"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
-		t.Fatal(err)
 	}
 }
