@@ -41,7 +41,7 @@ type Config struct {
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
 	// Dir is the directory of the snapshot store; "" keeps the keys in
-	// memory only. cmd/cellserver checks that it exists and is writable
+	// memory only. Package daemon checks that it exists and is writable
 	// and wires package persist in. Default: "" (persistence off).
 	Dir string
 	// Save is Redis's save rules, pairs of "<seconds> <changes>"; "" means
@@ -101,14 +101,14 @@ type Config struct {
 	// as Redis.
 	TLSAuthClients string
 	// TLSConfig is the TLS configuration the TLS port serves with;
-	// cmd/cellserver builds it from the files above (TLSConfigFromFiles).
+	// package daemon builds it from the files above (TLSConfigFromFiles).
 	// It is no setting. Default: nil.
 	TLSConfig *tls.Config
 	// Ignored lists the redis.conf directives SetDirective accepted without
 	// a setting of their own, "name value" each, for the log. It is no
 	// setting. Default: nil.
 	Ignored []string
-	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
+	// MetricsAddr is the host:port package daemon serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
 	// two instances on one machine would fight over a fixed one.
@@ -129,7 +129,7 @@ type Config struct {
 	// (evict), or an alias of one (maxMemoryPolicies). Default: noeviction.
 	MaxMemoryPolicy string
 
-	// Cluster mode's settings, which cmd/cellserver hands to package
+	// Cluster mode's settings, which package daemon hands to package
 	// cluster (see its Config for what each does).
 	// ClusterEnabled turns cluster mode on. Default: false.
 	ClusterEnabled bool
@@ -152,7 +152,7 @@ type Config struct {
 	// ClusterForward makes a node relay commands for slots it does not
 	// serve to their owners instead of answering MOVED. Default: false.
 	ClusterForward bool
-	// Router is cluster mode's router, which cmd/cellserver builds from
+	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
 }

@@ -3,7 +3,7 @@ package server
 import "github.com/cellserver/cellserver/commands"
 
 // Persistence is what a server needs of its snapshots (package persist,
-// wired in by cmd/cellserver): what commands use, plus applying CONFIG SET
+// wired in by package daemon): what commands use, plus applying CONFIG SET
 // save and closing at shutdown.
 type Persistence interface {
 	commands.Persistence

@@ -2,10 +2,12 @@
 // connections (replies encoded by commands.Writer), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
-// commands table. It implements commands.Host. It imports commands, engine
-// and packages under internal/, never cmd/cellserver, and it reads no
-// flags or files: cmd/cellserver builds its Config and wires in anything
-// else (persistence, cluster mode) through interfaces.
+// commands table; it owns the settings table and TLS (tls.go). It
+// implements commands.Host. It imports commands, engine and packages under
+// internal/, never daemon or cmd/cellserver, and it reads no flags or
+// config files: cmd/cellserver builds its Config, and package daemon
+// reads the TLS files (TLSConfigFromFiles) and wires in anything else
+// (persistence, cluster mode) through interfaces.
 package server
 
 import (

@@ -12,7 +12,7 @@ import (
 // TLSConfigFromFiles builds the TLS configuration c's tls-* settings
 // describe: the server's certificate and key, and the CA certificates that
 // client certificates are checked against as tls-auth-clients says. It
-// reads the files; only cmd/cellserver calls it.
+// reads the files; package daemon calls it.
 //
 // The certificate is read again at a handshake after either file's
 // modification time has changed, so that a renewed certificate is served
