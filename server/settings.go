@@ -92,12 +92,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{name: "port",
-		get: func(c *Config) string { return strconv.Itoa(c.Port) },
-		set: intSetting(func(c *Config, n int64) { c.Port = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.Port), 0, 65535)
-		}},
+	intRangeSetting("port", func(c *Config) *int { return &c.Port }, 0, 65535),
 	{name: "requirepass", mutable: true,
 		get: func(c *Config) string { return c.RequirePass },
 		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
@@ -147,9 +142,7 @@ var settings = []setting{
 			}
 			return nil
 		}},
-	{name: "dir",
-		get: func(c *Config) string { return c.Dir },
-		set: func(c *Config, v string) error { c.Dir = v; return nil }},
+	stringSetting("dir", func(c *Config) *string { return &c.Dir }),
 	{name: "save", mutable: true, list: true,
 		get: func(c *Config) string { return c.SaveRules() },
 		set: func(c *Config, v string) error {
@@ -199,12 +192,7 @@ var settings = []setting{
 	{name: "debug-clock-start",
 		get: func(c *Config) string { return strconv.FormatInt(c.DebugClockStart, 10) },
 		set: intSetting(func(c *Config, n int64) { c.DebugClockStart = n })},
-	{name: "threads",
-		get: func(c *Config) string { return strconv.Itoa(c.Threads) },
-		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.Threads), 0, 1024)
-		}},
+	intRangeSetting("threads", func(c *Config) *int { return &c.Threads }, 0, 1024),
 	{name: "rename-command",
 		words: func(c *Config, words []string) error {
 			if len(words) != 2 {
@@ -225,27 +213,12 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(c.SlowlogMaxLen, 0, 1<<31-1)
 		}},
-	{name: "logfile",
-		get: func(c *Config) string { return c.LogFile },
-		set: func(c *Config, v string) error { c.LogFile = v; return nil }},
-	{name: "pidfile",
-		get: func(c *Config) string { return c.PidFile },
-		set: func(c *Config, v string) error { c.PidFile = v; return nil }},
-	{name: "tls-port",
-		get: func(c *Config) string { return strconv.Itoa(c.TLSPort) },
-		set: intSetting(func(c *Config, n int64) { c.TLSPort = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.TLSPort), 0, 65535)
-		}},
-	{name: "tls-cert-file",
-		get: func(c *Config) string { return c.TLSCertFile },
-		set: func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
-	{name: "tls-key-file",
-		get: func(c *Config) string { return c.TLSKeyFile },
-		set: func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
-	{name: "tls-ca-cert-file",
-		get: func(c *Config) string { return c.TLSCACertFile },
-		set: func(c *Config, v string) error { c.TLSCACertFile = v; return nil }},
+	stringSetting("logfile", func(c *Config) *string { return &c.LogFile }),
+	stringSetting("pidfile", func(c *Config) *string { return &c.PidFile }),
+	intRangeSetting("tls-port", func(c *Config) *int { return &c.TLSPort }, 0, 65535),
+	stringSetting("tls-cert-file", func(c *Config) *string { return &c.TLSCertFile }),
+	stringSetting("tls-key-file", func(c *Config) *string { return &c.TLSKeyFile }),
+	stringSetting("tls-ca-cert-file", func(c *Config) *string { return &c.TLSCACertFile }),
 	{name: "tls-auth-clients",
 		get: func(c *Config) string { return c.TLSAuthClients },
 		set: func(c *Config, v string) error { c.TLSAuthClients = strings.ToLower(v); return nil },
@@ -301,26 +274,16 @@ var settings = []setting{
 	{name: "cluster-enabled",
 		get: func(c *Config) string { return yesNo(c.ClusterEnabled) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterEnabled = b })},
-	{name: "cluster-port",
-		get:   func(c *Config) string { return strconv.Itoa(c.ClusterPort) },
-		set:   intSetting(func(c *Config, n int64) { c.ClusterPort = int(n) }),
-		check: func(c *Config) error { return between(int64(c.ClusterPort), 0, 65535) }},
-	{name: "cluster-announce-ip",
-		get: func(c *Config) string { return c.ClusterAnnounceIP },
-		set: func(c *Config, v string) error { c.ClusterAnnounceIP = v; return nil }},
-	{name: "cluster-announce-port",
-		get:   func(c *Config) string { return strconv.Itoa(c.ClusterAnnouncePort) },
-		set:   intSetting(func(c *Config, n int64) { c.ClusterAnnouncePort = int(n) }),
-		check: func(c *Config) error { return between(int64(c.ClusterAnnouncePort), 0, 65535) }},
+	intRangeSetting("cluster-port", func(c *Config) *int { return &c.ClusterPort }, 0, 65535),
+	stringSetting("cluster-announce-ip", func(c *Config) *string { return &c.ClusterAnnounceIP }),
+	intRangeSetting("cluster-announce-port", func(c *Config) *int { return &c.ClusterAnnouncePort }, 0, 65535),
 	{name: "cluster-join",
 		get: func(c *Config) string { return strings.Join(c.ClusterJoin, ",") },
 		set: func(c *Config, v string) error {
 			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 			return nil
 		}},
-	{name: "cluster-secret",
-		get: func(c *Config) string { return c.ClusterSecret },
-		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	stringSetting("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
 	{name: "cluster-forward",
 		get: func(c *Config) string { return yesNo(c.ClusterForward) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
@@ -349,6 +312,23 @@ func between(n, lo, hi int64) error {
 		return fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
 	}
 	return nil
+}
+
+// intRangeSetting is a setting whose value is an integer from lo to hi,
+// kept in the field field returns.
+func intRangeSetting(name string, field func(*Config) *int, lo, hi int64) setting {
+	return setting{name: name,
+		get:   func(c *Config) string { return strconv.Itoa(*field(c)) },
+		set:   intSetting(func(c *Config, n int64) { *field(c) = int(n) }),
+		check: func(c *Config) error { return between(int64(*field(c)), lo, hi) }}
+}
+
+// stringSetting is a setting whose value is any text, kept as given in
+// the field field returns.
+func stringSetting(name string, field func(*Config) *string) setting {
+	return setting{name: name,
+		get: func(c *Config) string { return *field(c) },
+		set: func(c *Config, v string) error { *field(c) = v; return nil }}
 }
 
 func intSetting(store func(*Config, int64)) func(*Config, string) error {
