@@ -27,9 +27,7 @@ func TestParseArgsFlagsAndFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cellserver.conf")
 	conf := "# a comment\n\nport 7000\nrequirepass \"s3cret\"\nbind 127.0.0.1 ::1\ntimeout 60\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file, "--port", "7001", "--shards", "16", "--threads", "1", "--enable-debug-command", "yes"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +41,7 @@ func TestParseArgsFlagsAndFile(t *testing.T) {
 func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.conf")
-	os.WriteFile(bad, []byte("port 1\nmaxclients lots\n"), 0o600)
+	writeFile(t, bad, "port 1\nmaxclients lots\n")
 	cases := []struct {
 		args []string
 		want string
@@ -188,9 +186,7 @@ func TestConfigFileTabsAndQuotes(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tabs.conf")
 	conf := "port\t7000\r\n\trequirepass\t\"s3 cr\\x45t\"\nbind\t127.0.0.1 \t::1\ntimeout  \t 60\t\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -204,9 +200,7 @@ func TestConfigFileTabsAndQuotes(t *testing.T) {
 		"requirepass a b\n":    "wrong number of arguments",
 		"requirepass \"a\"b\n": "Unbalanced quotes in configuration line",
 	} {
-		if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, file, conf)
 		if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
 		}
@@ -305,9 +299,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "rename.conf")
 	conf := "rename-command CONFIG myconfig\nrename-command\tFLUSHALL\t\"\"\nrename-command DEBUG ''\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file, "--rename-command", "SHUTDOWN", ""}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +308,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	if fmt.Sprint(cfg.RenameCommands) != fmt.Sprint(want) {
 		t.Fatalf("RenameCommands = %q, want %q", cfg.RenameCommands, want)
 	}
-	os.WriteFile(file, []byte("rename-command CONFIG\n"), 0o600)
+	writeFile(t, file, "rename-command CONFIG\n")
 	if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
 		t.Fatalf("one name: %v", err)
 	}
@@ -332,9 +324,9 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 func TestRedisConfCompatibility(t *testing.T) {
 	dir := t.TempDir()
 	inc := filepath.Join(dir, "extra.conf")
-	os.WriteFile(inc, []byte("maxclients 50\n"), 0o600)
+	writeFile(t, inc, "maxclients 50\n")
 	conf := filepath.Join(dir, "redis.conf")
-	os.WriteFile(conf, []byte(`# written for redis-server
+	writeFile(t, conf, `# written for redis-server
 daemonize no
 supervised no
 port 7010
@@ -346,7 +338,7 @@ dbfilename dump.rdb
 maxmemory 0
 loglevel verbose
 include `+inc+`
-`), 0o600)
+`)
 	cfg, _, err := parseArgs([]string{conf}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +356,7 @@ include `+inc+`
 		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
 	} {
 		bad := filepath.Join(dir, "bad.conf")
-		os.WriteFile(bad, []byte("port 7011\n"+c.line+"\n"), 0o600)
+		writeFile(t, bad, "port 7011\n"+c.line+"\n")
 		_, _, err := parseArgs([]string{bad}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.line, err, c.want)
@@ -374,5 +366,14 @@ include `+inc+`
 	if _, _, err := parseArgs([]string{"--appendonly", "no", "--daemonize", "yes"}, &bytes.Buffer{}); err == nil ||
 		!strings.Contains(err.Error(), "refused: daemonize yes") {
 		t.Errorf("--daemonize yes: %v", err)
+	}
+}
+
+// writeFile writes text into the file at path, failing the test if it
+// cannot.
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
