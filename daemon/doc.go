@@ -7,11 +7,11 @@
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //
-// Package daemon owns that wiring and the adapters between the parts; it
-// reads no flags, files (but the TLS files and the store the settings
-// name) or environment, and sets nothing for the whole process
-// (GOMAXPROCS, the GC target, signals, the log and pid files belong to
-// cmd/cellserver). It imports server, commands, persist, cluster, metrics
-// and the packages below them; nothing imports it but cmd/cellserver and
-// tests.
+// Package daemon owns that wiring, its order, and the adapters between
+// the parts. It reads no flags or environment and no files but those the
+// settings name for its parts (the TLS files, the snapshot store), and it
+// sets nothing for the whole process: GOMAXPROCS, the GC target, signals
+// and the log and pid files belong to cmd/cellserver. It imports server,
+// commands, persist, cluster, metrics and the packages below them;
+// nothing imports it but cmd/cellserver and tests.
 package daemon
