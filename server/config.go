@@ -2,16 +2,11 @@ package server
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
@@ -46,7 +41,7 @@ type Config struct {
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
 	// Dir is the directory of the snapshot store; "" keeps the keys in
-	// memory only. cmd/cellserver checks that it exists and is writable
+	// memory only. Package daemon checks that it exists and is writable
 	// and wires package persist in. Default: "" (persistence off).
 	Dir string
 	// Save is Redis's save rules, pairs of "<seconds> <changes>"; "" means
@@ -106,14 +101,14 @@ type Config struct {
 	// as Redis.
 	TLSAuthClients string
 	// TLSConfig is the TLS configuration the TLS port serves with;
-	// cmd/cellserver builds it from the files above (TLSConfigFromFiles).
+	// package daemon builds it from the files above (TLSConfigFromFiles).
 	// It is no setting. Default: nil.
 	TLSConfig *tls.Config
 	// Ignored lists the redis.conf directives SetDirective accepted without
 	// a setting of their own, "name value" each, for the log. It is no
 	// setting. Default: nil.
 	Ignored []string
-	// MetricsAddr is the host:port cmd/cellserver serves Prometheus
+	// MetricsAddr is the host:port package daemon serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
 	// two instances on one machine would fight over a fixed one.
@@ -134,7 +129,7 @@ type Config struct {
 	// (evict), or an alias of one (maxMemoryPolicies). Default: noeviction.
 	MaxMemoryPolicy string
 
-	// Cluster mode's settings, which cmd/cellserver hands to package
+	// Cluster mode's settings, which package daemon hands to package
 	// cluster (see its Config for what each does).
 	// ClusterEnabled turns cluster mode on. Default: false.
 	ClusterEnabled bool
@@ -157,20 +152,9 @@ type Config struct {
 	// ClusterForward makes a node relay commands for slots it does not
 	// serve to their owners instead of answering MOVED. Default: false.
 	ClusterForward bool
-	// Router is cluster mode's router, which cmd/cellserver builds from
+	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
-}
-
-// maxMemoryPolicies are the maxmemory-policy names cellserver accepts.
-// Every key has an expiry, so each volatile- policy is its allkeys- one.
-var maxMemoryPolicies = map[string]engine.Policy{
-	"noeviction":      engine.NoEviction,
-	"volatile-ttl":    engine.EvictNearestExpiry,
-	"allkeys-lru":     engine.EvictLRU,
-	"volatile-lru":    engine.EvictLRU,
-	"allkeys-random":  engine.EvictRandom,
-	"volatile-random": engine.EvictRandom,
 }
 
 // OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
@@ -242,20 +226,6 @@ func (c *Config) validateTLS() error {
 	return nil
 }
 
-// setting is one named setting: how to read it, parse it into a Config,
-// check it, and whether CONFIG SET may change it while running.
-type setting struct {
-	name    string
-	get     func(c *Config) string
-	set     func(c *Config, v string) error
-	check   func(c *Config) error
-	mutable bool
-	list    bool // takes several words in a config file (bind)
-	// words, when set, reads a directive of several words (rename-command)
-	// in place of set; CONFIG GET and CONFIG SET do not know it.
-	words func(c *Config, words []string) error
-}
-
 // DefaultSave is the save rule used when Dir is set and Save is not: a
 // snapshot each second with a change.
 const DefaultSave = "1 1"
@@ -267,22 +237,6 @@ func (c *Config) SaveRules() string {
 		return DefaultSave
 	}
 	return c.Save
-}
-
-// checkSave checks a save setting: "" or pairs of a positive number of
-// seconds and a number of changes.
-func checkSave(v string) error {
-	f := strings.Fields(v)
-	if len(f)%2 != 0 {
-		return errors.New("save takes pairs of <seconds> <changes>, or \"\" for none")
-	}
-	for i, w := range f {
-		n, err := strconv.ParseInt(w, 10, 64)
-		if err != nil || n < 0 || i%2 == 0 && n < 1 {
-			return errors.New("save takes pairs of <seconds> <changes>, positive integers")
-		}
-	}
-	return nil
 }
 
 // Errors from Set.
@@ -344,479 +298,4 @@ func (c *Config) Get(match func(name string) bool) [][2]string {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
-}
-
-// SettingInfo describes one setting for a program's help: its name, its
-// value in DefaultConfig, and whether CONFIG SET may change it.
-type SettingInfo struct {
-	Name, Default string
-	Mutable       bool
-}
-
-// Settings lists every setting a config file or flag may give, in the
-// settings table's order, with its default.
-func Settings() []SettingInfo {
-	def := DefaultConfig()
-	var out []SettingInfo
-	for _, s := range settings {
-		if s.set != nil {
-			out = append(out, SettingInfo{Name: s.name, Default: s.get(&def), Mutable: s.mutable})
-		}
-	}
-	return out
-}
-
-func lookupSetting(name string) *setting {
-	name = strings.ToLower(name)
-	for i := range settings {
-		if settings[i].name == name {
-			return &settings[i]
-		}
-	}
-	return nil
-}
-
-var settings = []setting{
-	{name: "bind", list: true,
-		get: func(c *Config) string { return strings.Join(c.Bind, " ") },
-		set: func(c *Config, v string) error { c.Bind = strings.Fields(v); return nil },
-		check: func(c *Config) error {
-			if len(c.Bind) == 0 {
-				return errors.New("at least one address is needed")
-			}
-			return nil
-		}},
-	{name: "port",
-		get: func(c *Config) string { return strconv.Itoa(c.Port) },
-		set: intSetting(func(c *Config, n int64) { c.Port = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.Port), 0, 65535)
-		}},
-	{name: "requirepass", mutable: true,
-		get: func(c *Config) string { return c.RequirePass },
-		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
-	{name: "protected-mode", mutable: true,
-		get: func(c *Config) string { return yesNo(c.ProtectedMode) },
-		set: func(c *Config, v string) error {
-			switch strings.ToLower(v) {
-			case "yes":
-				c.ProtectedMode = true
-			case "no":
-				c.ProtectedMode = false
-			default:
-				return errors.New("argument must be 'yes' or 'no'")
-			}
-			return nil
-		}},
-	{name: "maxclients", mutable: true,
-		get: func(c *Config) string { return strconv.Itoa(c.MaxClients) },
-		set: intSetting(func(c *Config, n int64) { c.MaxClients = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.MaxClients), 1, 1<<20)
-		}},
-	{name: "timeout", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(int64(c.Timeout/time.Second), 10) },
-		set: intSetting(func(c *Config, n int64) { c.Timeout = time.Duration(n) * time.Second }),
-		check: func(c *Config) error {
-			return between(int64(c.Timeout/time.Second), 0, 1<<31-1)
-		}},
-	{name: "proto-max-bulk-len", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(c.ProtoMaxBulkLen, 10) },
-		set: memSetting(func(c *Config, n int64) { c.ProtoMaxBulkLen = n }),
-		check: func(c *Config) error {
-			return between(c.ProtoMaxBulkLen, 1<<20, 1<<40)
-		}},
-	{name: "client-query-buffer-limit", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(c.QueryBufferLimit, 10) },
-		set: memSetting(func(c *Config, n int64) { c.QueryBufferLimit = n }),
-		check: func(c *Config) error {
-			return between(c.QueryBufferLimit, 1<<20, 1<<40)
-		}},
-	{name: "loglevel", mutable: true,
-		get: func(c *Config) string { return c.LogLevel },
-		set: func(c *Config, v string) error { c.LogLevel = strings.ToLower(v); return nil },
-		check: func(c *Config) error {
-			if _, ok := logLevels[c.LogLevel]; !ok {
-				return errors.New("must be one of debug, verbose, notice, warning, nothing")
-			}
-			return nil
-		}},
-	{name: "dir",
-		get: func(c *Config) string { return c.Dir },
-		set: func(c *Config, v string) error { c.Dir = v; return nil }},
-	{name: "save", mutable: true, list: true,
-		get: func(c *Config) string { return c.SaveRules() },
-		set: func(c *Config, v string) error {
-			if err := checkSave(v); err != nil {
-				return err
-			}
-			c.Save, c.SaveSet = strings.Join(strings.Fields(v), " "), true
-			return nil
-		}},
-	{name: "appendonly",
-		get: func(*Config) string { return "no" },
-		set: func(c *Config, v string) error {
-			if strings.EqualFold(v, "no") {
-				return nil
-			}
-			return ErrAppendOnly
-		}},
-	{name: "shards",
-		get: func(c *Config) string { return strconv.Itoa(c.Shards) },
-		set: intSetting(func(c *Config, n int64) { c.Shards = int(n) }),
-		check: func(c *Config) error {
-			if !engine.ValidShards(c.Shards) {
-				return errors.New("must be a power of two from 1 to 16384")
-			}
-			return nil
-		}},
-	{name: "enable-debug-command",
-		get: func(c *Config) string {
-			if c.EnableDebugCommand && c.DebugLocalOnly {
-				return "local"
-			}
-			return yesNo(c.EnableDebugCommand)
-		},
-		set: func(c *Config, v string) error {
-			switch strings.ToLower(v) {
-			case "yes":
-				c.EnableDebugCommand, c.DebugLocalOnly = true, false
-			case "local":
-				c.EnableDebugCommand, c.DebugLocalOnly = true, true
-			case "no":
-				c.EnableDebugCommand, c.DebugLocalOnly = false, false
-			default:
-				return errors.New("argument must be 'yes', 'local' or 'no'")
-			}
-			return nil
-		}},
-	{name: "debug-clock-start",
-		get: func(c *Config) string { return strconv.FormatInt(c.DebugClockStart, 10) },
-		set: intSetting(func(c *Config, n int64) { c.DebugClockStart = n })},
-	{name: "threads",
-		get: func(c *Config) string { return strconv.Itoa(c.Threads) },
-		set: intSetting(func(c *Config, n int64) { c.Threads = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.Threads), 0, 1024)
-		}},
-	{name: "rename-command",
-		words: func(c *Config, words []string) error {
-			if len(words) != 2 {
-				return ErrArgCount
-			}
-			c.RenameCommands = append(c.RenameCommands, [2]string{words[0], words[1]})
-			return nil
-		}},
-	{name: "slowlog-log-slower-than", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogLogSlowerThan, 10) },
-		set: intSetting(func(c *Config, n int64) { c.SlowlogLogSlowerThan = n }),
-		check: func(c *Config) error {
-			return between(c.SlowlogLogSlowerThan, -1<<40, 1<<40)
-		}},
-	{name: "slowlog-max-len", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(c.SlowlogMaxLen, 10) },
-		set: intSetting(func(c *Config, n int64) { c.SlowlogMaxLen = n }),
-		check: func(c *Config) error {
-			return between(c.SlowlogMaxLen, 0, 1<<31-1)
-		}},
-	{name: "logfile",
-		get: func(c *Config) string { return c.LogFile },
-		set: func(c *Config, v string) error { c.LogFile = v; return nil }},
-	{name: "pidfile",
-		get: func(c *Config) string { return c.PidFile },
-		set: func(c *Config, v string) error { c.PidFile = v; return nil }},
-	{name: "tls-port",
-		get: func(c *Config) string { return strconv.Itoa(c.TLSPort) },
-		set: intSetting(func(c *Config, n int64) { c.TLSPort = int(n) }),
-		check: func(c *Config) error {
-			return between(int64(c.TLSPort), 0, 65535)
-		}},
-	{name: "tls-cert-file",
-		get: func(c *Config) string { return c.TLSCertFile },
-		set: func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
-	{name: "tls-key-file",
-		get: func(c *Config) string { return c.TLSKeyFile },
-		set: func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
-	{name: "tls-ca-cert-file",
-		get: func(c *Config) string { return c.TLSCACertFile },
-		set: func(c *Config, v string) error { c.TLSCACertFile = v; return nil }},
-	{name: "tls-auth-clients",
-		get: func(c *Config) string { return c.TLSAuthClients },
-		set: func(c *Config, v string) error { c.TLSAuthClients = strings.ToLower(v); return nil },
-		check: func(c *Config) error {
-			switch c.TLSAuthClients {
-			case "yes", "no", "optional":
-				return nil
-			}
-			return errors.New("argument must be 'yes', 'no' or 'optional'")
-		}},
-	{name: "metrics-addr",
-		get: func(c *Config) string { return c.MetricsAddr },
-		set: func(c *Config, v string) error { c.MetricsAddr = v; return nil },
-		check: func(c *Config) error {
-			if c.MetricsAddr == "" {
-				return nil
-			}
-			_, _, err := net.SplitHostPort(c.MetricsAddr)
-			return err
-		}},
-	{name: "client-output-buffer-limit", mutable: true, list: true,
-		get: func(c *Config) string {
-			var parts []string
-			for i, l := range c.OutputLimits {
-				parts = append(parts, fmt.Sprintf("%s %d %d %d", clientClassNames[i], l.Hard, l.Soft, l.SoftSeconds))
-			}
-			return strings.Join(parts, " ")
-		},
-		set: setOutputLimits,
-		check: func(c *Config) error {
-			for _, l := range c.OutputLimits {
-				if l.Hard < 0 || l.Soft < 0 || l.SoftSeconds < 0 {
-					return errors.New("limits must not be negative")
-				}
-			}
-			return nil
-		}},
-	{name: "maxmemory", mutable: true,
-		get: func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) },
-		set: memSetting(func(c *Config, n int64) { c.MaxMemory = n })},
-	{name: "maxmemory-policy", mutable: true,
-		get: func(c *Config) string { return c.MaxMemoryPolicy },
-		set: func(c *Config, v string) error { c.MaxMemoryPolicy = strings.ToLower(v); return nil },
-		check: func(c *Config) error {
-			switch _, ok := maxMemoryPolicies[c.MaxMemoryPolicy]; {
-			case ok:
-				return nil
-			case strings.HasSuffix(c.MaxMemoryPolicy, "-lfu"):
-				return errors.New("the LFU policies are not supported: cellserver keeps no access counts per key; use allkeys-lru")
-			}
-			return errors.New("must be one of noeviction, volatile-ttl, allkeys-lru, volatile-lru, allkeys-random, volatile-random")
-		}},
-	{name: "cluster-enabled",
-		get: func(c *Config) string { return yesNo(c.ClusterEnabled) },
-		set: boolSetting(func(c *Config, b bool) { c.ClusterEnabled = b })},
-	{name: "cluster-port",
-		get:   func(c *Config) string { return strconv.Itoa(c.ClusterPort) },
-		set:   intSetting(func(c *Config, n int64) { c.ClusterPort = int(n) }),
-		check: func(c *Config) error { return between(int64(c.ClusterPort), 0, 65535) }},
-	{name: "cluster-announce-ip",
-		get: func(c *Config) string { return c.ClusterAnnounceIP },
-		set: func(c *Config, v string) error { c.ClusterAnnounceIP = v; return nil }},
-	{name: "cluster-announce-port",
-		get:   func(c *Config) string { return strconv.Itoa(c.ClusterAnnouncePort) },
-		set:   intSetting(func(c *Config, n int64) { c.ClusterAnnouncePort = int(n) }),
-		check: func(c *Config) error { return between(int64(c.ClusterAnnouncePort), 0, 65535) }},
-	{name: "cluster-join",
-		get: func(c *Config) string { return strings.Join(c.ClusterJoin, ",") },
-		set: func(c *Config, v string) error {
-			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
-			return nil
-		}},
-	{name: "cluster-secret",
-		get: func(c *Config) string { return c.ClusterSecret },
-		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
-	{name: "cluster-forward",
-		get: func(c *Config) string { return yesNo(c.ClusterForward) },
-		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
-	{name: "cluster-weight",
-		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
-		set: func(c *Config, v string) error {
-			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || w < 0 || w > 1e6 {
-				return errors.New("argument must be a number from 0 to 1000000")
-			}
-			c.ClusterWeight = w
-			return nil
-		}},
-	{name: "databases", get: func(*Config) string { return "1" }},
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
-}
-
-func between(n, lo, hi int64) error {
-	if n < lo || n > hi {
-		return fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
-	}
-	return nil
-}
-
-func intSetting(store func(*Config, int64)) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil {
-			return errors.New("argument couldn't be parsed into an integer")
-		}
-		store(c, n)
-		return nil
-	}
-}
-
-// memSetting parses a size as redis.conf writes them: 512mb, 1gb, 64k, 100.
-func memSetting(store func(*Config, int64)) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		s := strings.ToLower(strings.TrimSpace(v))
-		mul := int64(1)
-		for _, u := range []struct {
-			suffix string
-			mul    int64
-		}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
-			if strings.HasSuffix(s, u.suffix) {
-				s, mul = strings.TrimSuffix(s, u.suffix), u.mul
-				break
-			}
-		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 || n > (1<<62)/mul {
-			return errors.New("argument must be a memory value")
-		}
-		store(c, n*mul)
-		return nil
-	}
-}
-
-// TLSConfigFromFiles builds the TLS configuration c's tls-* settings
-// describe: the server's certificate and key, and the CA certificates that
-// client certificates are checked against as tls-auth-clients says. It
-// reads the files; only cmd/cellserver calls it.
-//
-// The certificate is read again at a handshake after either file's
-// modification time has changed, so that a renewed certificate is served
-// without a restart; while the new files do not load (half written), the
-// previous certificate is served.
-func TLSConfigFromFiles(c *Config) (*tls.Config, error) {
-	r := &certReloader{certFile: c.TLSCertFile, keyFile: c.TLSKeyFile}
-	if err := r.load(); err != nil {
-		return nil, fmt.Errorf("tls-cert-file, tls-key-file: %w", err)
-	}
-	tc := &tls.Config{GetCertificate: r.get, MinVersion: tls.VersionTLS12}
-	if c.TLSCACertFile != "" {
-		pem, err := os.ReadFile(c.TLSCACertFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls-ca-cert-file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls-ca-cert-file: no certificate in %s", c.TLSCACertFile)
-		}
-		tc.ClientCAs = pool
-	}
-	switch c.TLSAuthClients {
-	case "yes":
-		tc.ClientAuth = tls.RequireAndVerifyClientCert
-	case "optional":
-		tc.ClientAuth = tls.VerifyClientCertIfGiven
-	}
-	return tc, nil
-}
-
-// certReloader serves a certificate from files, reading them again when
-// they change.
-type certReloader struct {
-	certFile, keyFile string
-
-	mu       sync.Mutex
-	cert     *tls.Certificate
-	certTime time.Time // the files' modification times when cert was read
-	keyTime  time.Time
-}
-
-// modTimes returns the files' modification times.
-func (r *certReloader) modTimes() (cert, key time.Time, err error) {
-	ci, err := os.Stat(r.certFile)
-	if err != nil {
-		return cert, key, err
-	}
-	ki, err := os.Stat(r.keyFile)
-	if err != nil {
-		return cert, key, err
-	}
-	return ci.ModTime(), ki.ModTime(), nil
-}
-
-// load reads the certificate and its key.
-func (r *certReloader) load() error {
-	ct, kt, err := r.modTimes()
-	if err != nil {
-		return err
-	}
-	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.cert, r.certTime, r.keyTime = &cert, ct, kt
-	r.mu.Unlock()
-	return nil
-}
-
-// get is tls.Config.GetCertificate: the certificate, read again first if
-// the files have changed since.
-func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	ct, kt, err := r.modTimes()
-	r.mu.Lock()
-	changed := err == nil && (!ct.Equal(r.certTime) || !kt.Equal(r.keyTime))
-	r.mu.Unlock()
-	if changed {
-		_ = r.load() // a failure keeps the previous certificate
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cert, nil
-}
-
-// setOutputLimits parses client-output-buffer-limit as redis.conf writes
-// it: one or more groups of <class> <hard> <soft> <soft-seconds>, the
-// class normal, replica (or slave) or pubsub, the sizes with units (64mb).
-// Classes not named keep their limits.
-func setOutputLimits(c *Config, v string) error {
-	f := strings.Fields(v)
-	if len(f) == 0 || len(f)%4 != 0 {
-		return errors.New("wrong number of arguments: groups of <class> <hard> <soft> <soft-seconds>")
-	}
-	next := c.OutputLimits
-	for ; len(f) > 0; f = f[4:] {
-		class := -1
-		switch strings.ToLower(f[0]) {
-		case "normal":
-			class = ClassNormal
-		case "replica", "slave":
-			class = ClassReplica
-		case "pubsub":
-			class = ClassPubSub
-		default:
-			return fmt.Errorf("invalid client class %q: normal, replica or pubsub", f[0])
-		}
-		var l OutputLimit
-		if memSetting(func(_ *Config, n int64) { l.Hard = n })(c, f[1]) != nil ||
-			memSetting(func(_ *Config, n int64) { l.Soft = n })(c, f[2]) != nil {
-			return errors.New("hard and soft limits must be memory values")
-		}
-		secs, err := strconv.ParseInt(f[3], 10, 64)
-		if err != nil || secs < 0 {
-			return errors.New("soft-seconds must be a non-negative integer")
-		}
-		l.SoftSeconds = secs
-		next[class] = l
-	}
-	c.OutputLimits = next
-	return nil
-}
-
-func boolSetting(store func(*Config, bool)) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		switch strings.ToLower(v) {
-		case "yes":
-			store(c, true)
-		case "no":
-			store(c, false)
-		default:
-			return errors.New("argument must be 'yes' or 'no'")
-		}
-		return nil
-	}
 }

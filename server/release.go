@@ -20,9 +20,7 @@ import (
 //     the tables did not change over the last second while at least
 //     releaseAt of the heap is free but still held, settleGap or more
 //     after the last release. This catches what was freed after the last
-//     release of a mass expiry, below the first rule's threshold (measured
-//     at 1M keys: RSS 10 s after every key had expired was 20-30% above
-//     the empty server's without it);
+//     release of a mass expiry, below the first rule's threshold;
 //   - after a burst: when the heap holds burstAt or more beyond its live
 //     bytes (free, or garbage not collected yet), and at least as much as
 //     is live, settleGap or more after the last release. One large

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cellserver/cellserver/persist"
 )
 
 func TestParseArgsDefaults(t *testing.T) {
@@ -31,9 +27,7 @@ func TestParseArgsFlagsAndFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "cellserver.conf")
 	conf := "# a comment\n\nport 7000\nrequirepass \"s3cret\"\nbind 127.0.0.1 ::1\ntimeout 60\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file, "--port", "7001", "--shards", "16", "--threads", "1", "--enable-debug-command", "yes"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +41,7 @@ func TestParseArgsFlagsAndFile(t *testing.T) {
 func TestParseArgsErrorsNameTheSetting(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.conf")
-	os.WriteFile(bad, []byte("port 1\nmaxclients lots\n"), 0o600)
+	writeFile(t, bad, "port 1\nmaxclients lots\n")
 	cases := []struct {
 		args []string
 		want string
@@ -192,9 +186,7 @@ func TestConfigFileTabsAndQuotes(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tabs.conf")
 	conf := "port\t7000\r\n\trequirepass\t\"s3 cr\\x45t\"\nbind\t127.0.0.1 \t::1\ntimeout  \t 60\t\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -208,9 +200,7 @@ func TestConfigFileTabsAndQuotes(t *testing.T) {
 		"requirepass a b\n":    "wrong number of arguments",
 		"requirepass \"a\"b\n": "Unbalanced quotes in configuration line",
 	} {
-		if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, file, conf)
 		if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
 		}
@@ -309,9 +299,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "rename.conf")
 	conf := "rename-command CONFIG myconfig\nrename-command\tFLUSHALL\t\"\"\nrename-command DEBUG ''\n"
-	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, file, conf)
 	cfg, _, err := parseArgs([]string{file, "--rename-command", "SHUTDOWN", ""}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +308,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	if fmt.Sprint(cfg.RenameCommands) != fmt.Sprint(want) {
 		t.Fatalf("RenameCommands = %q, want %q", cfg.RenameCommands, want)
 	}
-	os.WriteFile(file, []byte("rename-command CONFIG\n"), 0o600)
+	writeFile(t, file, "rename-command CONFIG\n")
 	if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
 		t.Fatalf("one name: %v", err)
 	}
@@ -330,48 +318,15 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	}
 }
 
-// --metrics-addr serves /metrics while the server runs.
-func TestRunServesMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	sigs := make(chan os.Signal, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run([]string{"--port", "0", "--loglevel", "warning", "--metrics-addr", addr}, &bytes.Buffer{}, sigs)
-	}()
-	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			runtime.Gosched() // not listening yet
-			continue
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		break
-	}
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(body), "cellserver_connected_clients 0") || strings.Contains(string(body), "cellserver_cluster_") {
-		t.Fatalf("/metrics: %.300s", body)
-	}
-}
-
 // A config file written for redis-server loads: the directives cellserver
 // implements take effect, the harmless ones are accepted, include works,
 // and one that would change meaning is refused naming the line and why.
 func TestRedisConfCompatibility(t *testing.T) {
 	dir := t.TempDir()
 	inc := filepath.Join(dir, "extra.conf")
-	os.WriteFile(inc, []byte("maxclients 50\n"), 0o600)
+	writeFile(t, inc, "maxclients 50\n")
 	conf := filepath.Join(dir, "redis.conf")
-	os.WriteFile(conf, []byte(`# written for redis-server
+	writeFile(t, conf, `# written for redis-server
 daemonize no
 supervised no
 port 7010
@@ -383,7 +338,7 @@ dbfilename dump.rdb
 maxmemory 0
 loglevel verbose
 include `+inc+`
-`), 0o600)
+`)
 	cfg, _, err := parseArgs([]string{conf}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +356,7 @@ include `+inc+`
 		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
 	} {
 		bad := filepath.Join(dir, "bad.conf")
-		os.WriteFile(bad, []byte("port 7011\n"+c.line+"\n"), 0o600)
+		writeFile(t, bad, "port 7011\n"+c.line+"\n")
 		_, _, err := parseArgs([]string{bad}, &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.line, err, c.want)
@@ -414,108 +369,11 @@ include `+inc+`
 	}
 }
 
-// freeAddr returns a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
+// writeFile writes text into the file at path, failing the test if it
+// cannot.
+func writeFile(t *testing.T, path, text string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// BACKUP writes, within dir for a relative path, a directory a server
-// starts on with --dir; it refuses a path that exists or lies in the
-// store, and names the reason for one it cannot create. /metrics shows
-// the snapshot series with persistence on.
-func TestRunBackupAndSnapshotMetrics(t *testing.T) {
-	dir := t.TempDir()
-	addr, maddr := freeAddr(t), freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	sigs := make(chan os.Signal, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run([]string{"--port", port, "--dir", dir, "--save", "", "--loglevel", "warning", "--metrics-addr", maddr}, &bytes.Buffer{}, sigs)
-	}()
-	var nc net.Conn
-	for deadline := time.Now().Add(10 * time.Second); nc == nil; {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			runtime.Gosched()
-			continue
-		}
-		nc = c
-	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
-	do := func(args ...string) string {
-		t.Helper()
-		fmt.Fprintf(nc, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(nc, "$%d\r\n%s\r\n", len(a), a)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\r\n")
-	}
-	for deadline := time.Now().Add(10 * time.Second); do("DBSIZE") != ":0"; { // -LOADING until restored
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not finish loading")
-		}
-		runtime.Gosched()
-	}
-	if got := do("CL.THROTTLE", "k", "5", "1", "60"); got != "*5" {
-		t.Fatalf("CL.THROTTLE = %q", got)
-	}
-	for range 5 {
-		r.ReadString('\n') //nolint:errcheck // the reply's elements
-	}
-	if err := os.Mkdir(filepath.Join(dir, "backups"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ path, want string }{
-		{"backups/one", "+OK"},
-		{"backups/one", "-ERR the backup path already exists: BACKUP writes into a new directory"},
-		{filepath.Join(dir, "backups"), "-ERR the backup path already exists: BACKUP writes into a new directory"},
-		{"cellserver.pebble/copy", "-ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"},
-		{filepath.Join(dir, "cellserver.pebble"), "-ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"},
-		{"no/such/parent", "-ERR backup failed: mkdir " + filepath.Join(dir, "no/such/parent") + ": no such file or directory"},
-		{filepath.Join(dir, "backups", "two"), "+OK"},
-	} {
-		if got := do("BACKUP", c.path); got != c.want {
-			t.Errorf("BACKUP %s = %q, want %q", c.path, got, c.want)
-		}
-	}
-	for i, b := range []string{"one", "two"} {
-		st, err := persist.Open(filepath.Join(dir, "backups", b, storeDir), persist.Options{})
-		if err != nil {
-			t.Fatalf("opening backup %s: %v", b, err)
-		}
-		if gen, _ := st.LastSave(); gen != uint64(i+1) {
-			t.Errorf("backup %s holds snapshot %d, want %d", b, gen, i+1)
-		}
-		st.Close()
-	}
-	resp, err := http.Get("http://" + maddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"cellserver_loading 0\n", `cellserver_snapshots_total{outcome="ok"} 2` + "\n",
-		"cellserver_snapshot_keys_written_total 1\n", "cellserver_changes_since_last_snapshot 0\n"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
-		}
-	}
-	sigs <- os.Interrupt
-	if err := <-errc; err != nil {
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -29,14 +29,11 @@ import (
 // threadCount sets GOMAXPROCS: a base figure (the threads setting, or the
 // sizing's), plus one while persistence works in the background (a
 // snapshot, then Pebble's compactions: persist.SaverConfig.Busy), as
-// Redis's BGSAVE gets a process of its own while it runs. Sharing the
-// commands' threads, that work held them for Go's 10 ms time slices; a
-// thread added for good, though, costs as much when idle as when busy:
-// beside redis-benchmark on 2 cores, an idle persistence thread alone
-// took the throughput at -P 16 to 0.70-0.88 of the server without one,
-// and p99 from 1.1-1.2 to 5.1-5.2 ms (bench/RESULTS.md). GOMAXPROCS
-// belongs to the process, so this lives here rather than in package
-// server.
+// Redis's BGSAVE gets a process of its own while it runs, so that the work
+// takes no time slices from the commands' threads. The thread is there
+// only while the work lasts: an idle thread beside a busy client costs
+// as much as a busy one. GOMAXPROCS belongs to the process, so this lives
+// here rather than in package server or package daemon.
 type threadCount struct {
 	mu   sync.Mutex
 	base int  // 0: as Go set it

@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/server"
+)
+
+// Config configures a Daemon.
+type Config struct {
+	// Server is the server's configuration. It holds the settings of the
+	// parts the daemon wires around the server too: Dir and Save
+	// (persistence), the Cluster* settings (cluster mode), MetricsAddr
+	// (HTTP) and the tls-* files, which New reads into TLSConfig when
+	// TLSPort is set and TLSConfig is nil. It must be valid
+	// (server.Config.Validate). Default: server.DefaultConfig().
+	Server server.Config
+	// Busy, when not nil, is called with true when persistence's
+	// background work (a snapshot, then the store's compactions) starts
+	// and with false when it ends (persist.SaverConfig.Busy):
+	// cmd/cellserver runs one more thread meanwhile. Default: nil.
+	Busy func(busy bool)
+}
+
+// Daemon is a cellserver with every part its Config asks for: the server,
+// and around it persistence, cluster mode and the metrics' HTTP server.
+type Daemon struct {
+	cfg  server.Config
+	srv  *server.Server
+	node *cluster.Node // nil: cluster mode off
+	p    *persistence  // nil: persistence off
+}
+
+// New builds the parts cfg asks for and wires them together: it reads the
+// TLS files, opens the snapshot store (refusing to start when dir is
+// missing or not writable, or the store is unreadable), builds the
+// cluster node and the server. Nothing listens or runs until Run. When New
+// fails it closes what it built.
+func New(cfg Config) (*Daemon, error) {
+	scfg := cfg.Server
+	var err error
+	if scfg.TLSPort != 0 && scfg.TLSConfig == nil {
+		if scfg.TLSConfig, err = server.TLSConfigFromFiles(&scfg); err != nil {
+			return nil, err
+		}
+	}
+	var store *persist.Store
+	if scfg.Dir != "" {
+		if store, err = openStore(scfg.Dir); err != nil {
+			return nil, err
+		}
+	}
+	d := &Daemon{}
+	node, err := newClusterNode(&scfg, func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	srv, err := server.New(scfg)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
+	d.cfg, d.srv, d.node = scfg, srv, node
+	if store != nil {
+		// From here srv closes the store, however it stops.
+		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
+	}
+	return d, nil
+}
+
+// Run starts the parts in order and serves until Shutdown, Close or
+// SHUTDOWN: the cluster node joins its cluster (with persistence, once
+// the keys are restored, so that it joins knowing which keys it holds;
+// until then the server answers -LOADING), the metrics' HTTP server
+// listens, the keys are restored in the background, and the server listens
+// on its ports. After a shutdown Run returns nil, or the error that made
+// restoring the keys or starting the node fail; otherwise it returns the
+// first error starting a part or listening. It stops the metrics' HTTP
+// server and closes the node before it returns.
+func (d *Daemon) Run() error {
+	srv, node := d.srv, d.node
+	var startNode func() error
+	if node != nil {
+		defer node.Close()
+		startNode = func() error { return node.Start(srv.Engine()) }
+		if d.p == nil {
+			// A Shutdown before Run closed the node: the server is closed
+			// too, and ListenAndServe below says so.
+			if err := startNode(); err != nil && !errors.Is(err, cluster.ErrClosed) {
+				_ = srv.Close()
+				return err
+			}
+			startNode = nil
+		}
+	}
+	if d.cfg.MetricsAddr != "" {
+		stop, err := serveMetrics(metricsSource{srv, d.p, node}, d.cfg.MetricsAddr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stop()
+	}
+	loadErr := make(chan error, 1)
+	if d.p != nil {
+		d.p.restore(srv, d.cfg, startNode, loadErr)
+	} else {
+		loadErr <- nil
+	}
+	err := srv.ListenAndServe()
+	if errors.Is(err, server.ErrServerClosed) {
+		<-srv.Done()
+		select {
+		case err := <-loadErr:
+			return err
+		default:
+			return nil
+		}
+	}
+	_ = srv.Close()
+	return err
+}
+
+// Shutdown stops the daemon gracefully: in cluster mode the node first
+// hands its slots, with their keys, to the others and leaves (a node still
+// loading has not joined, and once closed never will), then the server
+// shuts down (server.Server.Shutdown: the last snapshot, with persistence
+// on). It returns ctx's error if ctx ends first.
+func (d *Daemon) Shutdown(ctx context.Context) error {
+	if d.node != nil {
+		if err := d.node.Leave(); err != nil && !errors.Is(err, cluster.ErrNotStarted) {
+			d.srv.Logf("warning", "cluster: leaving: %v", err)
+		}
+		_ = d.node.Close()
+	}
+	return d.srv.Shutdown(ctx)
+}
+
+// Close stops the daemon without waiting: the node closes without handing
+// its slots off, and the server closes (server.Server.Close).
+func (d *Daemon) Close() error {
+	if d.node != nil {
+		_ = d.node.Close()
+	}
+	return d.srv.Close()
+}
+
+// Done is closed once the server's shutdown is complete.
+func (d *Daemon) Done() <-chan struct{} { return d.srv.Done() }
+
+// Logf writes to the server's log at a level.
+func (d *Daemon) Logf(level, format string, args ...any) { d.srv.Logf(level, format, args...) }

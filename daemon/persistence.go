@@ -1,0 +1,180 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/server"
+)
+
+// storeDir is the store's directory inside the dir setting.
+const storeDir = "cellserver.pebble"
+
+// openStore checks that dir exists and is writable, then opens the store
+// in it.
+func openStore(dir string) (*persist.Store, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dir %s: %w (create it, or leave dir unset to keep keys in memory only)", dir, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("dir %s: not a directory", dir)
+	}
+	probe, err := os.CreateTemp(dir, ".cellserver-write-test-*")
+	if err != nil {
+		return nil, fmt.Errorf("dir %s is not writable: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	path := filepath.Join(dir, storeDir)
+	st, err := persist.Open(path, persist.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it away)", path, err)
+	}
+	return st, nil
+}
+
+// wirePersistence wires store into srv, which answers -LOADING and
+// reports loading:1 until restore has loaded the keys.
+func wirePersistence(srv *server.Server, store *persist.Store, cfg server.Config, busy func(bool)) *persistence {
+	rules, _ := persist.ParseSaveRules(cfg.SaveRules()) // server.Config checked them
+	saver := persist.NewSaver(store, srv.Engine(), persist.SaverConfig{Rules: rules, Logf: srv.Logf, Busy: busy})
+	p := &persistence{Saver: saver, store: store, dir: cfg.Dir, logf: srv.Logf}
+	srv.SetPersistence(p)
+	srv.SetLoading(true)
+	return p
+}
+
+// restore loads the keys in the background, then runs startNode (cluster
+// mode's join; nil without it), then starts the save rules: until the keys
+// are loaded and the node has joined, INFO says loading:1 and limiter
+// commands are answered -LOADING. A failed restore or start stops the
+// server, and its error arrives on loadErr.
+func (p *persistence) restore(srv *server.Server, cfg server.Config, startNode func() error, loadErr chan<- error) {
+	go func() {
+		st, err := p.store.Restore(srv.Engine())
+		if err != nil {
+			p.failed.Store(true)
+			loadErr <- fmt.Errorf("restoring the keys from %s: %w (to start empty on purpose, move it away)", filepath.Join(cfg.Dir, storeDir), err)
+			srv.Logf("warning", "Restoring the keys failed: %v", err)
+			_ = srv.Close()
+			return
+		}
+		srv.Logf("notice", "DB loaded from disk: %d keys in %.3f seconds (%d expired keys dropped)", st.Loaded, st.Duration.Seconds(), st.Expired)
+		if startNode != nil {
+			if err := startNode(); err != nil {
+				if errors.Is(err, cluster.ErrClosed) { // shutting down before it joined
+					loadErr <- nil
+					return
+				}
+				loadErr <- err
+				srv.Logf("warning", "Starting the cluster node failed: %v", err)
+				_ = srv.Close()
+				return
+			}
+		}
+		srv.SetLoading(false)
+		p.Saver.Start()
+		loadErr <- nil
+	}()
+}
+
+// persistence adapts a persist.Saver and its store to server.Persistence.
+type persistence struct {
+	*persist.Saver
+	store     *persist.Store
+	dir       string // the dir setting: the store is in <dir>/cellserver.pebble
+	logf      func(level, format string, args ...any)
+	failed    atomic.Bool // the restore failed: take no snapshot
+	backingUp atomic.Bool // a BACKUP runs
+}
+
+var _ server.Persistence = (*persistence)(nil)
+
+func (p *persistence) Save() error {
+	if p.failed.Load() {
+		return errors.New("the keys were not restored")
+	}
+	return p.Saver.Save()
+}
+
+func (p *persistence) BGSave(schedule bool) (bool, error) {
+	scheduled, err := p.Saver.BGSave(schedule)
+	if errors.Is(err, persist.ErrSaveInProgress) {
+		err = commands.ErrSaveInProgress
+	}
+	return scheduled, err
+}
+
+// Backup writes a backup that a server starts on with --dir path: the
+// directory path (relative: within dir), created here and refused if it
+// exists, holding a checkpoint of the store in path/cellserver.pebble. One
+// backup runs at a time (a second gets commands.ErrBackupInProgress), so
+// that backups do not pile up copies on a busy disk. What a failed backup
+// wrote is removed.
+func (p *persistence) Backup(path string) error {
+	if p.failed.Load() {
+		return errors.New("the keys were not restored")
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(p.dir, path)
+	}
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	if storePath, err := filepath.Abs(filepath.Join(p.dir, storeDir)); err == nil {
+		if rel, err := filepath.Rel(storePath, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return commands.ErrBackupInStore
+		}
+	}
+	if !p.backingUp.CompareAndSwap(false, true) {
+		return commands.ErrBackupInProgress
+	}
+	defer p.backingUp.Store(false)
+	p.logf("notice", "Backup to %s started", path)
+	if err := os.Mkdir(path, 0o755); err != nil {
+		p.logf("warning", "Backup to %s failed: %v", path, err)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", commands.ErrBackupExists, path)
+		}
+		return err
+	}
+	st, err := p.Saver.Backup(filepath.Join(path, storeDir))
+	if err != nil {
+		p.logf("warning", "Backup to %s failed: %v", path, err)
+		_ = os.RemoveAll(path) // made above: nothing else is in it
+		return err
+	}
+	p.logf("notice", "Backup to %s done in %.3f seconds: every change up to snapshot %d; start a server on it with --dir %s",
+		path, st.Duration.Seconds(), st.Generation, path)
+	return nil
+}
+
+func (p *persistence) Info() commands.PersistenceInfo {
+	in := p.Saver.Info()
+	return commands.PersistenceInfo{PendingChanges: in.PendingChanges, BGSaveInProgress: in.BGSaveInProgress,
+		LastSave: in.LastSave, LastStatusOK: in.LastStatusOK, LastBGSaveSeconds: in.LastBGSaveSeconds, DiskBytes: in.DiskBytes}
+}
+
+func (p *persistence) SetSaveRules(rules string) error {
+	r, err := persist.ParseSaveRules(rules)
+	if err != nil {
+		return err
+	}
+	p.Saver.SetRules(r)
+	return nil
+}
+
+func (p *persistence) Close() error {
+	p.Saver.Close()
+	return p.store.Close()
+}
