@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 const (
@@ -20,10 +22,10 @@ const (
 func TestThrottleErrorsRaw(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := testkit.Dial(t, ts.Addr)
 	// Frozen: the one valid call below leaves a key with a 1 ns ttl, which a
 	// real clock would expire before DBSIZE counts it.
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
 	cases := []struct {
 		args []string
 		want string
@@ -62,16 +64,16 @@ func TestThrottleErrorsRaw(t *testing.T) {
 		{[]string{"CL.THROTTLE", "k", "1", "1000000001", "1"}, cellZero},
 	}
 	for _, c := range cases {
-		rc.wantDo(respErr(c.want), c.args...)
+		rc.WantDo(testkit.Err(c.want), c.args...)
 	}
 	// Exactly one per ns is a valid rate. remaining divides whole µs:
 	// trunc(0 µs / 0 µs) is NaN, which converts to 0.
-	rc.wantDo(respInts(0, 2, 0, -1, 0), "CL.THROTTLE", "k", "1", "1000000000", "1")
+	rc.WantDo(testkit.Ints(0, 2, 0, -1, 0), "CL.THROTTLE", "k", "1", "1000000000", "1")
 	// A newline in an echoed argument becomes a space, as Redis does, so
 	// the reply stays one line.
-	rc.wantDo(respErr(cellParse+"a  b"), "CL.THROTTLE", "k", "a\r\nb", "1", "1")
+	rc.WantDo(testkit.Err(cellParse+"a  b"), "CL.THROTTLE", "k", "a\r\nb", "1", "1")
 	// After all that, nothing was stored but the one valid call.
-	rc.wantDo(":1\r\n", "DBSIZE")
+	rc.WantDo(":1\r\n", "DBSIZE")
 }
 
 // TestThrottleOverflow: where redis-cell wraps around, cellserver answers
@@ -210,11 +212,11 @@ func TestLimiterErrors(t *testing.T) {
 	wantVal(t, rdb, int64(0), "DBSIZE")
 
 	// A few byte for byte.
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo(respErr("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
-	rc.wantDo(respErr(errNotInt), "SW.HIT", "k", "x", "1")
-	rc.wantDo(respErr(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
-	rc.wantDo(respErr("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
-	rc.wantDo(respErr("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
-	rc.wantDo(respErr(errExact), "SW.HIT", "k", "100001", "1", "EXACT")
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
+	rc.WantDo(testkit.Err(errNotInt), "SW.HIT", "k", "x", "1")
+	rc.WantDo(testkit.Err(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
+	rc.WantDo(testkit.Err("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
+	rc.WantDo(testkit.Err("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
+	rc.WantDo(testkit.Err(errExact), "SW.HIT", "k", "100001", "1", "EXACT")
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // step is one line of a scripted limiter test: move the clock forward by
@@ -362,7 +364,7 @@ func TestExpiryInvisible(t *testing.T) {
 	// DBSIZE is exact at once; INFO's counters (O(1), read by clients on
 	// every connect) follow when the background sweep reclaims the keys.
 	wantVal(t, rdb, int64(0), "DBSIZE")
-	waitFor(t, "the sweep to reclaim the expired keys", func() bool {
+	testkit.WaitFor(t, "the sweep to reclaim the expired keys", func() bool {
 		ks := do(t, rdb, "INFO", "keyspace").(string)
 		return !strings.Contains(ks, "db0:")
 	})

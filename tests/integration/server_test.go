@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,20 +20,20 @@ import (
 func TestConnectionCommands(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+PONG\r\n", "PING")
-	rc.wantDo("+PONG\r\n", "pInG")
-	rc.wantDo(respBulk("hello"), "PING", "hello")
-	rc.wantDo(respErr("ERR wrong number of arguments for 'ping' command"), "PING", "a", "b")
-	rc.wantDo(respBulk("a\r\nb"), "ECHO", "a\r\nb")
-	rc.wantDo(respBulk(""), "ECHO", "")
-	rc.wantDo(respErr("ERR wrong number of arguments for 'echo' command"), "ECHO")
-	rc.wantDo("+OK\r\n", "SELECT", "0")
-	rc.wantDo(respErr("ERR DB index is out of range"), "SELECT", "1")
-	rc.wantDo(respErr("ERR DB index is out of range"), "SELECT", "-1")
-	rc.wantDo(respErr("ERR value is not an integer or out of range"), "SELECT", "x")
-	rc.wantDo("+OK\r\n", "QUIT")
-	rc.wantClosed()
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo("+PONG\r\n", "PING")
+	rc.WantDo("+PONG\r\n", "pInG")
+	rc.WantDo(testkit.Bulk("hello"), "PING", "hello")
+	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'ping' command"), "PING", "a", "b")
+	rc.WantDo(testkit.Bulk("a\r\nb"), "ECHO", "a\r\nb")
+	rc.WantDo(testkit.Bulk(""), "ECHO", "")
+	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'echo' command"), "ECHO")
+	rc.WantDo("+OK\r\n", "SELECT", "0")
+	rc.WantDo(testkit.Err("ERR DB index is out of range"), "SELECT", "1")
+	rc.WantDo(testkit.Err("ERR DB index is out of range"), "SELECT", "-1")
+	rc.WantDo(testkit.Err("ERR value is not an integer or out of range"), "SELECT", "x")
+	rc.WantDo("+OK\r\n", "QUIT")
+	rc.WantClosed()
 
 	// go-redis through both protocols.
 	for _, p := range protocols {
@@ -48,51 +49,51 @@ func TestConnectionCommands(t *testing.T) {
 func TestHello(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	id := strings.TrimSuffix(strings.TrimPrefix(rc.do("CLIENT", "ID"), ":"), "\r\n")
+	rc := testkit.Dial(t, ts.Addr)
+	id := strings.TrimSuffix(strings.TrimPrefix(rc.Do("CLIENT", "ID"), ":"), "\r\n")
 	fields := func(proto string) string {
-		return respBulk("server") + respBulk("redis") + respBulk("version") + respBulk("7.0.15") +
-			respBulk("proto") + ":" + proto + "\r\n" + respBulk("id") + ":" + id + "\r\n" +
-			respBulk("mode") + respBulk("standalone") + respBulk("role") + respBulk("master") +
-			respBulk("modules")
+		return testkit.Bulk("server") + testkit.Bulk("redis") + testkit.Bulk("version") + testkit.Bulk("7.0.15") +
+			testkit.Bulk("proto") + ":" + proto + "\r\n" + testkit.Bulk("id") + ":" + id + "\r\n" +
+			testkit.Bulk("mode") + testkit.Bulk("standalone") + testkit.Bulk("role") + testkit.Bulk("master") +
+			testkit.Bulk("modules")
 	}
-	rc.wantDo("%7\r\n"+fields("3")+"*0\r\n", "HELLO", "3")
+	rc.WantDo("%7\r\n"+fields("3")+"*0\r\n", "HELLO", "3")
 	// Now in RESP3: nulls are _.
-	rc.wantDo("_\r\n", "CLIENT", "GETNAME")
-	rc.wantDo("%7\r\n"+fields("3")+"*0\r\n", "HELLO")
-	rc.wantDo("*14\r\n"+fields("2")+"*0\r\n", "HELLO", "2")
-	rc.wantDo("$-1\r\n", "CLIENT", "GETNAME")
-	rc.wantDo(respErr("NOPROTO unsupported protocol version"), "HELLO", "4")
-	rc.wantDo(respErr("NOPROTO unsupported protocol version"), "HELLO", "1")
-	rc.wantDo(respErr("ERR Protocol version is not an integer or out of range"), "HELLO", "three")
-	rc.wantDo(respErr("ERR Syntax error in HELLO option 'FOO'"), "HELLO", "3", "FOO")
+	rc.WantDo("_\r\n", "CLIENT", "GETNAME")
+	rc.WantDo("%7\r\n"+fields("3")+"*0\r\n", "HELLO")
+	rc.WantDo("*14\r\n"+fields("2")+"*0\r\n", "HELLO", "2")
+	rc.WantDo("$-1\r\n", "CLIENT", "GETNAME")
+	rc.WantDo(testkit.Err("NOPROTO unsupported protocol version"), "HELLO", "4")
+	rc.WantDo(testkit.Err("NOPROTO unsupported protocol version"), "HELLO", "1")
+	rc.WantDo(testkit.Err("ERR Protocol version is not an integer or out of range"), "HELLO", "three")
+	rc.WantDo(testkit.Err("ERR Syntax error in HELLO option 'FOO'"), "HELLO", "3", "FOO")
 	// A failed HELLO changes nothing: still RESP2.
-	rc.wantDo("$-1\r\n", "CLIENT", "GETNAME")
-	rc.wantDo("*14\r\n"+fields("2")+"*0\r\n", "HELLO", "2", "SETNAME", "myconn")
-	rc.wantDo(respBulk("myconn"), "CLIENT", "GETNAME")
-	rc.wantDo(respErr("ERR Client names cannot contain spaces, newlines or special characters."), "HELLO", "3", "SETNAME", "a b")
+	rc.WantDo("$-1\r\n", "CLIENT", "GETNAME")
+	rc.WantDo("*14\r\n"+fields("2")+"*0\r\n", "HELLO", "2", "SETNAME", "myconn")
+	rc.WantDo(testkit.Bulk("myconn"), "CLIENT", "GETNAME")
+	rc.WantDo(testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), "HELLO", "3", "SETNAME", "a b")
 }
 
 // TestClientCommands: CLIENT ID, SETNAME, GETNAME, LIST, INFO, KILL.
 func TestClientCommands(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	a := dialRaw(t, ts.Addr)
-	b := dialRaw(t, ts.Addr)
-	idA, _ := strconv.ParseInt(strings.Trim(a.do("CLIENT", "ID"), ":\r\n"), 10, 64)
-	idB, _ := strconv.ParseInt(strings.Trim(b.do("CLIENT", "ID"), ":\r\n"), 10, 64)
+	a := testkit.Dial(t, ts.Addr)
+	b := testkit.Dial(t, ts.Addr)
+	idA, _ := strconv.ParseInt(strings.Trim(a.Do("CLIENT", "ID"), ":\r\n"), 10, 64)
+	idB, _ := strconv.ParseInt(strings.Trim(b.Do("CLIENT", "ID"), ":\r\n"), 10, 64)
 	if idA <= 0 || idB <= 0 || idA == idB {
 		t.Fatalf("CLIENT ID: %d and %d", idA, idB)
 	}
-	a.wantDo("$-1\r\n", "CLIENT", "GETNAME")
-	a.wantDo("+OK\r\n", "CLIENT", "SETNAME", "alpha")
-	a.wantDo(respBulk("alpha"), "CLIENT", "GETNAME")
-	a.wantDo(respErr("ERR Client names cannot contain spaces, newlines or special characters."), "CLIENT", "SETNAME", "a b")
-	a.wantDo(respErr("ERR Client names cannot contain spaces, newlines or special characters."), "CLIENT", "SETNAME", "a\nb")
-	a.wantDo(respBulk("alpha"), "CLIENT", "GETNAME")
-	a.wantDo("+OK\r\n", "CLIENT", "SETINFO", "LIB-NAME", "mylib")
-	a.wantDo("+OK\r\n", "CLIENT", "SETINFO", "lib-ver", "1.2.3")
-	a.wantDo("+OK\r\n", "CLIENT", "MAINT_NOTIFICATIONS", "on", "moving-endpoint-type", "internal-ip")
+	a.WantDo("$-1\r\n", "CLIENT", "GETNAME")
+	a.WantDo("+OK\r\n", "CLIENT", "SETNAME", "alpha")
+	a.WantDo(testkit.Bulk("alpha"), "CLIENT", "GETNAME")
+	a.WantDo(testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), "CLIENT", "SETNAME", "a b")
+	a.WantDo(testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), "CLIENT", "SETNAME", "a\nb")
+	a.WantDo(testkit.Bulk("alpha"), "CLIENT", "GETNAME")
+	a.WantDo("+OK\r\n", "CLIENT", "SETINFO", "LIB-NAME", "mylib")
+	a.WantDo("+OK\r\n", "CLIENT", "SETINFO", "lib-ver", "1.2.3")
+	a.WantDo("+OK\r\n", "CLIENT", "MAINT_NOTIFICATIONS", "on", "moving-endpoint-type", "internal-ip")
 
 	bulk := func(s string) string {
 		t.Helper()
@@ -102,7 +103,7 @@ func TestClientCommands(t *testing.T) {
 		}
 		return s[i+2 : len(s)-2]
 	}
-	info := bulk(a.do("CLIENT", "INFO"))
+	info := bulk(a.Do("CLIENT", "INFO"))
 	for _, want := range []string{
 		fmt.Sprintf("id=%d ", idA), " name=alpha ", " db=0 ", " cmd=client", " resp=2", " lib-name=mylib ", " lib-ver=1.2.3",
 	} {
@@ -113,34 +114,34 @@ func TestClientCommands(t *testing.T) {
 	if !strings.HasSuffix(info, "\n") || strings.Count(info, "\n") != 1 {
 		t.Errorf("CLIENT INFO %q: want one line ending in \\n", info)
 	}
-	list := bulk(a.do("CLIENT", "LIST"))
+	list := bulk(a.Do("CLIENT", "LIST"))
 	lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n")
 	if len(lines) != 2 || !strings.Contains(list, fmt.Sprintf("id=%d ", idA)) || !strings.Contains(list, fmt.Sprintf("id=%d ", idB)) {
 		t.Fatalf("CLIENT LIST:\n%s", list)
 	}
-	one := bulk(a.do("CLIENT", "LIST", "ID", strconv.FormatInt(idB, 10)))
+	one := bulk(a.Do("CLIENT", "LIST", "ID", strconv.FormatInt(idB, 10)))
 	if !strings.HasPrefix(one, fmt.Sprintf("id=%d ", idB)) || strings.Count(one, "\n") != 1 {
 		t.Fatalf("CLIENT LIST ID %d: %q", idB, one)
 	}
 
-	a.wantDo(":0\r\n", "CLIENT", "KILL", "ID", "999999")
-	a.wantDo(respErr("ERR No such client"), "CLIENT", "KILL", "10.0.0.1:1")
-	a.wantDo(":1\r\n", "CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10))
-	b.wantClosed()
-	waitFor(t, "the killed client to leave CLIENT LIST", func() bool {
-		return strings.Count(bulk(a.do("CLIENT", "LIST")), "\n") == 1
+	a.WantDo(":0\r\n", "CLIENT", "KILL", "ID", "999999")
+	a.WantDo(testkit.Err("ERR No such client"), "CLIENT", "KILL", "10.0.0.1:1")
+	a.WantDo(":1\r\n", "CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10))
+	b.WantClosed()
+	testkit.WaitFor(t, "the killed client to leave CLIENT LIST", func() bool {
+		return strings.Count(bulk(a.Do("CLIENT", "LIST")), "\n") == 1
 	})
-	a.wantDo(respErr("ERR unknown subcommand 'FOO'. Try CLIENT HELP."), "CLIENT", "FOO")
-	a.wantDo(respErr("ERR wrong number of arguments for 'client' command"), "CLIENT")
-	a.wantDo(respErr("ERR wrong number of arguments for 'client|setname' command"), "CLIENT", "SETNAME")
-	a.wantDo(respErr("ERR wrong number of arguments for 'client|id' command"), "CLIENT", "ID", "x")
+	a.WantDo(testkit.Err("ERR unknown subcommand 'FOO'. Try CLIENT HELP."), "CLIENT", "FOO")
+	a.WantDo(testkit.Err("ERR wrong number of arguments for 'client' command"), "CLIENT")
+	a.WantDo(testkit.Err("ERR wrong number of arguments for 'client|setname' command"), "CLIENT", "SETNAME")
+	a.WantDo(testkit.Err("ERR wrong number of arguments for 'client|id' command"), "CLIENT", "ID", "x")
 
 	// CLIENT KILL ADDR with the old one-argument form too.
-	c := dialRaw(t, ts.Addr)
-	c.wantDo("+PONG\r\n", "PING")
-	addr := c.c.LocalAddr().String()
-	a.wantDo("+OK\r\n", "CLIENT", "KILL", addr)
-	c.wantClosed()
+	c := testkit.Dial(t, ts.Addr)
+	c.WantDo("+PONG\r\n", "PING")
+	addr := c.NetConn().LocalAddr().String()
+	a.WantDo("+OK\r\n", "CLIENT", "KILL", addr)
+	c.WantClosed()
 
 	// Through go-redis.
 	rdb := ts.client(t)
@@ -496,19 +497,19 @@ func TestTimeAndDebugClock(t *testing.T) {
 func TestUnknownCommand(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := testkit.Dial(t, ts.Addr)
 	const pre = "ERR unknown command "
-	rc.checkDo(respErr(pre+"'FOO', with args beginning with: "), "FOO")
-	rc.checkDo(respErr(pre+"'foo', with args beginning with: 'a' 'b c' "), "foo", "a", "b c")
-	rc.checkDo(respErr(pre+"'CL.THROTTLEX', with args beginning with: 'k' '1' "), "CL.THROTTLEX", "k", "1")
-	rc.checkDo(respErr(pre+"'x', with args beginning with: 'a  b' "), "x", "a\r\nb")
-	rc.checkDo(respErr(pre+"'', with args beginning with: ''' "), "", "'")
+	rc.CheckDo(testkit.Err(pre+"'FOO', with args beginning with: "), "FOO")
+	rc.CheckDo(testkit.Err(pre+"'foo', with args beginning with: 'a' 'b c' "), "foo", "a", "b c")
+	rc.CheckDo(testkit.Err(pre+"'CL.THROTTLEX', with args beginning with: 'k' '1' "), "CL.THROTTLEX", "k", "1")
+	rc.CheckDo(testkit.Err(pre+"'x', with args beginning with: 'a  b' "), "x", "a\r\nb")
+	rc.CheckDo(testkit.Err(pre+"'', with args beginning with: ''' "), "", "'")
 	// Redis quotes arguments while the quoted text (quotes and spaces
 	// included) is under 128 bytes, each clipped to what is left. The next
 	// two fail at the time of writing (reported): cellserver counts only
 	// the arguments' own bytes.
 	long := strings.Repeat("x", 200)
-	rc.checkDo(respErr(pre+"'FOO', with args beginning with: '"+long[:128]+"' "), "FOO", long, "next")
+	rc.CheckDo(testkit.Err(pre+"'FOO', with args beginning with: '"+long[:128]+"' "), "FOO", long, "next")
 	var many []string
 	var quoted string
 	for i := 0; i < 40; i++ {
@@ -517,10 +518,10 @@ func TestUnknownCommand(t *testing.T) {
 			quoted += "'a' "
 		}
 	}
-	rc.checkDo(respErr(pre+"'FOO', with args beginning with: "+quoted), append([]string{"FOO"}, many...)...)
+	rc.CheckDo(testkit.Err(pre+"'FOO', with args beginning with: "+quoted), append([]string{"FOO"}, many...)...)
 	hundred := strings.Repeat("y", 100)
 	// After the first (103 bytes quoted) 25 bytes are left for the second.
-	rc.checkDo(respErr(pre+"'FOO', with args beginning with: '"+hundred+"' '"+hundred[:25]+"' "), "FOO", hundred, hundred, "z")
+	rc.CheckDo(testkit.Err(pre+"'FOO', with args beginning with: '"+hundred+"' '"+hundred[:25]+"' "), "FOO", hundred, hundred, "z")
 }
 
 // TestDebugDisabled: without enable-debug-command, DEBUG is an unknown
@@ -528,9 +529,9 @@ func TestUnknownCommand(t *testing.T) {
 func TestDebugDisabled(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, withDebug(false))
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo(respErr("ERR unknown command 'DEBUG', with args beginning with: 'CLOCK' 'GET' "), "DEBUG", "CLOCK", "GET")
-	rc.wantDo(respErr("ERR unknown command 'debug', with args beginning with: 'clock' 'set' '1' "), "debug", "clock", "set", "1")
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo(testkit.Err("ERR unknown command 'DEBUG', with args beginning with: 'CLOCK' 'GET' "), "DEBUG", "CLOCK", "GET")
+	rc.WantDo(testkit.Err("ERR unknown command 'debug', with args beginning with: 'clock' 'set' '1' "), "debug", "clock", "set", "1")
 	rdb := ts.client(t)
 	list := sortedStrings(t, do(t, rdb, "COMMAND", "LIST"))
 	if slices.Contains(list, "debug") {
@@ -554,13 +555,13 @@ func TestDebugLocal(t *testing.T) {
 		return
 	}
 	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly, c.ProtectedMode = true, false })
-	remote := dialRaw(t, ts.serveAlso(t, ip))
-	local := dialRaw(t, ts.Addr)
-	local.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
-	remote.wantDo(respErr(`ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`),
+	remote := testkit.Dial(t, ts.ServeAlso(t, ip))
+	local := testkit.Dial(t, ts.Addr)
+	local.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	remote.WantDo(testkit.Err(`ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`),
 		"DEBUG", "CLOCK", "SET", "0")
-	local.wantDo(fmt.Sprintf(":%d\r\n", t0), "DEBUG", "CLOCK", "GET")
-	remote.wantDo("+PONG\r\n", "PING")
+	local.WantDo(fmt.Sprintf(":%d\r\n", t0), "DEBUG", "CLOCK", "GET")
+	remote.WantDo("+PONG\r\n", "PING")
 }
 
 // protectedModeReply is Redis 7's DENIED text, as redis-server 7.0.15
@@ -579,23 +580,23 @@ func TestProtectedMode(t *testing.T) {
 		return
 	}
 	ts := startServer(t)
-	remoteAddr := ts.serveAlso(t, ip)
-	remote := dialRaw(t, remoteAddr)
-	if got := remote.line(); got != protectedModeReply {
+	remoteAddr := ts.ServeAlso(t, ip)
+	remote := testkit.Dial(t, remoteAddr)
+	if got := remote.Line(); got != protectedModeReply {
 		t.Fatalf("remote client got %q", got)
 	}
-	remote.wantClosed()
-	local := dialRaw(t, ts.Addr)
-	local.wantDo("+PONG\r\n", "PING")
-	if info := local.do("INFO", "stats"); !strings.Contains(info, "rejected_connections:1\r\n") {
+	remote.WantClosed()
+	local := testkit.Dial(t, ts.Addr)
+	local.WantDo("+PONG\r\n", "PING")
+	if info := local.Do("INFO", "stats"); !strings.Contains(info, "rejected_connections:1\r\n") {
 		t.Fatalf("INFO stats: %q", info)
 	}
-	local.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'"),
+	local.WantDo(testkit.Err("ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be 'yes' or 'no'"),
 		"CONFIG", "SET", "protected-mode", "maybe")
-	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "no")
-	dialRaw(t, remoteAddr).wantDo("+PONG\r\n", "PING")
-	local.wantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "yes", "requirepass", "pw")
-	dialRaw(t, remoteAddr).wantDo(respErr("NOAUTH Authentication required."), "PING")
+	local.WantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "no")
+	testkit.Dial(t, remoteAddr).WantDo("+PONG\r\n", "PING")
+	local.WantDo("+OK\r\n", "CONFIG", "SET", "protected-mode", "yes", "requirepass", "pw")
+	testkit.Dial(t, remoteAddr).WantDo(testkit.Err("NOAUTH Authentication required."), "PING")
 }
 
 // TestRenameCommand: with rename-command, the new name runs the command
@@ -606,16 +607,16 @@ func TestRenameCommand(t *testing.T) {
 	ts := startServer(t, func(c *server.Config) {
 		c.RenameCommands = [][2]string{{"CONFIG", "secret-config"}, {"FLUSHALL", ""}, {"shutdown", ""}}
 	})
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo(respErr("ERR unknown command 'CONFIG', with args beginning with: 'SET' 'requirepass' 'x' "), "CONFIG", "SET", "requirepass", "x")
-	rc.wantDo(respErr("ERR unknown command 'FLUSHALL', with args beginning with: "), "FLUSHALL")
-	rc.wantDo(respErr("ERR unknown command 'SHUTDOWN', with args beginning with: "), "SHUTDOWN")
-	rc.wantDo("*2\r\n$4\r\nsave\r\n$0\r\n\r\n", "SECRET-CONFIG", "GET", "save")
-	rc.wantDo("*3\r\n*-1\r\n*-1\r\n*-1\r\n", "COMMAND", "INFO", "config", "flushall", "shutdown")
-	if got := rc.do("COMMAND", "INFO", "secret-config"); !strings.HasPrefix(got, "*1\r\n*10\r\n$13\r\nsecret-config\r\n") {
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo(testkit.Err("ERR unknown command 'CONFIG', with args beginning with: 'SET' 'requirepass' 'x' "), "CONFIG", "SET", "requirepass", "x")
+	rc.WantDo(testkit.Err("ERR unknown command 'FLUSHALL', with args beginning with: "), "FLUSHALL")
+	rc.WantDo(testkit.Err("ERR unknown command 'SHUTDOWN', with args beginning with: "), "SHUTDOWN")
+	rc.WantDo("*2\r\n$4\r\nsave\r\n$0\r\n\r\n", "SECRET-CONFIG", "GET", "save")
+	rc.WantDo("*3\r\n*-1\r\n*-1\r\n*-1\r\n", "COMMAND", "INFO", "config", "flushall", "shutdown")
+	if got := rc.Do("COMMAND", "INFO", "secret-config"); !strings.HasPrefix(got, "*1\r\n*10\r\n$13\r\nsecret-config\r\n") {
 		t.Fatalf("COMMAND INFO secret-config: %q", got)
 	}
-	rc.wantDo("+PONG\r\n", "PING")
+	rc.WantDo("+PONG\r\n", "PING")
 }
 
 // TestShutdownCommand: SHUTDOWN closes the connection without a reply and
@@ -625,19 +626,19 @@ func TestShutdownCommand(t *testing.T) {
 	for _, mode := range [][]string{{"SHUTDOWN"}, {"SHUTDOWN", "NOSAVE"}, {"shutdown", "save"}} {
 		t.Run(strings.Join(mode, " "), func(t *testing.T) {
 			ts := startServer(t)
-			other := dialRaw(t, ts.Addr)
-			other.wantDo("+PONG\r\n", "PING")
-			rc := dialRaw(t, ts.Addr)
-			rc.wantDo(respErr("ERR syntax error"), "SHUTDOWN", "LATER")
-			rc.send(encode(mode...))
-			rc.wantClosed()
-			other.wantClosed()
+			other := testkit.Dial(t, ts.Addr)
+			other.WantDo("+PONG\r\n", "PING")
+			rc := testkit.Dial(t, ts.Addr)
+			rc.WantDo(testkit.Err("ERR syntax error"), "SHUTDOWN", "LATER")
+			rc.Send(testkit.Encode(mode...))
+			rc.WantClosed()
+			other.WantClosed()
 			select {
-			case <-ts.srv.Done():
-			case <-time.After(ioTimeout):
+			case <-ts.Done():
+			case <-time.After(testkit.IOTimeout):
 				t.Fatalf("server not done after %v", mode)
 			}
-			if c, err := net.DialTimeout("tcp", ts.Addr, ioTimeout); err == nil {
+			if c, err := net.DialTimeout("tcp", ts.Addr, testkit.IOTimeout); err == nil {
 				c.Close()
 				t.Fatalf("the server still accepts connections after %v", mode)
 			}
@@ -651,14 +652,14 @@ func TestShutdownCommand(t *testing.T) {
 func TestShutdownInMulti(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+OK\r\n", "MULTI")
-	rc.wantDo(respErr("ERR Command not allowed inside a transaction"), "SHUTDOWN")
-	rc.wantDo("+QUEUED\r\n", "PING")
-	rc.wantDo(respErr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
-	rc.wantDo("+PONG\r\n", "PING")
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo("+OK\r\n", "MULTI")
+	rc.WantDo(testkit.Err("ERR Command not allowed inside a transaction"), "SHUTDOWN")
+	rc.WantDo("+QUEUED\r\n", "PING")
+	rc.WantDo(testkit.Err("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+	rc.WantDo("+PONG\r\n", "PING")
 	select {
-	case <-ts.srv.Done():
+	case <-ts.Done():
 		t.Fatal("SHUTDOWN inside MULTI stopped the server")
 	default:
 	}
@@ -670,14 +671,14 @@ func TestServerShutdown(t *testing.T) {
 	ts := startServer(t)
 	rdb := ts.client(t, noRetry)
 	wantVal(t, rdb, "PONG", "PING")
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+PONG\r\n", "PING")
-	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	rc := testkit.Dial(t, ts.Addr)
+	rc.WantDo("+PONG\r\n", "PING")
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.IOTimeout)
 	defer cancel()
-	if err := ts.srv.Shutdown(ctx); err != nil {
+	if err := ts.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	rc.wantClosed()
+	rc.WantClosed()
 	if err := rdb.Ping(ctx).Err(); err == nil {
 		t.Fatalf("PING after Shutdown succeeded")
 	}
