@@ -30,15 +30,7 @@ func TestSlidingWindow(t *testing.T) {
 	now := tBase + 3*sec
 	prevWin := tBase - 10*sec
 	type state = SlidingWindowState
-	tests := []struct {
-		name   string
-		st     state
-		exists bool
-		now    int64
-		req    SlidingWindowRequest
-		wantSt state
-		want   Outcome
-	}{
+	runSteps(t, SlidingWindow, []step[state, SlidingWindowRequest]{
 		{
 			name: "fresh key", now: now, req: sw(10, 10, 1),
 			wantSt: state{Start: tBase, Curr: 1},
@@ -221,18 +213,7 @@ func TestSlidingWindow(t *testing.T) {
 			want: Outcome{Result: Result{Limit: 10, Remaining: 9, RetryAfter: -1, ResetAfter: 17},
 				Write: WriteStore, ExpireMs: tBaseMs + 20000},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := SlidingWindow(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
-				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
-				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestSlidingWindowExact128 compares the estimate where prev·(W−e) and
@@ -262,14 +243,7 @@ func TestSlidingWindowExact128(t *testing.T) {
 }
 
 func TestSlidingWindowRangeErrors(t *testing.T) {
-	tests := []struct {
-		name   string
-		st     SlidingWindowState
-		exists bool
-		now    int64
-		req    SlidingWindowRequest
-		want   error
-	}{
+	runFailures(t, SlidingWindow, []failure[SlidingWindowState, SlidingWindowRequest]{
 		// [9223372030e9, +10s) and the window after it end past MaxInt64.
 		{"window end overflows", SlidingWindowState{}, false, math.MaxInt64 - 1, sw(5, 10, 1), ErrWindowRange},
 		// [9223372020e9, 9223372030e9): its end fits, the next one's not.
@@ -280,22 +254,11 @@ func TestSlidingWindowRangeErrors(t *testing.T) {
 		{"stored window near MaxInt64", SlidingWindowState{Start: 9_223_372_030 * nsPerSec, Curr: 1}, true, tBase,
 			sw(5, 10, 1), ErrWindowRange},
 		{"invalid request", SlidingWindowState{}, false, tBase, sw(0, 1, 1), ErrLimitNotPositive},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := SlidingWindow(tt.st, tt.exists, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != tt.st || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestSlidingWindowValidate(t *testing.T) {
-	tests := []struct {
-		req  SlidingWindowRequest
-		want error
-	}{
+	runValidations(t, []validation[SlidingWindowRequest]{
 		{sw(1, 1, 1), nil},
 		{sw(0, 0, 1), ErrLimitNotPositive},
 		{sw(-1, math.MaxInt64, 1), ErrLimitNotPositive},
@@ -312,12 +275,7 @@ func TestSlidingWindowValidate(t *testing.T) {
 		{swExact(0, 1, 1), ErrLimitNotPositive},
 		{swExact(100_001, 0, 1), ErrWindowNotPositive},
 		{swExact(100_001, math.MaxInt64, 1), ErrExactLimit}, // before the window's range
-	}
-	for _, tt := range tests {
-		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
-			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestSlidingWindowRobust runs random requests, valid but extreme, on
@@ -350,9 +308,7 @@ func TestSlidingWindowRobust(t *testing.T) {
 
 func TestSlidingWindowAllocs(t *testing.T) {
 	st := SlidingWindowState{Start: tBase, Prev: 3, Curr: 2}
-	if n := testing.AllocsPerRun(100, func() {
+	wantNoAllocs(t, func() {
 		_, _, _ = SlidingWindow(st, true, tBase+nsPerSec, sw(10, 10, 1))
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
+	})
 }

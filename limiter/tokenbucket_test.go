@@ -26,15 +26,7 @@ func tbMS(capacity, refill, period, cost int64) TokenBucketRequest {
 func TestTokenBucket(t *testing.T) {
 	// A bucket of 10 that refills 1/s and is empty at tBase: full at tBase+10s.
 	empty10 := TokenBucketState{FullAt: tBase + 10*nsPerSec}
-	tests := []struct {
-		name   string
-		st     TokenBucketState
-		exists bool
-		now    int64
-		req    TokenBucketRequest
-		wantSt TokenBucketState
-		want   Outcome
-	}{
+	runSteps(t, TokenBucket, []step[TokenBucketState, TokenBucketRequest]{
 		{
 			// 1 token of 10 missing: full again 1 s later.
 			name: "fresh key", now: tBase, req: tb(10, 1, 1, 1),
@@ -196,18 +188,7 @@ func TestTokenBucket(t *testing.T) {
 			want: Outcome{Result: Result{Limited: true, Limit: 10, RetryAfter: 9223372037,
 				ResetAfter: 9223372037}},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := TokenBucket(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
-				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
-				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestTokenBucketNoDrift takes one token at each instant a token of a
@@ -259,36 +240,20 @@ func TestTokenBucketWholePeriods(t *testing.T) {
 }
 
 func TestTokenBucketRangeErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		now  int64
-		st   TokenBucketState
-		req  TokenBucketRequest
-		want error
-	}{
+	type f = failure[TokenBucketState, TokenBucketRequest]
+	runFailures(t, TokenBucket, []f{
 		// now+1e9 > MaxInt64: the full instant does not fit.
-		{"full instant overflows", math.MaxInt64 - 500_000_000, TokenBucketState{}, tb(10, 1, 1, 1), ErrPeriodRange},
+		{name: "full instant overflows", now: math.MaxInt64 - 500_000_000, req: tb(10, 1, 1, 1), want: ErrPeriodRange},
 		// FullAt = MaxInt64 with Rem 1: idle at MaxInt64+1.
-		{"idle ns overflows", math.MaxInt64 - 333_333_333, TokenBucketState{}, tb(3, 3, 1, 1), ErrPeriodRange},
-		{"invalid request", tBase, TokenBucketState{}, tb(0, 1, 1, 1), ErrCapacityNotPositive},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := TokenBucket(tt.st, false, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != tt.st || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
-			}
-		})
-	}
+		{name: "idle ns overflows", now: math.MaxInt64 - 333_333_333, req: tb(3, 3, 1, 1), want: ErrPeriodRange},
+		{name: "invalid request", now: tBase, req: tb(0, 1, 1, 1), want: ErrCapacityNotPositive},
+	})
 }
 
 func TestTokenBucketValidate(t *testing.T) {
 	const maxSec = math.MaxInt64 / nsPerSec // 9223372036
 	const maxMs = math.MaxInt64 / nsPerMs   // 9223372036854
-	tests := []struct {
-		req  TokenBucketRequest
-		want error
-	}{
+	runValidations(t, []validation[TokenBucketRequest]{
 		{tb(1, 1, 1, 1), nil},
 		{tb(0, 0, 0, 1), ErrCapacityNotPositive},
 		{tb(-1, 1, math.MaxInt64, 1), ErrCapacityNotPositive},
@@ -306,12 +271,7 @@ func TestTokenBucketValidate(t *testing.T) {
 		{tb(10, 1, 1_000_000_000, 1), ErrCapacityRange},     // 1e19 does not
 		{tb(1, math.MaxInt64, 1, math.MaxInt64), nil},
 		{tb(1, 1, 1, math.MinInt64), nil},
-	}
-	for _, tt := range tests {
-		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
-			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
-		}
-	}
+	})
 }
 
 // extremeInt64s are int64s at and near the edges, for the robustness tests.
@@ -378,9 +338,7 @@ func TestTokenBucketRobust(t *testing.T) {
 
 func TestTokenBucketAllocs(t *testing.T) {
 	st := TokenBucketState{FullAt: tBase + 5}
-	if n := testing.AllocsPerRun(100, func() {
+	wantNoAllocs(t, func() {
 		_, _, _ = TokenBucket(st, true, tBase, tb(10, 1, 1, 1))
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
+	})
 }
