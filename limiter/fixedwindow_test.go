@@ -22,7 +22,7 @@ func TestFixedWindow(t *testing.T) {
 	// ends in 7 s and the key expires at tBaseMs+10000.
 	const sec = nsPerSec
 	now := tBase + 3*sec
-	runSteps(t, FixedWindow, []step[FixedWindowState, FixedWindowRequest]{
+	runCalls(t, FixedWindow, []call[FixedWindowState, FixedWindowRequest]{
 		{
 			name: "fresh key", now: now, req: fw(5, 10, 1),
 			wantSt: FixedWindowState{Start: tBase, Count: 1},
@@ -167,13 +167,13 @@ func TestFixedWindow(t *testing.T) {
 }
 
 func TestFixedWindowRangeErrors(t *testing.T) {
-	type f = failure[FixedWindowState, FixedWindowRequest]
-	runFailures(t, FixedWindow, []f{
+	type c = call[FixedWindowState, FixedWindowRequest]
+	runCalls(t, FixedWindow, []c{
 		// The window [9223372030e9, 9223372040e9) ends past MaxInt64.
-		{name: "window end overflows", now: math.MaxInt64 - 1, req: fw(5, 10, 1), want: ErrWindowRange},
+		{name: "window end overflows", now: math.MaxInt64 - 1, req: fw(5, 10, 1), err: ErrWindowRange},
 		// ⌊MinInt64/3e9⌋·3e9 = −9223372038e9 < MinInt64.
-		{name: "window start overflows", now: math.MinInt64, req: fw(5, 3, 1), want: ErrWindowRange},
-		{name: "invalid request", now: tBase, req: fw(5, 0, 1), want: ErrWindowNotPositive},
+		{name: "window start overflows", now: math.MinInt64, req: fw(5, 3, 1), err: ErrWindowRange},
+		{name: "invalid request", now: tBase, req: fw(5, 0, 1), err: ErrWindowNotPositive},
 	})
 }
 

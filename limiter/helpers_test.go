@@ -12,8 +12,10 @@ import (
 // algorithm is a limiter over a comparable state.
 type algorithm[S comparable, R any] func(st S, exists bool, now int64, r R) (S, Outcome, error)
 
-// step is one call of an algorithm and the state and outcome it returns.
-type step[S comparable, R any] struct {
+// call is one call of an algorithm and what it returns: the state and
+// outcome wanted, or, with err set, that error, the state as it was and
+// an empty outcome.
+type call[S comparable, R any] struct {
 	name   string
 	st     S
 	exists bool
@@ -21,43 +23,24 @@ type step[S comparable, R any] struct {
 	req    R
 	wantSt S
 	want   Outcome
+	err    error
 }
 
-// runSteps runs each step as a subtest, on a state of its own.
-func runSteps[S comparable, R any](t *testing.T, f algorithm[S, R], steps []step[S, R]) {
+// runCalls runs each call as a subtest, on a state of its own.
+func runCalls[S comparable, R any](t *testing.T, f algorithm[S, R], calls []call[S, R]) {
 	t.Helper()
-	for _, tt := range steps {
+	for _, tt := range calls {
 		t.Run(tt.name, func(t *testing.T) {
 			st, out, err := f(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
+			switch {
+			case tt.err != nil:
+				if !errors.Is(err, tt.err) || st != tt.st || out != (Outcome{}) {
+					t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.err)
+				}
+			case err != nil:
 				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
+			case st != tt.wantSt || out != tt.want:
 				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
-}
-
-// failure is a call of an algorithm that fails with want, and leaves the
-// state as it was with an empty outcome.
-type failure[S comparable, R any] struct {
-	name   string
-	st     S
-	exists bool
-	now    int64
-	req    R
-	want   error
-}
-
-// runFailures runs each failure as a subtest.
-func runFailures[S comparable, R any](t *testing.T, f algorithm[S, R], cases []failure[S, R]) {
-	t.Helper()
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := f(tt.st, tt.exists, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != tt.st || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
 			}
 		})
 	}

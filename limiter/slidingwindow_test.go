@@ -30,7 +30,7 @@ func TestSlidingWindow(t *testing.T) {
 	now := tBase + 3*sec
 	prevWin := tBase - 10*sec
 	type state = SlidingWindowState
-	runSteps(t, SlidingWindow, []step[state, SlidingWindowRequest]{
+	runCalls(t, SlidingWindow, []call[state, SlidingWindowRequest]{
 		{
 			name: "fresh key", now: now, req: sw(10, 10, 1),
 			wantSt: state{Start: tBase, Curr: 1},
@@ -243,17 +243,17 @@ func TestSlidingWindowExact128(t *testing.T) {
 }
 
 func TestSlidingWindowRangeErrors(t *testing.T) {
-	runFailures(t, SlidingWindow, []failure[SlidingWindowState, SlidingWindowRequest]{
+	type c = call[SlidingWindowState, SlidingWindowRequest]
+	runCalls(t, SlidingWindow, []c{
 		// [9223372030e9, +10s) and the window after it end past MaxInt64.
-		{"window end overflows", SlidingWindowState{}, false, math.MaxInt64 - 1, sw(5, 10, 1), ErrWindowRange},
+		{name: "window end overflows", now: math.MaxInt64 - 1, req: sw(5, 10, 1), err: ErrWindowRange},
 		// [9223372020e9, 9223372030e9): its end fits, the next one's not.
-		{"next window end overflows", SlidingWindowState{}, false, 9_223_372_025 * nsPerSec, sw(5, 10, 0),
-			ErrWindowRange},
-		{"window start overflows", SlidingWindowState{}, false, math.MinInt64, sw(5, 3, 1), ErrWindowRange},
+		{name: "next window end overflows", now: 9_223_372_025 * nsPerSec, req: sw(5, 10, 0), err: ErrWindowRange},
+		{name: "window start overflows", now: math.MinInt64, req: sw(5, 3, 1), err: ErrWindowRange},
 		// A stored window far ahead (the clock went back): its end overflows.
-		{"stored window near MaxInt64", SlidingWindowState{Start: 9_223_372_030 * nsPerSec, Curr: 1}, true, tBase,
-			sw(5, 10, 1), ErrWindowRange},
-		{"invalid request", SlidingWindowState{}, false, tBase, sw(0, 1, 1), ErrLimitNotPositive},
+		{name: "stored window near MaxInt64", st: SlidingWindowState{Start: 9_223_372_030 * nsPerSec, Curr: 1},
+			exists: true, now: tBase, req: sw(5, 10, 1), err: ErrWindowRange},
+		{name: "invalid request", now: tBase, req: sw(0, 1, 1), err: ErrLimitNotPositive},
 	})
 }
 

@@ -26,7 +26,7 @@ func tbMS(capacity, refill, period, cost int64) TokenBucketRequest {
 func TestTokenBucket(t *testing.T) {
 	// A bucket of 10 that refills 1/s and is empty at tBase: full at tBase+10s.
 	empty10 := TokenBucketState{FullAt: tBase + 10*nsPerSec}
-	runSteps(t, TokenBucket, []step[TokenBucketState, TokenBucketRequest]{
+	runCalls(t, TokenBucket, []call[TokenBucketState, TokenBucketRequest]{
 		{
 			// 1 token of 10 missing: full again 1 s later.
 			name: "fresh key", now: tBase, req: tb(10, 1, 1, 1),
@@ -240,13 +240,13 @@ func TestTokenBucketWholePeriods(t *testing.T) {
 }
 
 func TestTokenBucketRangeErrors(t *testing.T) {
-	type f = failure[TokenBucketState, TokenBucketRequest]
-	runFailures(t, TokenBucket, []f{
+	type c = call[TokenBucketState, TokenBucketRequest]
+	runCalls(t, TokenBucket, []c{
 		// now+1e9 > MaxInt64: the full instant does not fit.
-		{name: "full instant overflows", now: math.MaxInt64 - 500_000_000, req: tb(10, 1, 1, 1), want: ErrPeriodRange},
+		{name: "full instant overflows", now: math.MaxInt64 - 500_000_000, req: tb(10, 1, 1, 1), err: ErrPeriodRange},
 		// FullAt = MaxInt64 with Rem 1: idle at MaxInt64+1.
-		{name: "idle ns overflows", now: math.MaxInt64 - 333_333_333, req: tb(3, 3, 1, 1), want: ErrPeriodRange},
-		{name: "invalid request", now: tBase, req: tb(0, 1, 1, 1), want: ErrCapacityNotPositive},
+		{name: "idle ns overflows", now: math.MaxInt64 - 333_333_333, req: tb(3, 3, 1, 1), err: ErrPeriodRange},
+		{name: "invalid request", now: tBase, req: tb(0, 1, 1, 1), err: ErrCapacityNotPositive},
 	})
 }
 
