@@ -73,6 +73,21 @@ func (rc *Conn) CheckDo(want string, args ...string) {
 	}
 }
 
+// WantLines sends raw as it is, reads as many lines as want holds and
+// asserts that they are want: for replies to requests a server may not
+// parse as a client meant them.
+func (rc *Conn) WantLines(want, raw string) {
+	rc.t.Helper()
+	rc.Send(raw)
+	var got string
+	for range strings.Count(want, "\r\n") {
+		got += rc.Line()
+	}
+	if got != want {
+		rc.t.Fatalf("%.200q:\n got %q\nwant %q", raw, got, want)
+	}
+}
+
 // Reply reads one complete reply and returns its bytes.
 func (rc *Conn) Reply() string {
 	rc.t.Helper()

@@ -25,7 +25,7 @@ func TestAuth(t *testing.T) {
 	ts := startServer(t, withPass("s3cret"))
 
 	t.Run("raw", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		for _, args := range [][]string{
 			{"CL.THROTTLE", "k", "1", "1", "1"},
 			{"PING"},
@@ -57,20 +57,20 @@ func TestAuth(t *testing.T) {
 	})
 
 	t.Run("AUTH default pass", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		rc.WantDo("+OK\r\n", "AUTH", "default", "s3cret")
 		rc.WantDo("+PONG\r\n", "PING")
 	})
 
 	t.Run("HELLO AUTH", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		got := rc.Do("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "h")
 		if !strings.HasPrefix(got, "%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n") {
 			t.Fatalf("HELLO 3 AUTH: %q", got)
 		}
 		rc.WantDo("+PONG\r\n", "PING")
 		rc.WantDo(testkit.Bulk("h"), "CLIENT", "GETNAME")
-		rc2 := testkit.Dial(t, ts.Addr)
+		rc2 := ts.Dial(t)
 		got = rc2.Do("HELLO", "2", "AUTH", "default", "s3cret")
 		if !strings.HasPrefix(got, "*14\r\n") {
 			t.Fatalf("HELLO 2 AUTH: %q", got)
@@ -108,7 +108,7 @@ func TestUnauthenticatedLimits(t *testing.T) {
 		{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length\r\n"},
 		{"*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n"},
 	} {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		rc.Send(c.req)
 		if got := rc.Line(); got != c.want {
 			t.Fatalf("%q: got %q, want %q", c.req, got, c.want)
@@ -116,7 +116,7 @@ func TestUnauthenticatedLimits(t *testing.T) {
 		rc.WantClosed()
 	}
 	// Once authenticated, the full limits apply.
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+OK\r\n", "AUTH", "s3cret")
 	rc.WantDo("$16385\r\n"+strings.Repeat("x", 16385)+"\r\n", "ECHO", strings.Repeat("x", 16385))
 }
@@ -124,7 +124,7 @@ func TestUnauthenticatedLimits(t *testing.T) {
 func TestAuthWithoutPassword(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo(testkit.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), "AUTH", "x")
 	rc.WantDo("+OK\r\n", "AUTH", "default", "anything")
 	rc.WantDo(testkit.Err(wrongPass), "AUTH", "bob", "x")
@@ -146,7 +146,7 @@ func TestAuthEmptyUserName(t *testing.T) {
 	t.Parallel()
 	for _, pass := range []string{"s3cret", ""} {
 		ts := startServer(t, withPass(pass))
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		rc.WantDo(testkit.Err(wrongPass), "AUTH", "", "s3cret")
 		rc.WantDo(testkit.Err(wrongPass), "HELLO", "2", "AUTH", "", "s3cret")
 		rc.WantDo("+OK\r\n", "AUTH", "default", "s3cret")

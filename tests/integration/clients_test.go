@@ -47,33 +47,34 @@ func runClientEnv(t *testing.T, env []string, want string, name string, args ...
 	}
 }
 
+// runNodeClient runs a script of tests/clients/node with node, skipping
+// (failing, on CI) where node or the npm package module is missing.
+func runNodeClient(t *testing.T, module string, env []string, want, script string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", module))
+	needClient(t, "node with the npm package "+module+" (npm ci in tests/clients/node)", err == nil && modErr == nil)
+	runClientEnv(t, env, want, node, filepath.Join(clientsDir, "node", script))
+}
+
 // TestIoredis: ioredis with its defaults (RESP2): the four limiter
 // commands, a pipeline and a MULTI, exact replies.
 func TestIoredis(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "ioredis"))
-	needClient(t, "node with ioredis (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClient(t, "ioredis ok", node, filepath.Join(clientsDir, "node", "ioredis_test.js"))
+	runNodeClient(t, "ioredis", nil, "ioredis ok", "ioredis_test.js")
 }
 
 // TestNodeRedis: node-redis with its defaults, the same scenario.
 func TestNodeRedis(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis"))
-	needClient(t, "node with node-redis (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClient(t, "node-redis ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
+	runNodeClient(t, "redis", nil, "node-redis ok", "node_redis_test.js")
 }
 
 // TestNodeRedisResp3: node-redis 5 asked for RESP3 (HELLO 3), the same
 // scenario; it checks that CLIENT INFO shows resp=3.
 func TestNodeRedisResp3(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis5"))
-	needClient(t, "node with node-redis 5 (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClientEnv(t, []string{"NODE_REDIS=redis5"}, "node-redis resp3 ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
+	runNodeClient(t, "redis5", []string{"NODE_REDIS=redis5"}, "node-redis resp3 ok", "node_redis_test.js")
 }
 
 // TestRedisPy: redis-py, Debian's python3-redis for the system python3,
@@ -94,8 +95,7 @@ func TestRedisPy(t *testing.T) {
 // arguments in decimal.
 func TestJedisWire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	rc.Send("*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$8\r\nLIB-NAME\r\n$5\r\njedis\r\n" +
 		"*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$7\r\nLIB-VER\r\n$5\r\n5.1.0\r\n")
 	if got := rc.Reply() + rc.Reply(); got != "+OK\r\n+OK\r\n" {

@@ -17,8 +17,7 @@ import (
 // afresh; no time is negative.
 func TestClockJumpsOverTheWire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	const h = 3600 * sec
 	set := func(ns int64) { rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(ns, 10)) }
 	keys := []struct {

@@ -278,9 +278,7 @@ func TestCluster(t *testing.T) {
 		allowed := make([][keys]int64, 6)
 		for i := range allowed {
 			cl := clusterClient(t, []*proc{a, b, c}[i%3])
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for range perClient {
 					for k := range keys {
 						// TRYAGAIN is a right answer while a slot is handed
@@ -300,7 +298,7 @@ func TestCluster(t *testing.T) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		for k := range keys {

@@ -21,8 +21,7 @@ const (
 // the server's bytes.
 func TestThrottleErrorsRaw(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	// Frozen: the one valid call below leaves a key with a 1 ns ttl, which a
 	// real clock would expire before DBSIZE counts it.
 	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
@@ -80,9 +79,7 @@ func TestThrottleErrorsRaw(t *testing.T) {
 // a Cell error (docs/commands.md#cl-throttle-errors; the exact words name what overflowed).
 func TestThrottleOverflow(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	cases := [][]any{
 		args("CL.THROTTLE", "k", 1, 1, "9223372036854775807"),     // period·1e9
 		args("CL.THROTTLE", "k", "9223372036854775807", 1, 1),     // max_burst+1
@@ -110,9 +107,7 @@ func TestThrottleOverflow(t *testing.T) {
 // taken, and overflow is still refused (docs/commands.md#integer-arguments).
 func TestLimiterLeadingZeros(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	// 21 characters, the value fits in i64: redis-cell takes it.
 	wantInts(t, rdb, ints(0, 7, 0, -1, 0), "CL.THROTTLE", "k", "6", "003153599999999999998", "3153600000", "1")
 	wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "readme", "0015", "00030", "060", "+001")
@@ -212,7 +207,7 @@ func TestLimiterErrors(t *testing.T) {
 	wantVal(t, rdb, int64(0), "DBSIZE")
 
 	// A few byte for byte.
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
 	rc.WantDo(testkit.Err(errNotInt), "SW.HIT", "k", "x", "1")
 	rc.WantDo(testkit.Err(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")

@@ -42,13 +42,26 @@ func startServer(t testing.TB, opts ...func(*server.Config)) *testServer {
 	return &testServer{inproc.Start(t, opts...)}
 }
 
+// frozenClient starts a server and returns a go-redis client for it with
+// the server's clock frozen at t0.
+func frozenClient(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := startServer(t).client(t)
+	setClock(t, rdb, t0)
+	return rdb
+}
+
+// rawClient starts a server and returns a raw connection to it.
+func rawClient(t testing.TB) *testkit.Conn {
+	t.Helper()
+	return startServer(t).Dial(t)
+}
+
 // withDebug returns an option that turns DEBUG on or off.
 func withDebug(on bool) func(*server.Config) {
 	return func(c *server.Config) { c.EnableDebugCommand = on }
 }
 
-// client returns a go-redis client for ts, closed when the test ends.
-// opts may change the default options (RESP3, three retries).
 // eachProtocol runs fn once per protocol (go-redis's RESP3 default and
 // RESP2), as parallel subtests, each on a fresh server whose clock is
 // frozen at t0.
@@ -64,6 +77,16 @@ func eachProtocol(t *testing.T, fn func(t *testing.T, ts *testServer, rdb *redis
 	}
 }
 
+// bothProtocols runs fn once per protocol, as subtests, each with a client
+// of its own for ts.
+func bothProtocols(t *testing.T, ts *testServer, fn func(t *testing.T, rdb *redis.Client)) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { fn(t, ts.client(t, p.opt)) })
+	}
+}
+
+// client returns a go-redis client for ts, closed when the test ends.
+// opts may change the default options (RESP3, three retries).
 func (ts *testServer) client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
 	o := &redis.Options{Addr: ts.Addr, ReadTimeout: testkit.IOTimeout, WriteTimeout: testkit.IOTimeout}

@@ -20,8 +20,7 @@ import (
 // commands, lookups, connections.
 func TestInfoStatsExact(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	in := 0
 	do := func(want string, args ...string) {
 		t.Helper()
@@ -73,7 +72,7 @@ func TestRedisExporter(t *testing.T) {
 		t.Skip("prometheus-redis-exporter is not installed (apt-get install prometheus-redis-exporter)")
 	}
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 	rc.WantDo(testkit.Ints(0, 1, 0, -1, 60), "CL.THROTTLE", "k", "0", "1", "60")
 	rc.WantDo(testkit.Ints(1, 1, 0, 60, 60), "CL.THROTTLE", "k", "0", "1", "60")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/redis/go-redis/v9"
 )
 
 // args is shorthand for a command.
@@ -31,17 +32,23 @@ var kindSetup = []struct {
 	{"fw", "fixedwindow", 60000, args("FW.INCR", "fw", 2, 60), ints(0, 2, 1, -1, 60), ints(0, 2, 0, -1, 60)},
 }
 
+// everyKind starts a server with its clock frozen at t0 and makes the keys
+// of kindSetup, and returns a go-redis client for it.
+func everyKind(t *testing.T) *redis.Client {
+	t.Helper()
+	rdb := frozenClient(t)
+	for _, k := range kindSetup {
+		wantInts(t, rdb, k.first, k.args...)
+	}
+	return rdb
+}
+
 // TestWrongType: a key holds one kind; every other kind's command (and
 // GET on a non-CL key) answers WRONGTYPE and changes nothing. Argument
 // errors come first.
 func TestWrongType(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
-	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
-	}
+	rdb := everyKind(t)
 	const wrong = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	cases := [][]any{
 		args("TB.TAKE", "cl", 5, 1, 10),
@@ -105,12 +112,8 @@ func TestWrongType(t *testing.T) {
 // still there during its last millisecond, gone after.
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
+	rdb := everyKind(t)
 	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
 		wantVal(t, rdb, k.pttl, "PTTL", k.key)
 	}
 	wantVal(t, rdb, int64(len(kindSetup)), "DBSIZE")
@@ -159,13 +162,7 @@ func TestExpiry(t *testing.T) {
 // and the background sweep reclaims them.
 func TestExpiryInvisible(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
-	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
-	}
+	rdb := everyKind(t)
 	wantVal(t, rdb, int64(5), "DBSIZE")
 	advance(t, rdb, 120*sec+ms) // past every key's expiry
 	wantVal(t, rdb, []any{}, "KEYS", "*")

@@ -90,9 +90,7 @@ func TestTenThousandConnections(t *testing.T) {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
 				if err != nil {
@@ -120,7 +118,7 @@ func TestTenThousandConnections(t *testing.T) {
 					fail("connection %d: got %q, want %q", i, got, want)
 				}
 			}
-		}()
+		})
 	}
 	for i := range conns {
 		work <- i

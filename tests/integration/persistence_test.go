@@ -90,8 +90,7 @@ var (
 // reference returns what a server that never restarts answers to the
 // probes after the script.
 func reference(t *testing.T) []string {
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 	runPSteps(rc, persistScript)
 	return runPSteps(rc, persistProbes)

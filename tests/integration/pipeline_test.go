@@ -67,7 +67,7 @@ func TestPipelineGoRedis(t *testing.T) {
 func TestPipelineRaw(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 
 	rc.Send("PING\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nECHO hi\r\n")
@@ -111,7 +111,7 @@ func TestPipelineRaw(t *testing.T) {
 	}
 
 	// QUIT in a pipeline: what follows it is not run.
-	q := testkit.Dial(t, ts.Addr)
+	q := ts.Dial(t)
 	q.Send("PING\r\nQUIT\r\nFW.INCR quit 1 60\r\nPING\r\n")
 	if got := q.Reply() + q.Reply(); got != "+PONG\r\n+OK\r\n" {
 		t.Fatalf("PING QUIT: got %q", got)
@@ -125,7 +125,7 @@ func TestPipelineRaw(t *testing.T) {
 func TestInline(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	cases := []struct {
 		line, want string
 	}{
@@ -156,7 +156,7 @@ func TestInline(t *testing.T) {
 		t.Fatalf("unbalanced quotes: got %q", got)
 	}
 	rc.WantClosed()
-	testkit.Dial(t, ts.Addr).WantDo("+PONG\r\n", "PING")
+	ts.Dial(t).WantDo("+PONG\r\n", "PING")
 }
 
 // TestMultiExec: MULTI/EXEC through go-redis and byte for byte.
@@ -200,7 +200,7 @@ func TestMultiExec(t *testing.T) {
 	})
 
 	t.Run("raw", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		rc.WantDo("+OK\r\n", "MULTI")
 		rc.WantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
 		rc.WantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
@@ -214,7 +214,7 @@ func TestMultiExec(t *testing.T) {
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		rc.WantDo(testkit.Err("ERR EXEC without MULTI"), "EXEC")
 		rc.WantDo(testkit.Err("ERR DISCARD without MULTI"), "DISCARD")
 

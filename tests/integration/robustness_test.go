@@ -13,7 +13,7 @@ import (
 // pingNew asserts that a new connection is served, and closes it.
 func pingNew(t *testing.T, ts *testServer) {
 	t.Helper()
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+PONG\r\n", "PING")
 	_ = rc.NetConn().Close()
 }
@@ -23,12 +23,12 @@ func pingNew(t *testing.T, ts *testServer) {
 func TestMaxClients(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.MaxClients = 2 })
-	a := testkit.Dial(t, ts.Addr)
+	a := ts.Dial(t)
 	a.WantDo("+PONG\r\n", "PING")
-	b := testkit.Dial(t, ts.Addr)
+	b := ts.Dial(t)
 	b.WantDo("+PONG\r\n", "PING")
 
-	c := testkit.Dial(t, ts.Addr)
+	c := ts.Dial(t)
 	if got := c.Line(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("third connection got %q", got)
 	}
@@ -62,7 +62,7 @@ func TestMaxClients(t *testing.T) {
 		return strings.Contains(a.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	})
 	a.WantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "1")
-	d := testkit.Dial(t, ts.Addr)
+	d := ts.Dial(t)
 	if got := d.Line(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("with maxclients 1, a second connection got %q", got)
 	}
@@ -75,7 +75,7 @@ func TestMaxClients(t *testing.T) {
 func TestProtocolLimits(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.ProtoMaxBulkLen = 1 << 20 })
-	bystander := testkit.Dial(t, ts.Addr)
+	bystander := ts.Dial(t)
 	bystander.WantDo("+PONG\r\n", "PING")
 
 	cases := []struct {
@@ -91,15 +91,8 @@ func TestProtocolLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := testkit.Dial(t, ts.Addr)
-			rc.Send(c.req)
-			var got string
-			for range strings.Count(c.want, "\r\n") {
-				got += rc.Line()
-			}
-			if got != c.want {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
+			rc := ts.Dial(t)
+			rc.WantLines(c.want, c.req)
 			rc.WantClosed()
 			bystander.WantDo("+PONG\r\n", "PING")
 			pingNew(t, ts)
@@ -107,7 +100,7 @@ func TestProtocolLimits(t *testing.T) {
 	}
 
 	t.Run("at the limits", func(t *testing.T) {
-		rc := testkit.Dial(t, ts.Addr)
+		rc := ts.Dial(t)
 		big := strings.Repeat("z", 1<<20)
 		rc.WantDo(testkit.Bulk(big), "ECHO", big)
 		line := strings.Repeat("c", 60*1024)
@@ -147,15 +140,8 @@ func TestGarbage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := testkit.Dial(t, ts.Addr)
-			rc.Send(c.req)
-			var got string
-			for range strings.Count(c.want, "\r\n") {
-				got += rc.Line()
-			}
-			if got != c.want {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
+			rc := ts.Dial(t)
+			rc.WantLines(c.want, c.req)
 			if c.closes {
 				rc.WantClosed()
 			} else {
@@ -204,7 +190,7 @@ func TestDisconnectMidRequest(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.Timeout = time.Second })
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+PONG\r\n", "PING")
 	start := time.Now()
 	rc.WantClosed()
@@ -219,9 +205,9 @@ func TestIdleTimeout(t *testing.T) {
 func TestTimeoutSetAtRunTime(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	idle := testkit.Dial(t, ts.Addr)
+	idle := ts.Dial(t)
 	idle.WantDo("+PONG\r\n", "PING") // now blocked in a read with no deadline
-	admin := testkit.Dial(t, ts.Addr)
+	admin := ts.Dial(t)
 	admin.WantDo("+OK\r\n", "CONFIG", "SET", "timeout", "1")
 	start := time.Now()
 	idle.WantClosed()

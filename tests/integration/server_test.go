@@ -20,7 +20,7 @@ import (
 func TestConnectionCommands(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+PONG\r\n", "PING")
 	rc.WantDo("+PONG\r\n", "pInG")
 	rc.WantDo(testkit.Bulk("hello"), "PING", "hello")
@@ -48,8 +48,7 @@ func TestConnectionCommands(t *testing.T) {
 // TestHello: HELLO's map in RESP3 and RESP2, errors, SETNAME.
 func TestHello(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	id := strings.TrimSuffix(strings.TrimPrefix(rc.Do("CLIENT", "ID"), ":"), "\r\n")
 	fields := func(proto string) string {
 		return testkit.Bulk("server") + testkit.Bulk("redis") + testkit.Bulk("version") + testkit.Bulk("7.0.15") +
@@ -78,8 +77,8 @@ func TestHello(t *testing.T) {
 func TestClientCommands(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	a := testkit.Dial(t, ts.Addr)
-	b := testkit.Dial(t, ts.Addr)
+	a := ts.Dial(t)
+	b := ts.Dial(t)
 	idA, _ := strconv.ParseInt(strings.Trim(a.Do("CLIENT", "ID"), ":\r\n"), 10, 64)
 	idB, _ := strconv.ParseInt(strings.Trim(b.Do("CLIENT", "ID"), ":\r\n"), 10, 64)
 	if idA <= 0 || idB <= 0 || idA == idB {
@@ -137,7 +136,7 @@ func TestClientCommands(t *testing.T) {
 	a.WantDo(testkit.Err("ERR wrong number of arguments for 'client|id' command"), "CLIENT", "ID", "x")
 
 	// CLIENT KILL ADDR with the old one-argument form too.
-	c := testkit.Dial(t, ts.Addr)
+	c := ts.Dial(t)
 	c.WantDo("+PONG\r\n", "PING")
 	addr := c.NetConn().LocalAddr().String()
 	a.WantDo("+OK\r\n", "CLIENT", "KILL", addr)
@@ -285,75 +284,72 @@ func TestInfo(t *testing.T) {
 func TestCommandIntrospection(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			rdb := ts.client(t, p.opt)
-			count, ok := do(t, rdb, "COMMAND", "COUNT").(int64)
-			if !ok || count < 30 {
-				t.Fatalf("COMMAND COUNT = %v", count)
+	bothProtocols(t, ts, func(t *testing.T, rdb *redis.Client) {
+		count, ok := do(t, rdb, "COMMAND", "COUNT").(int64)
+		if !ok || count < 30 {
+			t.Fatalf("COMMAND COUNT = %v", count)
+		}
+		list := sortedStrings(t, do(t, rdb, "COMMAND", "LIST"))
+		if int64(len(list)) != count {
+			t.Errorf("COMMAND LIST has %d names, COUNT says %d", len(list), count)
+		}
+		for _, name := range []string{"cl.throttle", "tb.take", "sw.hit", "fw.incr", "ping", "hello", "info",
+			"command", "config", "client", "scan", "keys", "multi", "exec", "debug", "auth", "get", "pttl"} {
+			if !slices.Contains(list, name) {
+				t.Errorf("COMMAND LIST lacks %q", name)
 			}
-			list := sortedStrings(t, do(t, rdb, "COMMAND", "LIST"))
-			if int64(len(list)) != count {
-				t.Errorf("COMMAND LIST has %d names, COUNT says %d", len(list), count)
-			}
-			for _, name := range []string{"cl.throttle", "tb.take", "sw.hit", "fw.incr", "ping", "hello", "info",
-				"command", "config", "client", "scan", "keys", "multi", "exec", "debug", "auth", "get", "pttl"} {
-				if !slices.Contains(list, name) {
-					t.Errorf("COMMAND LIST lacks %q", name)
-				}
-			}
-			all, ok := do(t, rdb, "COMMAND").([]any)
-			if !ok || int64(len(all)) != count {
-				t.Errorf("COMMAND has %d entries, COUNT says %d", len(all), count)
-			}
+		}
+		all, ok := do(t, rdb, "COMMAND").([]any)
+		if !ok || int64(len(all)) != count {
+			t.Errorf("COMMAND has %d entries, COUNT says %d", len(all), count)
+		}
 
-			infos, ok := do(t, rdb, "COMMAND", "INFO", "CL.THROTTLE", "nosuch", "get").([]any)
-			if !ok || len(infos) != 3 || infos[1] != nil {
-				t.Fatalf("COMMAND INFO: %#v", infos)
-			}
-			cl := infos[0].([]any)
-			if cl[0] != "cl.throttle" || cl[1] != int64(-5) || cl[3] != int64(1) || cl[4] != int64(1) || cl[5] != int64(1) {
-				t.Errorf("COMMAND INFO cl.throttle = %#v", cl)
-			}
-			flags := sortedStrings(t, cl[2])
-			if !slices.Contains(flags, "write") {
-				t.Errorf("cl.throttle flags %q lack write", flags)
-			}
-			get := infos[2].([]any)
-			if get[0] != "get" || get[1] != int64(2) || !slices.Contains(sortedStrings(t, get[2]), "readonly") {
-				t.Errorf("COMMAND INFO get = %#v", get)
-			}
+		infos, ok := do(t, rdb, "COMMAND", "INFO", "CL.THROTTLE", "nosuch", "get").([]any)
+		if !ok || len(infos) != 3 || infos[1] != nil {
+			t.Fatalf("COMMAND INFO: %#v", infos)
+		}
+		cl := infos[0].([]any)
+		if cl[0] != "cl.throttle" || cl[1] != int64(-5) || cl[3] != int64(1) || cl[4] != int64(1) || cl[5] != int64(1) {
+			t.Errorf("COMMAND INFO cl.throttle = %#v", cl)
+		}
+		flags := sortedStrings(t, cl[2])
+		if !slices.Contains(flags, "write") {
+			t.Errorf("cl.throttle flags %q lack write", flags)
+		}
+		get := infos[2].([]any)
+		if get[0] != "get" || get[1] != int64(2) || !slices.Contains(sortedStrings(t, get[2]), "readonly") {
+			t.Errorf("COMMAND INFO get = %#v", get)
+		}
 
-			docs := do(t, rdb, "COMMAND", "DOCS", "cl.throttle", "sw.hit")
-			m := asMap(t, docs)
-			if len(m) != 2 {
-				t.Fatalf("COMMAND DOCS: %#v", docs)
+		docs := do(t, rdb, "COMMAND", "DOCS", "cl.throttle", "sw.hit")
+		m := asMap(t, docs)
+		if len(m) != 2 {
+			t.Fatalf("COMMAND DOCS: %#v", docs)
+		}
+		d := asMap(t, m["cl.throttle"])
+		if s, _ := d["summary"].(string); s == "" || d["group"] == nil || d["since"] == nil {
+			t.Errorf("COMMAND DOCS cl.throttle = %#v", d)
+		}
+		argNames := func(v any) []string {
+			var out []string
+			for _, a := range v.([]any) {
+				out = append(out, asMap(t, a)["name"].(string))
 			}
-			d := asMap(t, m["cl.throttle"])
-			if s, _ := d["summary"].(string); s == "" || d["group"] == nil || d["since"] == nil {
-				t.Errorf("COMMAND DOCS cl.throttle = %#v", d)
-			}
-			argNames := func(v any) []string {
-				var out []string
-				for _, a := range v.([]any) {
-					out = append(out, asMap(t, a)["name"].(string))
-				}
-				return out
-			}
-			if got := argNames(d["arguments"]); !slices.Equal(got, []string{"key", "max_burst", "count", "period", "quantity"}) {
-				t.Errorf("cl.throttle arguments %q", got)
-			}
-			sw := asMap(t, m["sw.hit"])
-			if got := argNames(sw["arguments"]); !slices.Equal(got, []string{"key", "limit", "window", "cost", "exact", "ms"}) {
-				t.Errorf("sw.hit arguments %q", got)
-			}
-			alldocs := asMap(t, do(t, rdb, "COMMAND", "DOCS"))
-			if int64(len(alldocs)) != count {
-				t.Errorf("COMMAND DOCS has %d entries, COUNT says %d", len(alldocs), count)
-			}
-			wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try COMMAND HELP.", "COMMAND", "NOPE")
-		})
-	}
+			return out
+		}
+		if got := argNames(d["arguments"]); !slices.Equal(got, []string{"key", "max_burst", "count", "period", "quantity"}) {
+			t.Errorf("cl.throttle arguments %q", got)
+		}
+		sw := asMap(t, m["sw.hit"])
+		if got := argNames(sw["arguments"]); !slices.Equal(got, []string{"key", "limit", "window", "cost", "exact", "ms"}) {
+			t.Errorf("sw.hit arguments %q", got)
+		}
+		alldocs := asMap(t, do(t, rdb, "COMMAND", "DOCS"))
+		if int64(len(alldocs)) != count {
+			t.Errorf("COMMAND DOCS has %d entries, COUNT says %d", len(alldocs), count)
+		}
+		wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try COMMAND HELP.", "COMMAND", "NOPE")
+	})
 }
 
 // asMap reads a RESP3 map or a RESP2 flat array of pairs.
@@ -382,122 +378,115 @@ func asMap(t *testing.T, v any) map[string]any {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			rdb := ts.client(t, p.opt)
-			get := func(pattern string) map[string]any {
-				t.Helper()
-				return asMap(t, do(t, rdb, "CONFIG", "GET", pattern))
-			}
-			if m := get("save"); len(m) != 1 || m["save"] != "" {
-				t.Errorf("CONFIG GET save = %#v", m)
-			}
-			if m := get("appendonly"); len(m) != 1 || m["appendonly"] != "no" {
-				t.Errorf("CONFIG GET appendonly = %#v", m)
-			}
-			if m := get("nosuch"); len(m) != 0 {
-				t.Errorf("CONFIG GET nosuch = %#v", m)
-			}
-			if m := get("max*"); m["maxclients"] != "10000" {
-				t.Errorf("CONFIG GET max* = %#v", m)
-			}
-			if m := get("port"); m["port"] != "0" && m["port"] != strconv.Itoa(ts.Port) {
-				t.Errorf("CONFIG GET port = %#v", m)
-			}
-			m := asMap(t, do(t, rdb, "CONFIG", "GET", "save", "appendonly", "SAVE"))
-			if len(m) != 2 {
-				t.Errorf("CONFIG GET save appendonly SAVE = %#v", m)
-			}
+	bothProtocols(t, ts, func(t *testing.T, rdb *redis.Client) {
+		get := func(pattern string) map[string]any {
+			t.Helper()
+			return asMap(t, do(t, rdb, "CONFIG", "GET", pattern))
+		}
+		if m := get("save"); len(m) != 1 || m["save"] != "" {
+			t.Errorf("CONFIG GET save = %#v", m)
+		}
+		if m := get("appendonly"); len(m) != 1 || m["appendonly"] != "no" {
+			t.Errorf("CONFIG GET appendonly = %#v", m)
+		}
+		if m := get("nosuch"); len(m) != 0 {
+			t.Errorf("CONFIG GET nosuch = %#v", m)
+		}
+		if m := get("max*"); m["maxclients"] != "10000" {
+			t.Errorf("CONFIG GET max* = %#v", m)
+		}
+		if m := get("port"); m["port"] != "0" && m["port"] != strconv.Itoa(ts.Port) {
+			t.Errorf("CONFIG GET port = %#v", m)
+		}
+		m := asMap(t, do(t, rdb, "CONFIG", "GET", "save", "appendonly", "SAVE"))
+		if len(m) != 2 {
+			t.Errorf("CONFIG GET save appendonly SAVE = %#v", m)
+		}
 
-			wantOK(t, rdb, "CONFIG", "SET", "maxclients", "100")
-			if m := get("maxclients"); m["maxclients"] != "100" {
-				t.Errorf("after SET: %#v", m)
-			}
-			wantOK(t, rdb, "CONFIG", "SET", "maxclients", "10000")
-			wantOK(t, rdb, "CONFIG", "SET", "timeout", "0")
-			wantOK(t, rdb, "CONFIG", "SET", "loglevel", "warning")
-			wantOK(t, rdb, "CONFIG", "SET", "LOGLEVEL", "notice", "timeout", "300")
-			if m := get("timeout"); m["timeout"] != "300" {
-				t.Errorf("CONFIG GET timeout = %#v", m)
-			}
-			wantOK(t, rdb, "CONFIG", "SET", "timeout", "0")
-			wantOK(t, rdb, "CONFIG", "SET", "loglevel", "warning")
+		wantOK(t, rdb, "CONFIG", "SET", "maxclients", "100")
+		if m := get("maxclients"); m["maxclients"] != "100" {
+			t.Errorf("after SET: %#v", m)
+		}
+		wantOK(t, rdb, "CONFIG", "SET", "maxclients", "10000")
+		wantOK(t, rdb, "CONFIG", "SET", "timeout", "0")
+		wantOK(t, rdb, "CONFIG", "SET", "loglevel", "warning")
+		wantOK(t, rdb, "CONFIG", "SET", "LOGLEVEL", "notice", "timeout", "300")
+		if m := get("timeout"); m["timeout"] != "300" {
+			t.Errorf("CONFIG GET timeout = %#v", m)
+		}
+		wantOK(t, rdb, "CONFIG", "SET", "timeout", "0")
+		wantOK(t, rdb, "CONFIG", "SET", "loglevel", "warning")
 
-			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config",
-				"CONFIG", "SET", "port", "7000")
-			wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
-				"CONFIG", "SET", "nosuch", "1")
-			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer",
-				"CONFIG", "SET", "maxclients", "lots")
-			// Several pairs apply all or none, as Redis 7 (its texts, checked against redis-server 7.0.15).
-			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer",
-				"CONFIG", "SET", "requirepass", "newpass", "timeout", "notanumber")
-			wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter",
-				"CONFIG", "SET", "timeout", "5", "TIMEOUT", "6")
-			wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
-				"CONFIG", "SET", "timeout", "5", "nosuch", "1")
-			if m := get("requirepass"); m["requirepass"] != "" {
-				t.Errorf("a failed CONFIG SET changed requirepass: %#v", m)
-			}
-			if m := get("timeout"); m["timeout"] != "0" {
-				t.Errorf("a failed CONFIG SET changed timeout: %#v", m)
-			}
-			wantErr(t, rdb, "ERR wrong number of arguments for 'config|set' command", "CONFIG", "SET", "timeout")
-			wantErr(t, rdb, "ERR wrong number of arguments for 'config|get' command", "CONFIG", "GET")
-			wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try CONFIG HELP.", "CONFIG", "NOPE")
-			if m := get("loglevel"); m["loglevel"] != "warning" {
-				t.Errorf("CONFIG GET loglevel = %#v", m)
-			}
-			wantOK(t, rdb, "CONFIG", "RESETSTAT")
-		})
-	}
+		wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config",
+			"CONFIG", "SET", "port", "7000")
+		wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
+			"CONFIG", "SET", "nosuch", "1")
+		wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument couldn't be parsed into an integer",
+			"CONFIG", "SET", "maxclients", "lots")
+		// Several pairs apply all or none, as Redis 7 (its texts, checked against redis-server 7.0.15).
+		wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - argument couldn't be parsed into an integer",
+			"CONFIG", "SET", "requirepass", "newpass", "timeout", "notanumber")
+		wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'timeout') - duplicate parameter",
+			"CONFIG", "SET", "timeout", "5", "TIMEOUT", "6")
+		wantErr(t, rdb, "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'",
+			"CONFIG", "SET", "timeout", "5", "nosuch", "1")
+		if m := get("requirepass"); m["requirepass"] != "" {
+			t.Errorf("a failed CONFIG SET changed requirepass: %#v", m)
+		}
+		if m := get("timeout"); m["timeout"] != "0" {
+			t.Errorf("a failed CONFIG SET changed timeout: %#v", m)
+		}
+		wantErr(t, rdb, "ERR wrong number of arguments for 'config|set' command", "CONFIG", "SET", "timeout")
+		wantErr(t, rdb, "ERR wrong number of arguments for 'config|get' command", "CONFIG", "GET")
+		wantErr(t, rdb, "ERR unknown subcommand 'NOPE'. Try CONFIG HELP.", "CONFIG", "NOPE")
+		if m := get("loglevel"); m["loglevel"] != "warning" {
+			t.Errorf("CONFIG GET loglevel = %#v", m)
+		}
+		wantOK(t, rdb, "CONFIG", "RESETSTAT")
+	})
 }
 
 // TestTimeAndDebugClock: TIME follows DEBUG CLOCK; DEBUG CLOCK's replies.
 func TestTimeAndDebugClock(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	for _, p := range protocols {
-		t.Run(p.name, func(t *testing.T) {
-			rdb := ts.client(t, p.opt)
-			setClock(t, rdb, t0+123_456_789)
-			wantVal(t, rdb, []any{"1700000040", "123456"}, "TIME")
-			wantVal(t, rdb, t0+123_456_789, "DEBUG", "CLOCK", "GET")
-			advance(t, rdb, 2*sec+1000)
-			wantVal(t, rdb, []any{"1700000042", "123457"}, "TIME")
-			wantVal(t, rdb, t0+2_123_457_789, "DEBUG", "CLOCK", "GET")
-			wantOK(t, rdb, "debug", "clock", "advance", 0)
-			wantErr(t, rdb, "ERR clock value is out of range", "DEBUG", "CLOCK", "ADVANCE", -1)
-			wantErr(t, rdb, "ERR clock value is out of range", "DEBUG", "CLOCK", "ADVANCE", "9223372036854775807")
-			wantErr(t, rdb, "ERR value is not an integer or out of range", "DEBUG", "CLOCK", "SET", "soon")
+	bothProtocols(t, ts, func(t *testing.T, rdb *redis.Client) {
+		setClock(t, rdb, t0+123_456_789)
+		wantVal(t, rdb, []any{"1700000040", "123456"}, "TIME")
+		wantVal(t, rdb, t0+123_456_789, "DEBUG", "CLOCK", "GET")
+		advance(t, rdb, 2*sec+1000)
+		wantVal(t, rdb, []any{"1700000042", "123457"}, "TIME")
+		wantVal(t, rdb, t0+2_123_457_789, "DEBUG", "CLOCK", "GET")
+		wantOK(t, rdb, "debug", "clock", "advance", 0)
+		wantErr(t, rdb, "ERR clock value is out of range", "DEBUG", "CLOCK", "ADVANCE", -1)
+		wantErr(t, rdb, "ERR clock value is out of range", "DEBUG", "CLOCK", "ADVANCE", "9223372036854775807")
+		wantErr(t, rdb, "ERR value is not an integer or out of range", "DEBUG", "CLOCK", "SET", "soon")
 
-			// Back to the wall clock.
-			wantOK(t, rdb, "DEBUG", "CLOCK", "REAL")
-			now := time.Now().UnixNano()
-			got, err := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
-			if err != nil || got < now-int64(time.Minute) || got > now+int64(time.Minute) {
-				t.Fatalf("DEBUG CLOCK GET after REAL = %d, %v; wall clock %d", got, err, now)
-			}
-			tm, err := rdb.Time(ctx).Result()
-			if err != nil || time.Until(tm).Abs() > time.Minute {
-				t.Fatalf("TIME after REAL = %v, %v", tm, err)
-			}
-			// ADVANCE from the real clock freezes it first.
-			advance(t, rdb, 0)
-			a, _ := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
-			b, _ := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
-			if a != b {
-				t.Fatalf("clock moved after ADVANCE froze it: %d then %d", a, b)
-			}
-		})
-	}
+		// Back to the wall clock.
+		wantOK(t, rdb, "DEBUG", "CLOCK", "REAL")
+		now := time.Now().UnixNano()
+		got, err := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
+		if err != nil || got < now-int64(time.Minute) || got > now+int64(time.Minute) {
+			t.Fatalf("DEBUG CLOCK GET after REAL = %d, %v; wall clock %d", got, err, now)
+		}
+		tm, err := rdb.Time(ctx).Result()
+		if err != nil || time.Until(tm).Abs() > time.Minute {
+			t.Fatalf("TIME after REAL = %v, %v", tm, err)
+		}
+		// ADVANCE from the real clock freezes it first.
+		advance(t, rdb, 0)
+		a, _ := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
+		b, _ := rdb.Do(ctx, "DEBUG", "CLOCK", "GET").Int64()
+		if a != b {
+			t.Fatalf("clock moved after ADVANCE froze it: %d then %d", a, b)
+		}
+	})
 }
 
 // TestUnknownCommand: Redis 7's wording, byte for byte (docs/commands.md#request-errors).
 func TestUnknownCommand(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := rawClient(t)
 	const pre = "ERR unknown command "
 	rc.CheckDo(testkit.Err(pre+"'FOO', with args beginning with: "), "FOO")
 	rc.CheckDo(testkit.Err(pre+"'foo', with args beginning with: 'a' 'b c' "), "foo", "a", "b c")
@@ -529,7 +518,7 @@ func TestUnknownCommand(t *testing.T) {
 func TestDebugDisabled(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, withDebug(false))
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo(testkit.Err("ERR unknown command 'DEBUG', with args beginning with: 'CLOCK' 'GET' "), "DEBUG", "CLOCK", "GET")
 	rc.WantDo(testkit.Err("ERR unknown command 'debug', with args beginning with: 'clock' 'set' '1' "), "debug", "clock", "set", "1")
 	rdb := ts.client(t)
@@ -556,7 +545,7 @@ func TestDebugLocal(t *testing.T) {
 	}
 	ts := startServer(t, func(c *server.Config) { c.DebugLocalOnly, c.ProtectedMode = true, false })
 	remote := testkit.Dial(t, ts.ServeAlso(t, ip))
-	local := testkit.Dial(t, ts.Addr)
+	local := ts.Dial(t)
 	local.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 	remote.WantDo(testkit.Err(`ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`),
 		"DEBUG", "CLOCK", "SET", "0")
@@ -586,7 +575,7 @@ func TestProtectedMode(t *testing.T) {
 		t.Fatalf("remote client got %q", got)
 	}
 	remote.WantClosed()
-	local := testkit.Dial(t, ts.Addr)
+	local := ts.Dial(t)
 	local.WantDo("+PONG\r\n", "PING")
 	if info := local.Do("INFO", "stats"); !strings.Contains(info, "rejected_connections:1\r\n") {
 		t.Fatalf("INFO stats: %q", info)
@@ -607,7 +596,7 @@ func TestRenameCommand(t *testing.T) {
 	ts := startServer(t, func(c *server.Config) {
 		c.RenameCommands = [][2]string{{"CONFIG", "secret-config"}, {"FLUSHALL", ""}, {"shutdown", ""}}
 	})
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo(testkit.Err("ERR unknown command 'CONFIG', with args beginning with: 'SET' 'requirepass' 'x' "), "CONFIG", "SET", "requirepass", "x")
 	rc.WantDo(testkit.Err("ERR unknown command 'FLUSHALL', with args beginning with: "), "FLUSHALL")
 	rc.WantDo(testkit.Err("ERR unknown command 'SHUTDOWN', with args beginning with: "), "SHUTDOWN")
@@ -626,18 +615,14 @@ func TestShutdownCommand(t *testing.T) {
 	for _, mode := range [][]string{{"SHUTDOWN"}, {"SHUTDOWN", "NOSAVE"}, {"shutdown", "save"}} {
 		t.Run(strings.Join(mode, " "), func(t *testing.T) {
 			ts := startServer(t)
-			other := testkit.Dial(t, ts.Addr)
+			other := ts.Dial(t)
 			other.WantDo("+PONG\r\n", "PING")
-			rc := testkit.Dial(t, ts.Addr)
+			rc := ts.Dial(t)
 			rc.WantDo(testkit.Err("ERR syntax error"), "SHUTDOWN", "LATER")
 			rc.Send(testkit.Encode(mode...))
 			rc.WantClosed()
 			other.WantClosed()
-			select {
-			case <-ts.Done():
-			case <-time.After(testkit.IOTimeout):
-				t.Fatalf("server not done after %v", mode)
-			}
+			testkit.Recv(t, ts.Done(), fmt.Sprintf("the server to be done after %v", mode))
 			if c, err := net.DialTimeout("tcp", ts.Addr, testkit.IOTimeout); err == nil {
 				c.Close()
 				t.Fatalf("the server still accepts connections after %v", mode)
@@ -652,7 +637,7 @@ func TestShutdownCommand(t *testing.T) {
 func TestShutdownInMulti(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+OK\r\n", "MULTI")
 	rc.WantDo(testkit.Err("ERR Command not allowed inside a transaction"), "SHUTDOWN")
 	rc.WantDo("+QUEUED\r\n", "PING")
@@ -671,7 +656,7 @@ func TestServerShutdown(t *testing.T) {
 	ts := startServer(t)
 	rdb := ts.client(t, noRetry)
 	wantVal(t, rdb, "PONG", "PING")
-	rc := testkit.Dial(t, ts.Addr)
+	rc := ts.Dial(t)
 	rc.WantDo("+PONG\r\n", "PING")
 	ctx, cancel := context.WithTimeout(context.Background(), testkit.IOTimeout)
 	defer cancel()
