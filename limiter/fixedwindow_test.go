@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -195,27 +194,18 @@ func TestFixedWindowValidate(t *testing.T) {
 // TestFixedWindowRobust runs random requests, valid but extreme, on random
 // states and clocks: no panic, only the documented error, sane replies.
 func TestFixedWindowRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200_000 {
-		r := FixedWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
-			Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := FixedWindowState{Start: pickInt64(rng), Count: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := FixedWindow(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrWindowRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Limit, r.Cost)
-		if out.Write == WriteNone && got != st || out.Write == WriteStore && got.Count < 1 {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[FixedWindowState, FixedWindowRequest]{
+		seed: [2]uint64{3, 4}, f: FixedWindow, rangeErr: ErrWindowRange,
+		req: func(rng *rand.Rand) FixedWindowRequest {
+			return FixedWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
+				Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) FixedWindowState {
+			return FixedWindowState{Start: pickInt64(rng), Count: pickInt64(rng)}
+		},
+		limitAndCost: func(r FixedWindowRequest) (int64, int64) { return r.Limit, r.Cost },
+		stored:       func(_ FixedWindowRequest, st FixedWindowState) bool { return st.Count >= 1 },
+	}.run(t)
 }
 
 func TestFixedWindowAllocs(t *testing.T) {

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -67,5 +68,48 @@ func wantNoAllocs(t *testing.T, call func()) {
 	t.Helper()
 	if n := testing.AllocsPerRun(100, call); n != 0 {
 		t.Errorf("%v allocations per request", n)
+	}
+}
+
+// robust describes random calls of an algorithm, valid but extreme: a
+// request (skipped unless valid) and a state drawn from the generator, on
+// a random clock, of which only rangeErr may fail, leaving the state and
+// an empty outcome; a result passes checkLimiterResult for the request's
+// limit and cost, leaves the state alone unless it is written, and stores
+// what stored holds.
+type robust[S comparable, R interface{ Validate() error }] struct {
+	seed         [2]uint64
+	f            algorithm[S, R]
+	rangeErr     error
+	req          func(rng *rand.Rand) R
+	st           func(rng *rand.Rand) S
+	limitAndCost func(R) (int64, int64)
+	stored       func(r R, st S) bool
+}
+
+// run makes 200,000 calls: no panic, only the documented error, sane
+// replies.
+func (c robust[S, R]) run(t *testing.T) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(c.seed[0], c.seed[1]))
+	for range 200_000 {
+		r := c.req(rng)
+		if r.Validate() != nil {
+			continue
+		}
+		st := c.st(rng)
+		exists, now := rng.IntN(4) != 0, pickInt64(rng)
+		got, out, err := c.f(st, exists, now, r)
+		if err != nil {
+			if !errors.Is(err, c.rangeErr) || got != st || out != (Outcome{}) {
+				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
+			}
+			continue
+		}
+		limit, cost := c.limitAndCost(r)
+		checkLimiterResult(t, out, limit, cost)
+		if out.Write == WriteNone && got != st || out.Write == WriteStore && !c.stored(r, got) {
+			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
+		}
 	}
 }

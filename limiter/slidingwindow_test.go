@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -282,28 +281,20 @@ func TestSlidingWindowValidate(t *testing.T) {
 // random states and clocks: no panic, only the documented error, sane
 // replies.
 func TestSlidingWindowRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 200_000 {
-		r := SlidingWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
-			Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := SlidingWindowState{Start: pickInt64(rng), Prev: pickInt64(rng), Curr: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := SlidingWindow(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrWindowRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Limit, r.Cost)
-		if out.Write == WriteNone && got != st ||
-			out.Write == WriteStore && (got.Curr < 0 || got.Prev < 0 || got.Curr+got.Prev == 0) {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[SlidingWindowState, SlidingWindowRequest]{
+		seed: [2]uint64{5, 6}, f: SlidingWindow, rangeErr: ErrWindowRange,
+		req: func(rng *rand.Rand) SlidingWindowRequest {
+			return SlidingWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
+				Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) SlidingWindowState {
+			return SlidingWindowState{Start: pickInt64(rng), Prev: pickInt64(rng), Curr: pickInt64(rng)}
+		},
+		limitAndCost: func(r SlidingWindowRequest) (int64, int64) { return r.Limit, r.Cost },
+		stored: func(_ SlidingWindowRequest, st SlidingWindowState) bool {
+			return st.Curr >= 0 && st.Prev >= 0 && st.Curr+st.Prev != 0
+		},
+	}.run(t)
 }
 
 func TestSlidingWindowAllocs(t *testing.T) {

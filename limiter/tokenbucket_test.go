@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -313,27 +312,20 @@ func checkLimiterResult(t *testing.T, out Outcome, limit, cost int64) {
 // TestTokenBucketRobust runs random requests, valid but extreme, on random
 // states and clocks: no panic, only the documented error, sane replies.
 func TestTokenBucketRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200_000 {
-		r := TokenBucketRequest{Capacity: pickInt64(rng), Refill: pickInt64(rng), Period: pickInt64(rng),
-			Cost: pickInt64(rng), Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := TokenBucketState{FullAt: pickInt64(rng), Rem: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := TokenBucket(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrPeriodRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Capacity, r.Cost)
-		if out.Write == WriteNone && got != st || out.Write == WriteStore && (got.Rem < 0 || got.Rem >= r.Refill) {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[TokenBucketState, TokenBucketRequest]{
+		seed: [2]uint64{1, 2}, f: TokenBucket, rangeErr: ErrPeriodRange,
+		req: func(rng *rand.Rand) TokenBucketRequest {
+			return TokenBucketRequest{Capacity: pickInt64(rng), Refill: pickInt64(rng), Period: pickInt64(rng),
+				Cost: pickInt64(rng), Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) TokenBucketState {
+			return TokenBucketState{FullAt: pickInt64(rng), Rem: pickInt64(rng)}
+		},
+		limitAndCost: func(r TokenBucketRequest) (int64, int64) { return r.Capacity, r.Cost },
+		stored: func(r TokenBucketRequest, st TokenBucketState) bool {
+			return st.Rem >= 0 && st.Rem < r.Refill
+		},
+	}.run(t)
 }
 
 func TestTokenBucketAllocs(t *testing.T) {
