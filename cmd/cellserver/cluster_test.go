@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -56,45 +53,15 @@ func TestClusterSettings(t *testing.T) {
 // In cluster mode /metrics reports the node's moved keys, served slots
 // and members.
 func TestRunServesClusterMetrics(t *testing.T) {
-	port := 0
-	for range 50 { // a client port whose gossip port, +10000, is free too
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if p+cluster.BusPortOffset > 65535 {
-			continue
-		}
-		if bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+cluster.BusPortOffset)); err == nil {
-			bus.Close()
-			port = p
-			break
-		}
-	}
-	if port == 0 {
-		t.Fatal("no free pair of ports")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	port := testkit.FreePair(t, cluster.BusPortOffset) // a client port whose gossip port is free too
+	addr := freeAddr(t)
 	sigs := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run([]string{"--port", strconv.Itoa(port), "--loglevel", "warning", "--metrics-addr", addr,
 			"--cluster-enabled", "yes", "--cluster-secret", "s"}, &bytes.Buffer{}, sigs)
 	}()
-	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && body == nil; time.Sleep(10 * time.Millisecond) {
-		if resp, err := http.Get("http://" + addr + "/metrics"); err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-		}
-	}
+	body := scrape(t, addr)
 	sigs <- os.Interrupt
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -127,12 +94,7 @@ func TestGoRedisLogsToServerLog(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	addr := freeAddr(t) // nothing listens there now
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 	if err := rdb.Ping(context.Background()).Err(); err == nil {

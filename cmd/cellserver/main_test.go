@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/persist"
 )
 
@@ -109,10 +110,10 @@ func TestLogfileAndPidfile(t *testing.T) {
 		errc <- run([]string{"--port", "0", "--logfile", logf, "--pidfile", pidf}, &bytes.Buffer{}, sigs)
 	}()
 	var pid []byte
-	for deadline := time.Now().Add(10 * time.Second); len(pid) == 0 && time.Now().Before(deadline); {
+	testkit.WaitFor(t, "the pidfile", func() bool {
 		pid, _ = os.ReadFile(pidf)
-		runtime.Gosched()
-	}
+		return len(pid) > 0
+	})
 	if string(pid) != strconv.Itoa(os.Getpid())+"\n" {
 		t.Errorf("pidfile holds %q", pid)
 	}
@@ -138,13 +139,8 @@ func TestRunStopsCleanly(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- run([]string{"--port", "0", "--loglevel", "warning"}, &bytes.Buffer{}, sigs) }()
 	sigs <- os.Interrupt
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("run after SIGINT: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run did not stop on SIGINT")
+	if err := testkit.Recv(t, errc, "run to stop on SIGINT"); err != nil {
+		t.Fatalf("run after SIGINT: %v", err)
 	}
 }
 
@@ -241,12 +237,7 @@ func TestMaxClientsFitsUlimit(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash to run ulimit")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
+	port := strconv.Itoa(testkit.FreePort(t))
 	cmd := exec.Command(bash, "-c", `ulimit -n 64 && exec "$0" "$@"`, os.Args[0], "--port", port)
 	cmd.Env = append(os.Environ(), "CELLSERVER_TEST_MAIN=1")
 	stderr, err := cmd.StderrPipe()
@@ -271,12 +262,7 @@ func TestMaxClientsFitsUlimit(t *testing.T) {
 			}
 		}
 	}()
-	var log string
-	select {
-	case log = <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("cellserver did not start under ulimit -n 64")
-	}
+	log := testkit.Recv(t, ready, "cellserver to start under ulimit -n 64")
 	const reduced = "Current maximum open files is 64. maxclients has been reduced to 32 to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'."
 	if !strings.Contains(log, reduced) {
 		t.Fatalf("log:\n%s\nwant a line %q", log, reduced)
@@ -332,28 +318,13 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 
 // --metrics-addr serves /metrics while the server runs.
 func TestRunServesMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	sigs := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run([]string{"--port", "0", "--loglevel", "warning", "--metrics-addr", addr}, &bytes.Buffer{}, sigs)
 	}()
-	var body []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		resp, err := http.Get("http://" + addr + "/metrics")
-		if err != nil {
-			runtime.Gosched() // not listening yet
-			continue
-		}
-		body, _ = io.ReadAll(resp.Body)
-		resp.Body.Close()
-		break
-	}
+	body := scrape(t, addr)
 	sigs <- os.Interrupt
 	if err := <-errc; err != nil {
 		t.Fatal(err)
@@ -414,15 +385,26 @@ include `+inc+`
 	}
 }
 
-// freeAddr returns a loopback address no one listens on now.
+// freeAddr returns a loopback address no one listens on now, for run,
+// which takes addresses rather than listeners (see testkit.FreePort).
 func freeAddr(t *testing.T) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
+}
+
+// scrape returns the body of /metrics at addr once it answers.
+func scrape(t *testing.T, addr string) []byte {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	var body []byte
+	testkit.Until(t, testkit.IOTimeout, "/metrics at "+addr, func() error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err // not listening yet
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err
+	})
+	return body
 }
 
 // BACKUP writes, within dir for a relative path, a directory a server
@@ -438,43 +420,18 @@ func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 	go func() {
 		errc <- run([]string{"--port", port, "--dir", dir, "--save", "", "--loglevel", "warning", "--metrics-addr", maddr}, &bytes.Buffer{}, sigs)
 	}()
-	var nc net.Conn
-	for deadline := time.Now().Add(10 * time.Second); nc == nil; {
+	testkit.WaitFor(t, "run to listen", func() bool {
 		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			runtime.Gosched()
-			continue
+		if err == nil {
+			c.Close()
 		}
-		nc = c
-	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
-	do := func(args ...string) string {
-		t.Helper()
-		fmt.Fprintf(nc, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(nc, "$%d\r\n%s\r\n", len(a), a)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\r\n")
-	}
-	for deadline := time.Now().Add(10 * time.Second); do("DBSIZE") != ":0"; { // -LOADING until restored
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not finish loading")
-		}
-		runtime.Gosched()
-	}
-	if got := do("CL.THROTTLE", "k", "5", "1", "60"); got != "*5" {
+		return err == nil
+	})
+	rc := testkit.Dial(t, addr)
+	// -LOADING until restored
+	testkit.WaitFor(t, "the server to finish loading", func() bool { return rc.Do("DBSIZE") == ":0\r\n" })
+	if got := rc.Do("CL.THROTTLE", "k", "5", "1", "60"); !strings.HasPrefix(got, "*5\r\n") {
 		t.Fatalf("CL.THROTTLE = %q", got)
-	}
-	for range 5 {
-		r.ReadString('\n') //nolint:errcheck // the reply's elements
 	}
 	if err := os.Mkdir(filepath.Join(dir, "backups"), 0o755); err != nil {
 		t.Fatal(err)
@@ -488,7 +445,7 @@ func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 		{"no/such/parent", "-ERR backup failed: mkdir " + filepath.Join(dir, "no/such/parent") + ": no such file or directory"},
 		{filepath.Join(dir, "backups", "two"), "+OK"},
 	} {
-		if got := do("BACKUP", c.path); got != c.want {
+		if got := strings.TrimSuffix(rc.Do("BACKUP", c.path), "\r\n"); got != c.want {
 			t.Errorf("BACKUP %s = %q, want %q", c.path, got, c.want)
 		}
 	}
