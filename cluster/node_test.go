@@ -142,6 +142,22 @@ func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
 	return nil
 }
 
+// spentOnOwners asserts that each of keys, spent to its limit before, is
+// limited on the node of nodes that serves it now, and returns that node
+// for each.
+func spentOnOwners(t *testing.T, keys []string, nodes ...*testNode) map[string]*testNode {
+	t.Helper()
+	owners := map[string]*testNode{}
+	for _, k := range keys {
+		o := owner(t, k, nodes...)
+		owners[k] = o
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s on its owner %s: %+v, want limited (its budget was spent)", k, o.addr, r)
+		}
+	}
+	return owners
+}
+
 // TestHandoffOnJoinAndLeave: keys spent on a lone node keep their state
 // when a second node joins and takes some of their slots, and again when
 // it leaves and hands them back.
@@ -164,13 +180,9 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		t.Errorf("the joiner owns %d slots, want about half", c)
 	}
 	onB := 0
-	for _, k := range keys {
-		o := owner(t, k, a, b)
+	for k, o := range spentOnOwners(t, keys, a, b) {
 		if o == b {
 			onB++
-		}
-		if r := spend(t, o, k); !r.Limited {
-			t.Errorf("%s on its new owner: %+v, want limited (its budget was spent)", k, r)
 		}
 		other := a
 		if o == a {
@@ -436,13 +448,9 @@ func TestJoinRetries(t *testing.T) {
 	a := startNodeOn(t, ln, bus, nil)
 	settled(t, a, b)
 	onA := 0
-	for _, k := range keys {
-		o := owner(t, k, a, b)
+	for _, o := range spentOnOwners(t, keys, a, b) {
 		if o == a {
 			onA++
-		}
-		if r := spend(t, o, k); !r.Limited {
-			t.Errorf("%s: %+v, want limited", k, r)
 		}
 	}
 	if onA == 0 {
