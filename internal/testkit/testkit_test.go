@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -64,5 +65,25 @@ func TestConn(t *testing.T) {
 func TestTail(t *testing.T) {
 	if got := Tail("a\nb\nc\n", 2); got != "b\nc" {
 		t.Fatalf("Tail: %q", got)
+	}
+}
+
+// Serve takes any server with net/http's lifecycle, net/http's own among
+// them, and shuts it down when the test ends.
+func TestServe(t *testing.T) {
+	ln := Listen(t)
+	Serve(t, &http.Server{Handler: http.NotFoundHandler()}, ln, http.ErrServerClosed)
+	var status int
+	Until(t, IOTimeout, "the server to answer", func() error {
+		resp, err := http.Get("http://" + ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+		return nil
+	})
+	if status != http.StatusNotFound {
+		t.Fatalf("status %d", status)
 	}
 }

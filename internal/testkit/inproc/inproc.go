@@ -1,7 +1,7 @@
 // Package inproc starts a whole cellserver server in the test's own
 // process, on a listener of package testkit. It is the part of the test
-// kit that imports server: the tests inside package server use testkit's
-// Serve with a server they make themselves.
+// kit that imports server, so package server's own tests cannot use it:
+// they use package testkit directly (Serve, NewConn over a pipe).
 package inproc
 
 import (
