@@ -35,34 +35,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/cellserver/cellserver/internal/ports"
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
-
-// clusterBin builds cmd/cellserver once per run.
-var clusterBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "cellserver-bench")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "cellserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cellserver").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // benchNode is one cellserver process of the benchmark's cluster.
 type benchNode struct {
@@ -70,38 +55,15 @@ type benchNode struct {
 	rdb  *redis.Client // for the set-up
 }
 
-// freeClusterPort returns a client port p whose gossip port p+10000 is
-// free too.
-func freeClusterPort(tb testing.TB) int {
-	p, err := ports.FreePair(10000)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
-
 // startBenchNode starts a cluster node with args, stopped at the end of
 // the benchmark, and waits until it answers.
 func startBenchNode(tb testing.TB, args ...string) *benchNode {
-	bin, err := clusterBin()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	port := freeClusterPort(tb)
-	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(port), "--loglevel", "warning",
-		"--cluster-enabled", "yes", "--cluster-secret", "bench"}, args...)...)
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	n := &benchNode{addr: fmt.Sprintf("127.0.0.1:%d", port)}
+	p := testkit.StartProcess(tb, testkit.Build(tb, testkit.Cellserver), cluster.BusPortOffset,
+		append([]string{"--loglevel", "warning", "--cluster-enabled", "yes", "--cluster-secret", "bench"}, args...)...)
+	n := &benchNode{addr: p.Addr}
 	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DisableIdentity: true})
 	tb.Cleanup(func() { _ = n.rdb.Close() })
-	for deadline := time.Now().Add(10 * time.Second); n.rdb.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("node %s did not answer in 10 s", n.addr)
-		}
-	}
+	testkit.WaitFor(tb, "node "+n.addr+" to answer", func() bool { return n.rdb.Ping(context.Background()).Err() == nil })
 	return n
 }
 
@@ -177,19 +139,12 @@ func BenchmarkClusterRoute(b *testing.B) {
 	// by the owner (no hand-off under way).
 	var key, owner string
 	var ownerNode, other *benchNode
-	deadline := time.Now().Add(30 * time.Second)
-	for key == "" {
-		if time.Now().After(deadline) {
-			b.Fatal("the cluster did not settle in 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-		known := true
+	testkit.Until(b, 30*time.Second, "the cluster to settle", func() error {
 		for _, n := range nodes {
 			info, err := n.rdb.ClusterInfo(ctx).Result()
-			known = known && err == nil && strings.Contains(info, "cluster_known_nodes:3\r\n")
-		}
-		if !known {
-			continue
+			if err != nil || !strings.Contains(info, "cluster_known_nodes:3\r\n") {
+				return fmt.Errorf("%s: %v %q", n.addr, err, info)
+			}
 		}
 		for i := range 100 {
 			k := fmt.Sprintf("{bench%d}:k", i)
@@ -203,12 +158,14 @@ func BenchmarkClusterRoute(b *testing.B) {
 			default:
 				continue
 			}
-			if err := ownerNode.rdb.Do(ctx, "FW.INCR", k, 1_000_000_000, 60).Err(); err == nil {
-				key, owner = k, ownerNode.addr
+			if err := ownerNode.rdb.Do(ctx, "FW.INCR", k, 1_000_000_000, 60).Err(); err != nil {
+				return err
 			}
-			break
+			key, owner = k, ownerNode.addr
+			return nil
 		}
-	}
+		return errors.New("no key of a or b's is answered MOVED by the other")
+	})
 	req := []byte(fmt.Sprintf("*4\r\n$7\r\nFW.INCR\r\n$%d\r\n%s\r\n$10\r\n1000000000\r\n$2\r\n60\r\n", len(key), key))
 	var direct float64 // ns/op of the last direct run
 	report := func(b *testing.B) {

@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
@@ -120,6 +120,12 @@ func newServer(tb testing.TB) *server.Server {
 	}
 	tb.Cleanup(func() { _ = srv.Close() })
 	return srv
+}
+
+// serveTCP serves a server of newServer's configuration on loopback until
+// the benchmark ends.
+func serveTCP(tb testing.TB) *inproc.Server {
+	return inproc.Start(tb, func(c *server.Config) { c.EnableDebugCommand = false })
 }
 
 // newCmdHarness builds the command table over a fresh server. The server
@@ -305,12 +311,7 @@ func liveHeap(e *engine.Engine) uint64 {
 // to a server running in this process, one request at a time (P1) and in
 // pipelines of 16 (P16). ns/op is per command.
 func BenchmarkTCP(b *testing.B) {
-	srv := newServer(b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
+	srv := serveTCP(b)
 	keys := benchKeys()
 	strKeys := make([]string, 65536)
 	for i := range strKeys {
@@ -319,7 +320,7 @@ func BenchmarkTCP(b *testing.B) {
 	ctx := context.Background()
 	for _, depth := range []int{1, 16} {
 		b.Run(fmt.Sprintf("CL.THROTTLE/P%d", depth), func(b *testing.B) {
-			rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: 1, DisableIdentity: true})
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1, DisableIdentity: true})
 			defer rdb.Close()
 			if err := rdb.Ping(ctx).Err(); err != nil {
 				b.Fatal(err)

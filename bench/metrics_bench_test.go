@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -26,14 +25,9 @@ func BenchmarkTCPMetrics(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			srv := newServer(b)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() { _ = srv.Serve(ln) }()
+			srv := serveTCP(b)
 			if on {
-				hs := httptest.NewServer(metrics.Handler(srv))
+				hs := httptest.NewServer(metrics.Handler(srv.Server))
 				defer hs.Close()
 				stop := make(chan struct{})
 				defer close(stop)
@@ -55,7 +49,7 @@ func BenchmarkTCPMetrics(b *testing.B) {
 			}
 			keys := benchKeys()
 			ctx := context.Background()
-			rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: 1, DisableIdentity: true})
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1, DisableIdentity: true})
 			defer rdb.Close()
 			const depth = 16
 			slots := make([][]any, depth)
@@ -80,20 +74,15 @@ func BenchmarkTCPMetrics(b *testing.B) {
 // BenchmarkScrape is one scrape of the collector with 100 connected
 // clients that have each run a few commands.
 func BenchmarkScrape(b *testing.B) {
-	srv := newServer(b)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
+	srv := serveTCP(b)
 	ctx := context.Background()
 	for i := range 100 {
-		rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), PoolSize: 1, DisableIdentity: true})
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 1, DisableIdentity: true})
 		defer rdb.Close()
 		rdb.Do(ctx, "CL.THROTTLE", string(benchKeys()[i]), "15", "30", "60")
 		rdb.Do(ctx, "PING")
 	}
-	h := metrics.Handler(srv)
+	h := metrics.Handler(srv.Server)
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	b.ReportAllocs()
 	b.ResetTimer()

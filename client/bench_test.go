@@ -48,7 +48,7 @@ func BenchmarkMiddleware(b *testing.B) {
 		return mw(hello)
 	}
 	b.Run("bare", func(b *testing.B) { run(b, hello) })
-	b.Run("one-limit", func(b *testing.B) { run(b, newMW(b, s.Addr(), perDay)) })
-	b.Run("two-limits", func(b *testing.B) { run(b, newMW(b, s.Addr(), perSecond, perDay)) })
+	b.Run("one-limit", func(b *testing.B) { run(b, newMW(b, s.Addr, perDay)) })
+	b.Run("two-limits", func(b *testing.B) { run(b, newMW(b, s.Addr, perSecond, perDay)) })
 	b.Run("local-fallback", func(b *testing.B) { run(b, newMW(b, "127.0.0.1:1", perSecond, perDay)) })
 }

@@ -149,7 +149,7 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 
 	expect(t, local, "u", response{200, h("RateLimit-Policy", p("local"), "RateLimit", `"local";r=1;t=60`), "ok"})
 
-	s.Stop()
+	s.Kill()
 	// The local fallback enforces the limit in this process, from zero.
 	expect(t, local, "u",
 		response{200, h("RateLimit-Policy", p("local"), "RateLimit", `"local";r=1;t=60`), "ok"},
@@ -162,7 +162,7 @@ func TestMiddlewareFailurePolicy(t *testing.T) {
 	expect(t, closed, "u", response{503, h("RateLimit-Policy", p("closed")), unavailable})
 	expect(t, open, "u", response{200, h("RateLimit-Policy", p("open"), "RateLimit", `"open";r=2;t=0`), "ok"})
 
-	s.Start()
+	s.Start(t)
 	// The breaker is still open: the server is not asked yet.
 	expect(t, local, "u", response{429, h("RateLimit-Policy", p("local"), "RateLimit", `"local";r=0;t=60`, "Retry-After", "60"), tooMany})
 	clock.Advance(5 * time.Second)

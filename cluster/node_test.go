@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/tidwall/redcon"
 )
@@ -26,25 +27,6 @@ type testNode struct {
 	addr string
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err == nil {
-			u.Close()
-			return p
-		}
-	}
-	t.Fatal("no free port for gossip")
-	return 0
-}
-
 func startNode(t *testing.T, join ...string) *testNode {
 	t.Helper()
 	return startNodeWith(t, nil, join...)
@@ -53,12 +35,12 @@ func startNode(t *testing.T, join ...string) *testNode {
 // startNodeWith is startNode with fill run on the engine before Start.
 func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return startNodeOn(t, ln, freePort(t), fill, join...)
+	return startNodeOn(t, testkit.Listen(t), gossipPort(t), fill, join...)
 }
+
+// gossipPort returns a port free for memberlist's TCP and UDP. Memberlist
+// takes a port number, not a listener: see testkit.FreePort.
+func gossipPort(t *testing.T) int { return testkit.FreePair(t, 0) }
 
 // startNodeOn is startNodeWith on a given client listener and gossip port.
 func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engine), join ...string) *testNode {
@@ -112,36 +94,31 @@ func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.B
 // every slot is served by exactly one of them, its owner in the map.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok := true
+	testkit.Until(t, 15*time.Second, fmt.Sprintf("the %d nodes to settle", len(nodes)), func() error {
 		first := nodes[0].routes.Load()
 		for _, n := range nodes {
-			tp := n.routes.Load()
-			if len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
-				ok = false
+			if tp := n.routes.Load(); len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
+				return fmt.Errorf("%s sees %d members and its own map", n.addr, len(tp.members))
 			}
 		}
-		for s := 0; ok && s < engine.SlotCount; s++ {
+		for s := range engine.SlotCount {
 			serving := 0
 			for _, n := range nodes {
 				if st, _ := n.Peek(s); st == commands.RouteLocal {
 					serving++
 					// Not the previous owner, still serving it because its
 					// hand-off failed and waits for a retry.
-					ok = ok && first.m.OwnerID(s) == n.ID()
+					if first.m.OwnerID(s) != n.ID() {
+						return fmt.Errorf("slot %d is served by %s, not its owner", s, n.addr)
+					}
 				}
 			}
-			ok = ok && serving == 1
+			if serving != 1 {
+				return fmt.Errorf("slot %d is served by %d nodes", s, serving)
+			}
 		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the %d nodes did not settle in 15 s", len(nodes))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // spend runs fixed-window hits on key in n's engine: limit 5 per 60 s.
@@ -162,17 +139,6 @@ func exhaust(t *testing.T, n *testNode, key string) {
 	}
 }
 
-// limitedOnOwner checks that key's budget is spent on the node among
-// nodes that serves its slot, and returns that node.
-func limitedOnOwner(t *testing.T, key string, nodes ...*testNode) *testNode {
-	t.Helper()
-	o := owner(t, key, nodes...)
-	if r := spend(t, o, key); !r.Limited {
-		t.Errorf("%s on its owner: %+v, want limited (its budget was spent)", key, r)
-	}
-	return o
-}
-
 // owner returns the node that serves key's slot.
 func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
 	t.Helper()
@@ -183,6 +149,22 @@ func owner(t *testing.T, key string, nodes ...*testNode) *testNode {
 	}
 	t.Fatalf("no node serves %s", key)
 	return nil
+}
+
+// spentOnOwners asserts that each of keys, spent to its limit before, is
+// limited on the node of nodes that serves it now, and returns that node
+// for each.
+func spentOnOwners(t *testing.T, keys []string, nodes ...*testNode) map[string]*testNode {
+	t.Helper()
+	owners := map[string]*testNode{}
+	for _, k := range keys {
+		o := owner(t, k, nodes...)
+		owners[k] = o
+		if r := spend(t, o, k); !r.Limited {
+			t.Errorf("%s on its owner %s: %+v, want limited (its budget was spent)", k, o.addr, r)
+		}
+	}
+	return owners
 }
 
 // TestHandoffOnJoinAndLeave: keys spent on a lone node keep their state
@@ -205,8 +187,7 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		t.Errorf("the joiner owns %d slots, want about half", c)
 	}
 	onB := 0
-	for _, k := range keys {
-		o := limitedOnOwner(t, k, a, b)
+	for k, o := range spentOnOwners(t, keys, a, b) {
 		if o == b {
 			onB++
 		}
@@ -244,13 +225,12 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(a.routes.Load().members) != 1 || a.servedSlots() != engine.SlotCount || holdsB() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the leave a serves %d slots, and holds a client for b: %v", a.servedSlots(), holdsB())
+	testkit.Until(t, testkit.IOTimeout, "a to serve alone after the leave", func() error {
+		if len(a.routes.Load().members) != 1 || a.servedSlots() != engine.SlotCount || holdsB() {
+			return fmt.Errorf("a serves %d slots, and holds a client for b: %v", a.servedSlots(), holdsB())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, k := range keys {
 		if r := spend(t, a, k); !r.Limited {
 			t.Errorf("%s after the leave: %+v, want limited", k, r)
@@ -274,13 +254,12 @@ func TestCrashedNodeSlotsStartEmpty(t *testing.T) {
 	}
 	exhaust(t, b, key)
 	_ = b.Close() // no leave, no hand-off
-	deadline := time.Now().Add(20 * time.Second)
-	for a.servedSlots() != engine.SlotCount {
-		if time.Now().After(deadline) {
-			t.Fatalf("20 s after the crash a serves %d slots", a.servedSlots())
+	testkit.Until(t, 20*time.Second, "the survivor to serve every slot", func() error {
+		if n := a.servedSlots(); n != engine.SlotCount {
+			return fmt.Errorf("a serves %d slots", n)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if r := spend(t, a, key); r.Limited || r.Remaining != 4 {
 		t.Errorf("%s on the survivor: %+v, want a fresh key (remaining 4)", key, r)
 	}
@@ -312,22 +291,14 @@ func TestJoinWithRestoredKeys(t *testing.T) {
 		}
 	}, a.member())
 	settled(t, a, b)
-	deadline := time.Now().Add(10 * time.Second)
-	for b.staleSlots() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("b still holds restored keys of %d slots it does not own", b.staleSlots())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, "b to drop the restored keys of the slots it does not own", func() bool { return b.staleSlots() == 0 })
 	v := b.eng.NewView()
 	for s := range engine.SlotCount {
 		if st, _ := b.Peek(s); st != commands.RouteLocal && v.CountKeysInSlot(s) != 0 {
 			t.Errorf("b holds %d keys of slot %d, which it does not serve", v.CountKeysInSlot(s), s)
 		}
 	}
-	for _, k := range append(live, lost...) {
-		limitedOnOwner(t, k, a, b)
-	}
+	spentOnOwners(t, append(live, lost...), a, b)
 	if out := b.Stats().KeysOut; out == 0 {
 		t.Errorf("b sent no restored key")
 	}
@@ -369,7 +340,7 @@ func watchOverlap(t *testing.T, x, y *testNode) (stop func()) {
 // its keys).
 func TestLifecycle(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.IP, cfg.Port, cfg.BusPort, cfg.Secret = "127.0.0.1", 7000, freePort(t), "s3cret"
+	cfg.IP, cfg.Port, cfg.BusPort, cfg.Secret = "127.0.0.1", 7000, gossipPort(t), "s3cret"
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -398,11 +369,7 @@ func TestLifecycle(t *testing.T) {
 // serves alone, then joins it once it is up; keys it served meanwhile
 // keep their state.
 func TestJoinRetries(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bus := freePort(t)
+	ln, bus := testkit.Listen(t), gossipPort(t)
 	later := fmt.Sprintf("%s@%d", ln.Addr(), bus)
 	b := startNode(t, later) // nothing gossips at later yet
 	if st, _ := b.Peek(0); st != commands.RouteLocal {
@@ -416,8 +383,8 @@ func TestJoinRetries(t *testing.T) {
 	a := startNodeOn(t, ln, bus, nil)
 	settled(t, a, b)
 	onA := 0
-	for _, k := range keys {
-		if limitedOnOwner(t, k, a, b) == a {
+	for _, o := range spentOnOwners(t, keys, a, b) {
+		if o == a {
 			onA++
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cellserver/cellserver/cluster"
-	"github.com/cellserver/cellserver/internal/ports"
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,10 +54,7 @@ func TestClusterNodeFromSettings(t *testing.T) {
 // In cluster mode /metrics reports the node's moved keys, served slots
 // and members.
 func TestRunServesClusterMetrics(t *testing.T) {
-	port, err := ports.FreePair(cluster.BusPortOffset) // a client port whose gossip port, +10000, is free too
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := testkit.FreePair(t, cluster.BusPortOffset) // a client port whose gossip port is free too
 	cfg := clusterConfig(port)
 	cfg.MetricsAddr = freeAddr(t)
 	stop := start(t, cfg)

@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
 )
@@ -44,37 +43,27 @@ func start(t *testing.T, cfg server.Config) (stop func() error) {
 	return stop
 }
 
-// freeAddr returns a loopback address no one listens on now.
+// freeAddr returns a loopback address no one listens on now, for a
+// daemon, which takes addresses rather than listeners (see
+// testkit.FreePort).
 func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(testkit.FreePort(t)))
 }
 
-// getMetrics returns the body of addr's /metrics, waiting up to 10 s for
-// it to answer.
+// getMetrics returns the body of addr's /metrics once it answers.
 func getMetrics(t *testing.T, addr string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var body []byte
+	testkit.Until(t, testkit.IOTimeout, "/metrics at "+addr, func() error {
 		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return string(body)
+		if err != nil {
+			return err // not listening yet
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/metrics: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond) // not listening yet
-	}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(resp.Body)
+		return err
+	})
+	return string(body)
 }
 
 // metrics-addr serves /metrics while the server runs.
@@ -104,43 +93,18 @@ func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 	cfg.Dir, cfg.Save, cfg.SaveSet = dir, "", true
 	cfg.LogLevel, cfg.MetricsAddr = "warning", freeAddr(t)
 	stop := start(t, cfg)
-	var nc net.Conn
-	for deadline := time.Now().Add(10 * time.Second); nc == nil; {
+	testkit.WaitFor(t, "the daemon to listen", func() bool {
 		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			time.Sleep(time.Millisecond)
-			continue
+		if err == nil {
+			c.Close()
 		}
-		nc = c
-	}
-	defer nc.Close()
-	r := bufio.NewReader(nc)
-	do := func(args ...string) string {
-		t.Helper()
-		fmt.Fprintf(nc, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(nc, "$%d\r\n%s\r\n", len(a), a)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\r\n")
-	}
-	for deadline := time.Now().Add(10 * time.Second); do("DBSIZE") != ":0"; { // -LOADING until restored
-		if time.Now().After(deadline) {
-			t.Fatal("the server did not finish loading")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if got := do("CL.THROTTLE", "k", "5", "1", "60"); got != "*5" {
+		return err == nil
+	})
+	rc := testkit.Dial(t, addr)
+	// -LOADING until restored
+	testkit.WaitFor(t, "the server to finish loading", func() bool { return rc.Do("DBSIZE") == ":0\r\n" })
+	if got := rc.Do("CL.THROTTLE", "k", "5", "1", "60"); !strings.HasPrefix(got, "*5\r\n") {
 		t.Fatalf("CL.THROTTLE = %q", got)
-	}
-	for range 5 {
-		r.ReadString('\n') //nolint:errcheck // the reply's elements
 	}
 	if err := os.Mkdir(filepath.Join(dir, "backups"), 0o755); err != nil {
 		t.Fatal(err)
@@ -154,7 +118,7 @@ func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 		{"no/such/parent", "-ERR backup failed: mkdir " + filepath.Join(dir, "no/such/parent") + ": no such file or directory"},
 		{filepath.Join(dir, "backups", "two"), "+OK"},
 	} {
-		if got := do("BACKUP", c.path); got != c.want {
+		if got := strings.TrimSuffix(rc.Do("BACKUP", c.path), "\r\n"); got != c.want {
 			t.Errorf("BACKUP %s = %q, want %q", c.path, got, c.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -22,15 +21,7 @@ func TestFixedWindow(t *testing.T) {
 	// ends in 7 s and the key expires at tBaseMs+10000.
 	const sec = nsPerSec
 	now := tBase + 3*sec
-	tests := []struct {
-		name   string
-		st     FixedWindowState
-		exists bool
-		now    int64
-		req    FixedWindowRequest
-		wantSt FixedWindowState
-		want   Outcome
-	}{
+	runCalls(t, FixedWindow, []call[FixedWindowState, FixedWindowRequest]{
 		{
 			name: "fresh key", now: now, req: fw(5, 10, 1),
 			wantSt: FixedWindowState{Start: tBase, Count: 1},
@@ -171,48 +162,22 @@ func TestFixedWindow(t *testing.T) {
 			want: Outcome{Result: Result{Limit: 5, Remaining: 4, RetryAfter: -1, ResetAfter: 3},
 				Write: WriteStore, ExpireMs: 0},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := FixedWindow(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
-				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
-				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestFixedWindowRangeErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		now  int64
-		req  FixedWindowRequest
-		want error
-	}{
+	type c = call[FixedWindowState, FixedWindowRequest]
+	runCalls(t, FixedWindow, []c{
 		// The window [9223372030e9, 9223372040e9) ends past MaxInt64.
-		{"window end overflows", math.MaxInt64 - 1, fw(5, 10, 1), ErrWindowRange},
+		{name: "window end overflows", now: math.MaxInt64 - 1, req: fw(5, 10, 1), err: ErrWindowRange},
 		// ⌊MinInt64/3e9⌋·3e9 = −9223372038e9 < MinInt64.
-		{"window start overflows", math.MinInt64, fw(5, 3, 1), ErrWindowRange},
-		{"invalid request", tBase, fw(5, 0, 1), ErrWindowNotPositive},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := FixedWindow(FixedWindowState{}, false, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != (FixedWindowState{}) || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
-			}
-		})
-	}
+		{name: "window start overflows", now: math.MinInt64, req: fw(5, 3, 1), err: ErrWindowRange},
+		{name: "invalid request", now: tBase, req: fw(5, 0, 1), err: ErrWindowNotPositive},
+	})
 }
 
 func TestFixedWindowValidate(t *testing.T) {
-	tests := []struct {
-		req  FixedWindowRequest
-		want error
-	}{
+	runValidations(t, []validation[FixedWindowRequest]{
 		{fw(1, 1, 1), nil},
 		{fw(0, 0, 1), ErrLimitNotPositive},
 		{fw(-1, math.MaxInt64, 1), ErrLimitNotPositive},
@@ -223,45 +188,29 @@ func TestFixedWindowValidate(t *testing.T) {
 		{fwMS(1, math.MaxInt64/nsPerMs, 1), nil},
 		{fwMS(1, math.MaxInt64/nsPerMs+1, 1), ErrWindowRange},
 		{fw(math.MaxInt64, 1, math.MinInt64), nil},
-	}
-	for _, tt := range tests {
-		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
-			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestFixedWindowRobust runs random requests, valid but extreme, on random
 // states and clocks: no panic, only the documented error, sane replies.
 func TestFixedWindowRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200_000 {
-		r := FixedWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
-			Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := FixedWindowState{Start: pickInt64(rng), Count: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := FixedWindow(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrWindowRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Limit, r.Cost)
-		if out.Write == WriteNone && got != st || out.Write == WriteStore && got.Count < 1 {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[FixedWindowState, FixedWindowRequest]{
+		seed: [2]uint64{3, 4}, f: FixedWindow, rangeErr: ErrWindowRange,
+		req: func(rng *rand.Rand) FixedWindowRequest {
+			return FixedWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
+				Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) FixedWindowState {
+			return FixedWindowState{Start: pickInt64(rng), Count: pickInt64(rng)}
+		},
+		limitAndCost: func(r FixedWindowRequest) (int64, int64) { return r.Limit, r.Cost },
+		stored:       func(_ FixedWindowRequest, st FixedWindowState) bool { return st.Count >= 1 },
+	}.run(t)
 }
 
 func TestFixedWindowAllocs(t *testing.T) {
 	st := FixedWindowState{Start: tBase, Count: 2}
-	if n := testing.AllocsPerRun(100, func() {
+	wantNoAllocs(t, func() {
 		_, _, _ = FixedWindow(st, true, tBase+nsPerSec, fw(10, 10, 1))
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
+	})
 }

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -30,15 +29,7 @@ func TestSlidingWindow(t *testing.T) {
 	now := tBase + 3*sec
 	prevWin := tBase - 10*sec
 	type state = SlidingWindowState
-	tests := []struct {
-		name   string
-		st     state
-		exists bool
-		now    int64
-		req    SlidingWindowRequest
-		wantSt state
-		want   Outcome
-	}{
+	runCalls(t, SlidingWindow, []call[state, SlidingWindowRequest]{
 		{
 			name: "fresh key", now: now, req: sw(10, 10, 1),
 			wantSt: state{Start: tBase, Curr: 1},
@@ -221,18 +212,7 @@ func TestSlidingWindow(t *testing.T) {
 			want: Outcome{Result: Result{Limit: 10, Remaining: 9, RetryAfter: -1, ResetAfter: 17},
 				Write: WriteStore, ExpireMs: tBaseMs + 20000},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := SlidingWindow(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
-				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
-				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestSlidingWindowExact128 compares the estimate where prev·(W−e) and
@@ -262,40 +242,22 @@ func TestSlidingWindowExact128(t *testing.T) {
 }
 
 func TestSlidingWindowRangeErrors(t *testing.T) {
-	tests := []struct {
-		name   string
-		st     SlidingWindowState
-		exists bool
-		now    int64
-		req    SlidingWindowRequest
-		want   error
-	}{
+	type c = call[SlidingWindowState, SlidingWindowRequest]
+	runCalls(t, SlidingWindow, []c{
 		// [9223372030e9, +10s) and the window after it end past MaxInt64.
-		{"window end overflows", SlidingWindowState{}, false, math.MaxInt64 - 1, sw(5, 10, 1), ErrWindowRange},
+		{name: "window end overflows", now: math.MaxInt64 - 1, req: sw(5, 10, 1), err: ErrWindowRange},
 		// [9223372020e9, 9223372030e9): its end fits, the next one's not.
-		{"next window end overflows", SlidingWindowState{}, false, 9_223_372_025 * nsPerSec, sw(5, 10, 0),
-			ErrWindowRange},
-		{"window start overflows", SlidingWindowState{}, false, math.MinInt64, sw(5, 3, 1), ErrWindowRange},
+		{name: "next window end overflows", now: 9_223_372_025 * nsPerSec, req: sw(5, 10, 0), err: ErrWindowRange},
+		{name: "window start overflows", now: math.MinInt64, req: sw(5, 3, 1), err: ErrWindowRange},
 		// A stored window far ahead (the clock went back): its end overflows.
-		{"stored window near MaxInt64", SlidingWindowState{Start: 9_223_372_030 * nsPerSec, Curr: 1}, true, tBase,
-			sw(5, 10, 1), ErrWindowRange},
-		{"invalid request", SlidingWindowState{}, false, tBase, sw(0, 1, 1), ErrLimitNotPositive},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := SlidingWindow(tt.st, tt.exists, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != tt.st || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
-			}
-		})
-	}
+		{name: "stored window near MaxInt64", st: SlidingWindowState{Start: 9_223_372_030 * nsPerSec, Curr: 1},
+			exists: true, now: tBase, req: sw(5, 10, 1), err: ErrWindowRange},
+		{name: "invalid request", now: tBase, req: sw(0, 1, 1), err: ErrLimitNotPositive},
+	})
 }
 
 func TestSlidingWindowValidate(t *testing.T) {
-	tests := []struct {
-		req  SlidingWindowRequest
-		want error
-	}{
+	runValidations(t, []validation[SlidingWindowRequest]{
 		{sw(1, 1, 1), nil},
 		{sw(0, 0, 1), ErrLimitNotPositive},
 		{sw(-1, math.MaxInt64, 1), ErrLimitNotPositive},
@@ -312,47 +274,32 @@ func TestSlidingWindowValidate(t *testing.T) {
 		{swExact(0, 1, 1), ErrLimitNotPositive},
 		{swExact(100_001, 0, 1), ErrWindowNotPositive},
 		{swExact(100_001, math.MaxInt64, 1), ErrExactLimit}, // before the window's range
-	}
-	for _, tt := range tests {
-		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
-			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
-		}
-	}
+	})
 }
 
 // TestSlidingWindowRobust runs random requests, valid but extreme, on
 // random states and clocks: no panic, only the documented error, sane
 // replies.
 func TestSlidingWindowRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for range 200_000 {
-		r := SlidingWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
-			Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := SlidingWindowState{Start: pickInt64(rng), Prev: pickInt64(rng), Curr: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := SlidingWindow(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrWindowRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Limit, r.Cost)
-		if out.Write == WriteNone && got != st ||
-			out.Write == WriteStore && (got.Curr < 0 || got.Prev < 0 || got.Curr+got.Prev == 0) {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[SlidingWindowState, SlidingWindowRequest]{
+		seed: [2]uint64{5, 6}, f: SlidingWindow, rangeErr: ErrWindowRange,
+		req: func(rng *rand.Rand) SlidingWindowRequest {
+			return SlidingWindowRequest{Limit: pickInt64(rng), Window: pickInt64(rng), Cost: pickInt64(rng),
+				Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) SlidingWindowState {
+			return SlidingWindowState{Start: pickInt64(rng), Prev: pickInt64(rng), Curr: pickInt64(rng)}
+		},
+		limitAndCost: func(r SlidingWindowRequest) (int64, int64) { return r.Limit, r.Cost },
+		stored: func(_ SlidingWindowRequest, st SlidingWindowState) bool {
+			return st.Curr >= 0 && st.Prev >= 0 && st.Curr+st.Prev != 0
+		},
+	}.run(t)
 }
 
 func TestSlidingWindowAllocs(t *testing.T) {
 	st := SlidingWindowState{Start: tBase, Prev: 3, Curr: 2}
-	if n := testing.AllocsPerRun(100, func() {
+	wantNoAllocs(t, func() {
 		_, _, _ = SlidingWindow(st, true, tBase+nsPerSec, sw(10, 10, 1))
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
+	})
 }

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -26,15 +25,7 @@ func tbMS(capacity, refill, period, cost int64) TokenBucketRequest {
 func TestTokenBucket(t *testing.T) {
 	// A bucket of 10 that refills 1/s and is empty at tBase: full at tBase+10s.
 	empty10 := TokenBucketState{FullAt: tBase + 10*nsPerSec}
-	tests := []struct {
-		name   string
-		st     TokenBucketState
-		exists bool
-		now    int64
-		req    TokenBucketRequest
-		wantSt TokenBucketState
-		want   Outcome
-	}{
+	runCalls(t, TokenBucket, []call[TokenBucketState, TokenBucketRequest]{
 		{
 			// 1 token of 10 missing: full again 1 s later.
 			name: "fresh key", now: tBase, req: tb(10, 1, 1, 1),
@@ -196,18 +187,7 @@ func TestTokenBucket(t *testing.T) {
 			want: Outcome{Result: Result{Limited: true, Limit: 10, RetryAfter: 9223372037,
 				ResetAfter: 9223372037}},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := TokenBucket(tt.st, tt.exists, tt.now, tt.req)
-			if err != nil {
-				t.Fatalf("err = %v", err)
-			}
-			if st != tt.wantSt || out != tt.want {
-				t.Errorf("got  %+v %+v\nwant %+v %+v", st, out, tt.wantSt, tt.want)
-			}
-		})
-	}
+	})
 }
 
 // TestTokenBucketNoDrift takes one token at each instant a token of a
@@ -259,36 +239,20 @@ func TestTokenBucketWholePeriods(t *testing.T) {
 }
 
 func TestTokenBucketRangeErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		now  int64
-		st   TokenBucketState
-		req  TokenBucketRequest
-		want error
-	}{
+	type c = call[TokenBucketState, TokenBucketRequest]
+	runCalls(t, TokenBucket, []c{
 		// now+1e9 > MaxInt64: the full instant does not fit.
-		{"full instant overflows", math.MaxInt64 - 500_000_000, TokenBucketState{}, tb(10, 1, 1, 1), ErrPeriodRange},
+		{name: "full instant overflows", now: math.MaxInt64 - 500_000_000, req: tb(10, 1, 1, 1), err: ErrPeriodRange},
 		// FullAt = MaxInt64 with Rem 1: idle at MaxInt64+1.
-		{"idle ns overflows", math.MaxInt64 - 333_333_333, TokenBucketState{}, tb(3, 3, 1, 1), ErrPeriodRange},
-		{"invalid request", tBase, TokenBucketState{}, tb(0, 1, 1, 1), ErrCapacityNotPositive},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			st, out, err := TokenBucket(tt.st, false, tt.now, tt.req)
-			if !errors.Is(err, tt.want) || st != tt.st || out != (Outcome{}) {
-				t.Errorf("got %+v %+v %v, want %v", st, out, err, tt.want)
-			}
-		})
-	}
+		{name: "idle ns overflows", now: math.MaxInt64 - 333_333_333, req: tb(3, 3, 1, 1), err: ErrPeriodRange},
+		{name: "invalid request", now: tBase, req: tb(0, 1, 1, 1), err: ErrCapacityNotPositive},
+	})
 }
 
 func TestTokenBucketValidate(t *testing.T) {
 	const maxSec = math.MaxInt64 / nsPerSec // 9223372036
 	const maxMs = math.MaxInt64 / nsPerMs   // 9223372036854
-	tests := []struct {
-		req  TokenBucketRequest
-		want error
-	}{
+	runValidations(t, []validation[TokenBucketRequest]{
 		{tb(1, 1, 1, 1), nil},
 		{tb(0, 0, 0, 1), ErrCapacityNotPositive},
 		{tb(-1, 1, math.MaxInt64, 1), ErrCapacityNotPositive},
@@ -306,12 +270,7 @@ func TestTokenBucketValidate(t *testing.T) {
 		{tb(10, 1, 1_000_000_000, 1), ErrCapacityRange},     // 1e19 does not
 		{tb(1, math.MaxInt64, 1, math.MaxInt64), nil},
 		{tb(1, 1, 1, math.MinInt64), nil},
-	}
-	for _, tt := range tests {
-		if err := tt.req.Validate(); !errors.Is(err, tt.want) || (err == nil) != (tt.want == nil) {
-			t.Errorf("%+v: %v, want %v", tt.req, err, tt.want)
-		}
-	}
+	})
 }
 
 // extremeInt64s are int64s at and near the edges, for the robustness tests.
@@ -353,34 +312,25 @@ func checkLimiterResult(t *testing.T, out Outcome, limit, cost int64) {
 // TestTokenBucketRobust runs random requests, valid but extreme, on random
 // states and clocks: no panic, only the documented error, sane replies.
 func TestTokenBucketRobust(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200_000 {
-		r := TokenBucketRequest{Capacity: pickInt64(rng), Refill: pickInt64(rng), Period: pickInt64(rng),
-			Cost: pickInt64(rng), Millis: rng.IntN(2) == 0}
-		if r.Validate() != nil {
-			continue
-		}
-		st := TokenBucketState{FullAt: pickInt64(rng), Rem: pickInt64(rng)}
-		exists, now := rng.IntN(4) != 0, pickInt64(rng)
-		got, out, err := TokenBucket(st, exists, now, r)
-		if err != nil {
-			if !errors.Is(err, ErrPeriodRange) || got != st || out != (Outcome{}) {
-				t.Fatalf("%+v %+v at %d: %v", r, st, now, err)
-			}
-			continue
-		}
-		checkLimiterResult(t, out, r.Capacity, r.Cost)
-		if out.Write == WriteNone && got != st || out.Write == WriteStore && (got.Rem < 0 || got.Rem >= r.Refill) {
-			t.Fatalf("%+v %+v at %d: %+v %+v", r, st, now, got, out)
-		}
-	}
+	robust[TokenBucketState, TokenBucketRequest]{
+		seed: [2]uint64{1, 2}, f: TokenBucket, rangeErr: ErrPeriodRange,
+		req: func(rng *rand.Rand) TokenBucketRequest {
+			return TokenBucketRequest{Capacity: pickInt64(rng), Refill: pickInt64(rng), Period: pickInt64(rng),
+				Cost: pickInt64(rng), Millis: rng.IntN(2) == 0}
+		},
+		st: func(rng *rand.Rand) TokenBucketState {
+			return TokenBucketState{FullAt: pickInt64(rng), Rem: pickInt64(rng)}
+		},
+		limitAndCost: func(r TokenBucketRequest) (int64, int64) { return r.Capacity, r.Cost },
+		stored: func(r TokenBucketRequest, st TokenBucketState) bool {
+			return st.Rem >= 0 && st.Rem < r.Refill
+		},
+	}.run(t)
 }
 
 func TestTokenBucketAllocs(t *testing.T) {
 	st := TokenBucketState{FullAt: tBase + 5}
-	if n := testing.AllocsPerRun(100, func() {
+	wantNoAllocs(t, func() {
 		_, _, _ = TokenBucket(st, true, tBase, tb(10, 1, 1, 1))
-	}); n != 0 {
-		t.Errorf("%v allocations per request", n)
-	}
+	})
 }

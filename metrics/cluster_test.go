@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/metrics"
 )
 
@@ -23,7 +24,7 @@ var _ metrics.ClusterSource = clusterSource{}
 // The cluster series come from the node's figures, and only in cluster
 // mode.
 func TestClusterSeries(t *testing.T) {
-	srv, _ := startServer(t)
+	srv := inproc.Start(t).Server
 	names := []string{"cellserver_cluster_keys_moved_total", "cellserver_cluster_slots_served", "cellserver_cluster_members"}
 	src := clusterSource{Source: srv, on: true,
 		stats: metrics.ClusterStats{KeysOut: 12, KeysIn: 34, SlotsServed: 5461, Members: 3}}

@@ -1,103 +1,34 @@
 package metrics_test
 
 import (
-	"bufio"
-	"context"
+	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
+	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/metrics"
-	"github.com/cellserver/cellserver/server"
 )
 
-// startServer serves a server with DEBUG on 127.0.0.1:0 until the test ends.
-func startServer(t *testing.T) (*server.Server, string) {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Port, cfg.EnableDebugCommand, cfg.LogLevel = 0, true, "nothing"
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln) //nolint:errcheck // ErrServerClosed at the end
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return srv, ln.Addr().String()
-}
-
-// respConn sends commands in RESP and reads one reply line each (the
-// commands used here reply in one line, or an array whose first line is
-// enough).
-type respConn struct {
-	t  *testing.T
-	nc net.Conn
-	r  *bufio.Reader
-}
-
-func dial(t *testing.T, addr string) *respConn {
-	nc, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	nc.SetDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
-	return &respConn{t: t, nc: nc, r: bufio.NewReader(nc)}
-}
-
-// do sends words and returns the reply's first line and, for an array of
-// integers, the elements joined by spaces.
-func (c *respConn) do(words ...string) string {
-	c.t.Helper()
-	fmt.Fprintf(c.nc, "*%d\r\n", len(words))
-	for _, w := range words {
-		fmt.Fprintf(c.nc, "$%d\r\n%s\r\n", len(w), w)
-	}
-	line := c.readLine()
-	if strings.HasPrefix(line, "*") {
-		var n int
-		fmt.Sscanf(line[1:], "%d", &n)
-		var parts []string
-		for range n {
-			parts = append(parts, c.readLine())
-		}
-		return strings.Join(parts, " ")
-	}
-	return line
-}
-
-func (c *respConn) readLine() string {
-	c.t.Helper()
-	s, err := c.r.ReadString('\n')
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return strings.TrimSuffix(s, "\r\n")
-}
+// do sends words over c and returns the reply as testkit.Flat has it:
+// ":0 :1 :0 :-1 :60" for a limiter's.
+func do(c *testkit.Conn, words ...string) string { return testkit.Flat(c.Do(words...)) }
 
 // The collector reports exactly what the commands did: calls by outcome,
 // one histogram observation per call that ran, keys by kind, the limiter's
 // own counters and the connections.
 func TestCollectorCounts(t *testing.T) {
-	srv, addr := startServer(t)
-	c := dial(t, addr)
+	srv := inproc.Start(t)
+	c := srv.Dial(t)
 	for _, step := range []struct{ words, want string }{
 		{"DEBUG CLOCK SET 1700000040000000000", "+OK"},
 		{"CL.THROTTLE k 0 1 60", ":0 :1 :0 :-1 :60"},
@@ -107,59 +38,18 @@ func TestCollectorCounts(t *testing.T) {
 		{"CL.THROTTLE k", "-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"},
 		{"TB.TAKE b 10 1 1", ":0 :10 :9 :-1 :1"},
 	} {
-		if got := c.do(strings.Fields(step.words)...); got != step.want {
+		if got := do(c, strings.Fields(step.words)...); got != step.want {
 			t.Fatalf("%s: %q, want %q", step.words, got, step.want)
 		}
 	}
-	col := metrics.NewCollector(srv)
-	want := `
-# HELP cellserver_commands_total Commands processed, by command name and outcome (allowed, limited, error).
-# TYPE cellserver_commands_total counter
-cellserver_commands_total{command="cl.throttle",outcome="allowed"} 1
-cellserver_commands_total{command="cl.throttle",outcome="error"} 2
-cellserver_commands_total{command="cl.throttle",outcome="limited"} 2
-cellserver_commands_total{command="debug",outcome="allowed"} 1
-cellserver_commands_total{command="debug",outcome="error"} 0
-cellserver_commands_total{command="debug",outcome="limited"} 0
-cellserver_commands_total{command="tb.take",outcome="allowed"} 1
-cellserver_commands_total{command="tb.take",outcome="error"} 0
-cellserver_commands_total{command="tb.take",outcome="limited"} 0
-# HELP cellserver_connected_clients Client connections open now.
-# TYPE cellserver_connected_clients gauge
-cellserver_connected_clients 1
-# HELP cellserver_connections_received_total Client connections accepted.
-# TYPE cellserver_connections_received_total counter
-cellserver_connections_received_total 1
-# HELP cellserver_evicted_keys_total Keys evicted to free memory; cellserver evicts none, so this stays 0.
-# TYPE cellserver_evicted_keys_total counter
-cellserver_evicted_keys_total 0
-# HELP cellserver_expired_keys_total Keys removed because they expired.
-# TYPE cellserver_expired_keys_total counter
-cellserver_expired_keys_total 0
-# HELP cellserver_keys Keys held, by limiter kind (as TYPE names it).
-# TYPE cellserver_keys gauge
-cellserver_keys{kind="fixedwindow"} 0
-cellserver_keys{kind="slidinglog"} 0
-cellserver_keys{kind="slidingwindow"} 0
-cellserver_keys{kind="string"} 1
-cellserver_keys{kind="tokenbucket"} 1
-# HELP cellserver_limiter_requests_total Limiter requests answered, by limiter kind and outcome (allowed, limited).
-# TYPE cellserver_limiter_requests_total counter
-cellserver_limiter_requests_total{kind="fixedwindow",outcome="allowed"} 0
-cellserver_limiter_requests_total{kind="fixedwindow",outcome="limited"} 0
-cellserver_limiter_requests_total{kind="slidinglog",outcome="allowed"} 0
-cellserver_limiter_requests_total{kind="slidinglog",outcome="limited"} 0
-cellserver_limiter_requests_total{kind="slidingwindow",outcome="allowed"} 0
-cellserver_limiter_requests_total{kind="slidingwindow",outcome="limited"} 0
-cellserver_limiter_requests_total{kind="string",outcome="allowed"} 1
-cellserver_limiter_requests_total{kind="string",outcome="limited"} 2
-cellserver_limiter_requests_total{kind="tokenbucket",outcome="allowed"} 1
-cellserver_limiter_requests_total{kind="tokenbucket",outcome="limited"} 0
-# HELP cellserver_rejected_connections_total Client connections refused (maxclients).
-# TYPE cellserver_rejected_connections_total counter
-cellserver_rejected_connections_total 0
-`
-	if err := testutil.CollectAndCompare(col, strings.NewReader(want),
+	col := metrics.NewCollector(srv.Server)
+	// testdata/collector_counts.prom is the exposition expected, series by
+	// series.
+	want, err := os.ReadFile("testdata/collector_counts.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.CollectAndCompare(col, bytes.NewReader(want),
 		"cellserver_commands_total", "cellserver_connected_clients", "cellserver_connections_received_total",
 		"cellserver_evicted_keys_total", "cellserver_expired_keys_total", "cellserver_keys",
 		"cellserver_limiter_requests_total", "cellserver_rejected_connections_total"); err != nil {
@@ -203,12 +93,12 @@ cellserver_rejected_connections_total 0
 
 // Handler serves the collector's metrics with the Go and process ones.
 func TestHandler(t *testing.T) {
-	srv, addr := startServer(t)
-	c := dial(t, addr)
-	if got := c.do("PING"); got != "+PONG" {
+	srv := inproc.Start(t)
+	c := srv.Dial(t)
+	if got := do(c, "PING"); got != "+PONG" {
 		t.Fatal(got)
 	}
-	hs := httptest.NewServer(metrics.Handler(srv))
+	hs := httptest.NewServer(metrics.Handler(srv.Server))
 	defer hs.Close()
 	resp, err := http.Get(hs.URL)
 	if err != nil {
@@ -232,21 +122,16 @@ func TestHandler(t *testing.T) {
 // A client's counts outlive its connection: the server keeps them, and
 // the collector reports them the same after the client has gone.
 func TestCollectorKeepsDepartedClients(t *testing.T) {
-	srv, addr := startServer(t)
-	c := dial(t, addr)
-	c.do("DEBUG", "CLOCK", "SET", "1700000040000000000")
+	srv := inproc.Start(t)
+	c := srv.Dial(t)
+	do(c, "DEBUG", "CLOCK", "SET", "1700000040000000000")
 	for range 3 {
-		c.do("CL.THROTTLE", "k", "0", "1", "60")
+		do(c, "CL.THROTTLE", "k", "0", "1", "60")
 	}
-	col := metrics.NewCollector(srv)
+	col := metrics.NewCollector(srv.Server)
 	before := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
-	c.nc.Close()
-	for deadline := time.Now().Add(10 * time.Second); len(srv.Clients()) > 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the client is still connected")
-		}
-		runtime.Gosched()
-	}
+	c.NetConn().Close()
+	testkit.WaitFor(t, "the client to be gone", func() bool { return len(srv.Clients()) == 0 })
 	after := testutil.ToFloat64(commandSeries(col, "cl.throttle", "limited"))
 	if before != 2 || after != 2 {
 		t.Fatalf("limited cl.throttle: %v before the client left, %v after; want 2", before, after)

@@ -1,8 +1,6 @@
 package metrics_test
 
 import (
-	"context"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
@@ -38,12 +38,6 @@ func (p persisted) Snapshots() (metrics.Snapshots, bool) {
 // a store on an in-memory filesystem whose writes fail while failing is on.
 func startPersisted(t *testing.T, failing *errorfs.Toggle) (persisted, string) {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Port, cfg.EnableDebugCommand, cfg.LogLevel, cfg.Dir = 0, true, "nothing", t.TempDir()
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	failing.Injector = errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
 			return errorfs.ErrInjected
@@ -54,18 +48,9 @@ func startPersisted(t *testing.T, failing *errorfs.Toggle) (persisted, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln) //nolint:errcheck // ErrServerClosed at the end
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		store.Close()
-	})
-	return persisted{srv, persist.NewSaver(store, srv.Engine(), persist.SaverConfig{})}, ln.Addr().String()
+	t.Cleanup(func() { store.Close() }) // after the server's shutdown
+	srv := inproc.Start(t, func(c *server.Config) { c.Dir = t.TempDir() })
+	return persisted{srv.Server, persist.NewSaver(store, srv.Engine(), persist.SaverConfig{})}, srv.Addr
 }
 
 // snapshotSeries are the series persistence adds.
@@ -114,10 +99,10 @@ func gauge(t *testing.T, col prometheus.Collector, name string) float64 {
 func TestSnapshotSeries(t *testing.T) {
 	var failing errorfs.Toggle
 	src, addr := startPersisted(t, &failing)
-	c := dial(t, addr)
-	c.do("DEBUG", "CLOCK", "SET", "1700000040000000000")
+	c := testkit.Dial(t, addr)
+	do(c, "DEBUG", "CLOCK", "SET", "1700000040000000000")
 	for _, k := range []string{"a", "b", "c"} {
-		if got := c.do("CL.THROTTLE", k, "5", "1", "60"); got != ":0 :6 :5 :-1 :60" {
+		if got := do(c, "CL.THROTTLE", k, "5", "1", "60"); got != ":0 :6 :5 :-1 :60" {
 			t.Fatalf("CL.THROTTLE %s = %q", k, got)
 		}
 	}
@@ -155,7 +140,7 @@ func TestSnapshotSeries(t *testing.T) {
 		t.Fatalf("store size %v, want > 0", size)
 	}
 
-	c.do("DEL", "a")
+	do(c, "DEL", "a")
 	failing.On()
 	if err := src.saver.Save(); err == nil {
 		t.Fatal("a save with failing writes succeeded")
@@ -187,7 +172,7 @@ func TestSnapshotSeries(t *testing.T) {
 // With persistence off no snapshot series is sent: neither from a Source
 // that is not a SnapshotSource nor from one that says it is off.
 func TestNoSnapshotSeriesWithPersistenceOff(t *testing.T) {
-	srv, _ := startServer(t)
+	srv := inproc.Start(t).Server
 	for _, src := range []metrics.Source{srv, persisted{Server: srv}} {
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(metrics.NewCollector(src))

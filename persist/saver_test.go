@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -120,13 +121,7 @@ func TestSaverBusy(t *testing.T) {
 	}
 	next := func() bool {
 		t.Helper()
-		select {
-		case b := <-calls:
-			return b
-		case <-time.After(10 * time.Second):
-			t.Fatal("no call of Busy within 10 s")
-			return false
-		}
+		return testkit.Recv(t, calls, "a call of Busy")
 	}
 	if !next() {
 		t.Fatal("first call false, want true")

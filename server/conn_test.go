@@ -1,15 +1,13 @@
 package server
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cellserver/cellserver/internal/ahead"
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 func newTestServer(t testing.TB) *Server {
@@ -187,8 +185,10 @@ func TestParserResumes(t *testing.T) {
 	}
 }
 
-// pipeConn serves one connection of s over an in-memory pipe.
-func pipeConn(t *testing.T, s *Server) (net.Conn, *bufio.Reader) {
+// pipeConn serves one connection of s over an in-memory pipe (no buffer
+// between its ends: a write waits for the other end's read), and returns
+// the server's side of it and the client's.
+func pipeConn(t *testing.T, s *Server) (*conn, *testkit.Conn) {
 	t.Helper()
 	client, server := net.Pipe()
 	c := s.admit(server)
@@ -196,19 +196,14 @@ func pipeConn(t *testing.T, s *Server) (net.Conn, *bufio.Reader) {
 		t.Fatal("admit refused")
 	}
 	go c.serve()
-	t.Cleanup(func() { client.Close() })
-	return client, bufio.NewReader(client)
+	return c, testkit.NewConn(t, client)
 }
 
-func readReply(t *testing.T, r *bufio.Reader, lines int) string {
-	t.Helper()
+// replies reads n replies from rc and returns their bytes.
+func replies(rc *testkit.Conn, n int) string {
 	var b strings.Builder
-	for range lines {
-		l, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("after %q: %v", b.String(), err)
-		}
-		b.WriteString(l)
+	for range n {
+		b.WriteString(rc.Reply())
 	}
 	return b.String()
 }
@@ -216,49 +211,42 @@ func readReply(t *testing.T, r *bufio.Reader, lines int) string {
 // Requests split at every byte, pipelined, inline or RESP, all parse.
 func TestConnParsesAcrossSplits(t *testing.T) {
 	s := newTestServer(t)
-	client, r := pipeConn(t, s)
+	_, rc := pipeConn(t, s)
 	stream := "*2\r\n$4\r\nECHO\r\n$5\r\nab\r\nc\r\nPING\r\n\r\n*0\r\n$3 PING\r\n*1\r\n$4\r\nPING\r\n"
 	go func() {
 		for i := range len(stream) {
-			if _, err := client.Write([]byte{stream[i]}); err != nil {
+			if _, err := rc.NetConn().Write([]byte{stream[i]}); err != nil {
 				return
 			}
 		}
 	}()
 	// "$3 PING" is an inline command named "$3", as in Redis.
 	want := "$5\r\nab\r\nc\r\n+PONG\r\n-ERR unknown command '$3', with args beginning with: 'PING' \r\n+PONG\r\n"
-	if got := readReply(t, r, 6); got != want {
+	if got := replies(rc, 4); got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
 }
 
 func TestConnAnswersOversizedHeaderAtOnce(t *testing.T) {
 	s := newTestServer(t)
-	client, r := pipeConn(t, s)
-	go client.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
-	if got := readReply(t, r, 2); got != "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n" {
+	_, rc := pipeConn(t, s)
+	go rc.NetConn().Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nECHO\r\n$1048577\r\n"))
+	if got := replies(rc, 2); got != "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n" {
 		t.Fatalf("got %q", got)
 	}
-	client.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := r.ReadByte(); err != io.EOF {
-		t.Fatalf("the connection must be closed: %v", err)
-	}
+	rc.WantClosed()
 }
 
 func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 	s := newTestServer(t)
-	client, server := net.Pipe()
-	c := s.admit(server)
-	go c.serve()
-	defer client.Close()
-	r := bufio.NewReader(client)
+	c, rc := pipeConn(t, s)
 	big := strings.Repeat("x", 200<<10)
-	go client.Write([]byte("*2\r\n$4\r\nECHO\r\n$204800\r\n" + big + "\r\n"))
-	if got := readReply(t, r, 2); got != "$204800\r\n"+big+"\r\n" {
+	go rc.NetConn().Write([]byte("*2\r\n$4\r\nECHO\r\n$204800\r\n" + big + "\r\n"))
+	if got := rc.Reply(); got != "$204800\r\n"+big+"\r\n" {
 		t.Fatalf("echo of 200 KiB: got %d bytes", len(got))
 	}
-	go client.Write([]byte("PING\r\n"))
-	if got := readReply(t, r, 1); got != "+PONG\r\n" {
+	rc.Send("PING\r\n")
+	if got := rc.Reply(); got != "+PONG\r\n" {
 		t.Fatal(got)
 	}
 	// The PING's read came after the large request was done: the buffer

@@ -1,32 +1,14 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // logPrefix is what precedes a message: pid, role, time, level mark.
 var logPrefix = regexp.MustCompile(`(?m)^\d+:M \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3} `)
@@ -35,7 +17,7 @@ var logPrefix = regexp.MustCompile(`(?m)^\d+:M \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\
 // lets through: the start with the settings in force, the password never
 // shown; a setting changed; a client refused.
 func TestLogEvents(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cfg := DefaultConfig()
 	cfg.Port, cfg.LogLevel, cfg.LogOutput, cfg.RequirePass, cfg.MaxClients = 0, "notice", &out, "s3cret", 1
 	s, err := New(cfg)
@@ -86,7 +68,7 @@ func TestLogEvents(t *testing.T) {
 
 // Values with spaces or quotes are quoted; levels map to Redis's marks.
 func TestLogFormat(t *testing.T) {
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	l := newLogger("debug", &out)
 	l.Debug("d", "k", "two words")
 	l.Log(context.Background(), LevelVerbose, "v", "k", "")

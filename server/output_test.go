@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // A client that pipelines requests and never reads its replies is
@@ -59,13 +61,8 @@ func dropsNonReader(t *testing.T, s *Server) {
 		}
 		sent <- nil
 	}()
-	select {
-	case err := <-sent:
-		if err == nil {
-			t.Fatal("the server read 10,000 requests from a client that reads nothing")
-		}
-	case <-time.After(10 * time.Second): // a hang guard, not a measurement
-		t.Fatal("the server still holds a client that reads nothing")
+	if err := testkit.Recv(t, sent, "the server to drop a client that reads nothing"); err == nil {
+		t.Fatal("the server read 10,000 requests from a client that reads nothing")
 	}
 	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := client.Read(make([]byte, 1)); err != io.EOF {
@@ -90,18 +87,9 @@ func TestClientListShowsBuffers(t *testing.T) {
 	if _, err := slow.Read(make([]byte, 1)); err != nil {
 		t.Fatal(err)
 	}
-	other, r := pipeConn(t, s)
-	go other.Write([]byte("CLIENT LIST\r\n"))
-	head, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := strconv.Atoi(strings.TrimSpace(head[1:]))
-	body := make([]byte, n+2)
-	if _, err := io.ReadFull(r, body); err != nil {
-		t.Fatal(err)
-	}
-	line := regexp.MustCompile(`id=` + strconv.FormatInt(c.cl.ID(), 10) + ` .*`).FindString(string(body))
+	_, other := pipeConn(t, s)
+	other.Send("CLIENT LIST\r\n")
+	line := regexp.MustCompile(`id=` + strconv.FormatInt(c.cl.ID(), 10) + ` .*`).FindString(other.Reply())
 	m := regexp.MustCompile(` qbuf=(\d+) qbuf-free=(\d+) .* omem=(\d+) tot-mem=(\d+) `).FindStringSubmatch(line)
 	if m == nil {
 		t.Fatalf("no buffer fields in %q", line)

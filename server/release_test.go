@@ -2,7 +2,6 @@ package server
 
 import (
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -48,27 +47,49 @@ func TestReleaser(t *testing.T) {
 	}
 }
 
-// The runtime has the metric the releaser reads, and heapFree reads it:
-// memory freed by a collection shows as free heap until it is returned to
-// the system, and a metric the runtime does not have reads as 0.
+// The metrics the releaser reads are ones the runtime has, as unsigned
+// integers (a renamed one would read as 0, and memory would never be
+// released), and spare and heapFree compute from what they read: the free
+// heap plus the garbage (objects beyond the live bytes, never negative),
+// an unknown metric as 0. The samples are of the thread count, which holds
+// still while the test runs, so that what they read is known; how the
+// runtime's heap figures move is the runtime's business.
 func TestHeapFreeMetric(t *testing.T) {
-	sample := []metrics.Sample{{Name: heapFreeMetric}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		t.Fatalf("%s: kind %v", heapFreeMetric, sample[0].Value.Kind())
+	kinds := map[string]metrics.ValueKind{}
+	for _, d := range metrics.All() {
+		kinds[d.Name] = d.Kind
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no collection but ours
-	big := make([]byte, 64<<20)
-	for i := range big {
-		big[i] = 1 // touch every page, so that the heap really holds them
+	for _, name := range heapMetrics {
+		if kinds[name] != metrics.KindUint64 {
+			t.Errorf("%s: kind %v, want an unsigned integer", name, kinds[name])
+		}
 	}
-	runtime.KeepAlive(big)
-	big = nil
-	runtime.GC()
-	if free := heapFree(sample); free < 16<<20 {
-		t.Fatalf("%d bytes free right after 64 MiB were collected", free)
+	const threads, unknown = "/sched/gomaxprocs:threads", "/no/such/metric:bytes"
+	p := int64(runtime.GOMAXPROCS(0))
+	samples := func(names ...string) []metrics.Sample {
+		s := make([]metrics.Sample, len(names))
+		for i, n := range names {
+			s[i].Name = n
+		}
+		return s
 	}
-	if got := heapFree([]metrics.Sample{{Name: "/no/such/metric:bytes"}}); got != 0 {
-		t.Fatalf("an unknown metric reads as %d", got)
+	for _, c := range []struct {
+		names       []string
+		spare, live int64
+	}{
+		{[]string{threads, threads, unknown}, 2 * p, 0}, // free, and objects with none live: all garbage
+		{[]string{unknown, threads, threads}, 0, p},     // objects all live
+		{[]string{unknown, unknown, threads}, 0, p},     // more live than objects: no negative garbage
+		{[]string{unknown, unknown, unknown}, 0, 0},
+	} {
+		if spare, live := spare(samples(c.names...)); spare != c.spare || live != c.live {
+			t.Errorf("spare of %q = %d, %d; want %d, %d", c.names, spare, live, c.spare, c.live)
+		}
+	}
+	if got := heapFree(samples(threads)); got != p {
+		t.Errorf("heapFree of %s = %d, want %d", threads, got, p)
+	}
+	if got := heapFree(samples(unknown)); got != 0 {
+		t.Errorf("an unknown metric reads as %d", got)
 	}
 }

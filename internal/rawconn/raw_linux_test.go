@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // rawPair is tcpPair with the server's end as the raw connection Wrap
@@ -151,13 +153,8 @@ func TestReadLoopDeadlineAndClose(t *testing.T) {
 
 	_, peer, ended = loopPair(t, nil, func(raw *conn) { raw.Close() })
 	peer.Write([]byte("x"))
-	select {
-	case err := <-ended:
-		if !errors.Is(err, net.ErrClosed) {
-			t.Fatalf("the loop ended with %v, want net.ErrClosed", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close from inside the loop did not end it")
+	if err := testkit.Recv(t, ended, "Close from inside the loop to end it"); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the loop ended with %v, want net.ErrClosed", err)
 	}
 }
 

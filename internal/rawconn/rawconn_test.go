@@ -8,6 +8,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // These tests hold on every platform and build: they go through Wrap and
@@ -17,21 +19,9 @@ import (
 // passed through Wrap.
 func tcpPair(t *testing.T) (nc net.Conn, peer net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	peer, err = net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	accepted, peer := testkit.TCPPair(t)
 	nc = Wrap(accepted)
-	t.Cleanup(func() { nc.Close(); peer.Close() })
+	t.Cleanup(func() { nc.Close() })
 	return nc, peer
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -24,7 +25,7 @@ func TestAuth(t *testing.T) {
 	ts := startServer(t, withPass("s3cret"))
 
 	t.Run("raw", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
+		rc := ts.Dial(t)
 		for _, args := range [][]string{
 			{"CL.THROTTLE", "k", "1", "1", "1"},
 			{"PING"},
@@ -36,45 +37,45 @@ func TestAuth(t *testing.T) {
 			{"SHUTDOWN"},
 			{"MULTI"},
 		} {
-			rc.wantDo(respErr(noAuth), args...)
+			rc.WantDo(testkit.Err(noAuth), args...)
 		}
-		rc.wantDo(respErr("ERR unknown command 'NOSUCH', with args beginning with: "), "NOSUCH")
-		rc.wantDo(respErr(wrongPass), "AUTH", "wrong")
-		rc.wantDo(respErr(wrongPass), "AUTH", "default", "wrong")
-		rc.wantDo(respErr(wrongPass), "AUTH", "bob", "s3cret")
-		rc.wantDo(respErr("ERR wrong number of arguments for 'auth' command"), "AUTH")
-		rc.wantDo(respErr(noAuth), "PING")
-		rc.wantDo(respErr("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"), "HELLO", "3")
-		rc.wantDo(respErr(wrongPass), "HELLO", "3", "AUTH", "default", "nope")
-		rc.wantDo("+OK\r\n", "AUTH", "s3cret")
-		rc.wantDo("+PONG\r\n", "PING")
-		rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000040000000000")
-		rc.wantDo(respInts(0, 2, 1, -1, 1), "CL.THROTTLE", "k", "1", "1", "1")
+		rc.WantDo(testkit.Err("ERR unknown command 'NOSUCH', with args beginning with: "), "NOSUCH")
+		rc.WantDo(testkit.Err(wrongPass), "AUTH", "wrong")
+		rc.WantDo(testkit.Err(wrongPass), "AUTH", "default", "wrong")
+		rc.WantDo(testkit.Err(wrongPass), "AUTH", "bob", "s3cret")
+		rc.WantDo(testkit.Err("ERR wrong number of arguments for 'auth' command"), "AUTH")
+		rc.WantDo(testkit.Err(noAuth), "PING")
+		rc.WantDo(testkit.Err("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"), "HELLO", "3")
+		rc.WantDo(testkit.Err(wrongPass), "HELLO", "3", "AUTH", "default", "nope")
+		rc.WantDo("+OK\r\n", "AUTH", "s3cret")
+		rc.WantDo("+PONG\r\n", "PING")
+		rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000040000000000")
+		rc.WantDo(testkit.Ints(0, 2, 1, -1, 1), "CL.THROTTLE", "k", "1", "1", "1")
 		// A failed AUTH later does not log the connection out (Redis keeps it).
-		rc.wantDo(respErr(wrongPass), "AUTH", "wrong")
-		rc.wantDo("+PONG\r\n", "PING")
+		rc.WantDo(testkit.Err(wrongPass), "AUTH", "wrong")
+		rc.WantDo("+PONG\r\n", "PING")
 	})
 
 	t.Run("AUTH default pass", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
-		rc.wantDo("+OK\r\n", "AUTH", "default", "s3cret")
-		rc.wantDo("+PONG\r\n", "PING")
+		rc := ts.Dial(t)
+		rc.WantDo("+OK\r\n", "AUTH", "default", "s3cret")
+		rc.WantDo("+PONG\r\n", "PING")
 	})
 
 	t.Run("HELLO AUTH", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
-		got := rc.do("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "h")
+		rc := ts.Dial(t)
+		got := rc.Do("HELLO", "3", "AUTH", "default", "s3cret", "SETNAME", "h")
 		if !strings.HasPrefix(got, "%7\r\n$6\r\nserver\r\n$5\r\nredis\r\n") {
 			t.Fatalf("HELLO 3 AUTH: %q", got)
 		}
-		rc.wantDo("+PONG\r\n", "PING")
-		rc.wantDo(respBulk("h"), "CLIENT", "GETNAME")
-		rc2 := dialRaw(t, ts.Addr)
-		got = rc2.do("HELLO", "2", "AUTH", "default", "s3cret")
+		rc.WantDo("+PONG\r\n", "PING")
+		rc.WantDo(testkit.Bulk("h"), "CLIENT", "GETNAME")
+		rc2 := ts.Dial(t)
+		got = rc2.Do("HELLO", "2", "AUTH", "default", "s3cret")
 		if !strings.HasPrefix(got, "*14\r\n") {
 			t.Fatalf("HELLO 2 AUTH: %q", got)
 		}
-		rc2.wantDo("+PONG\r\n", "PING")
+		rc2.WantDo("+PONG\r\n", "PING")
 	})
 
 	t.Run("go-redis", func(t *testing.T) {
@@ -107,33 +108,33 @@ func TestUnauthenticatedLimits(t *testing.T) {
 		{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length\r\n"},
 		{"*2\r\n$4\r\nAUTH\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n"},
 	} {
-		rc := dialRaw(t, ts.Addr)
-		rc.send(c.req)
-		if got := rc.line(); got != c.want {
+		rc := ts.Dial(t)
+		rc.Send(c.req)
+		if got := rc.Line(); got != c.want {
 			t.Fatalf("%q: got %q, want %q", c.req, got, c.want)
 		}
-		rc.wantClosed()
+		rc.WantClosed()
 	}
 	// Once authenticated, the full limits apply.
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+OK\r\n", "AUTH", "s3cret")
-	rc.wantDo("$16385\r\n"+strings.Repeat("x", 16385)+"\r\n", "ECHO", strings.Repeat("x", 16385))
+	rc := ts.Dial(t)
+	rc.WantDo("+OK\r\n", "AUTH", "s3cret")
+	rc.WantDo("$16385\r\n"+strings.Repeat("x", 16385)+"\r\n", "ECHO", strings.Repeat("x", 16385))
 }
 
 func TestAuthWithoutPassword(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo(respErr("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), "AUTH", "x")
-	rc.wantDo("+OK\r\n", "AUTH", "default", "anything")
-	rc.wantDo(respErr(wrongPass), "AUTH", "bob", "x")
-	rc.wantDo("+PONG\r\n", "PING")
+	rc := ts.Dial(t)
+	rc.WantDo(testkit.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), "AUTH", "x")
+	rc.WantDo("+OK\r\n", "AUTH", "default", "anything")
+	rc.WantDo(testkit.Err(wrongPass), "AUTH", "bob", "x")
+	rc.WantDo("+PONG\r\n", "PING")
 
 	// CONFIG SET requirepass applies to new connections' AUTH checks.
 	rdb := ts.client(t)
 	wantOK(t, rdb, "CONFIG", "SET", "requirepass", "later")
-	rc.wantDo(respErr(wrongPass), "AUTH", "x")
-	rc.wantDo("+OK\r\n", "AUTH", "later")
+	rc.WantDo(testkit.Err(wrongPass), "AUTH", "x")
+	rc.WantDo("+OK\r\n", "AUTH", "later")
 	wantOK(t, rdb, "CONFIG", "SET", "requirepass", "")
 }
 
@@ -145,10 +146,10 @@ func TestAuthEmptyUserName(t *testing.T) {
 	t.Parallel()
 	for _, pass := range []string{"s3cret", ""} {
 		ts := startServer(t, withPass(pass))
-		rc := dialRaw(t, ts.Addr)
-		rc.wantDo(respErr(wrongPass), "AUTH", "", "s3cret")
-		rc.wantDo(respErr(wrongPass), "HELLO", "2", "AUTH", "", "s3cret")
-		rc.wantDo("+OK\r\n", "AUTH", "default", "s3cret")
-		rc.wantDo("+PONG\r\n", "PING")
+		rc := ts.Dial(t)
+		rc.WantDo(testkit.Err(wrongPass), "AUTH", "", "s3cret")
+		rc.WantDo(testkit.Err(wrongPass), "HELLO", "2", "AUTH", "", "s3cret")
+		rc.WantDo("+OK\r\n", "AUTH", "default", "s3cret")
+		rc.WantDo("+PONG\r\n", "PING")
 	}
 }

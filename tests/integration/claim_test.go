@@ -2,12 +2,10 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -47,7 +46,7 @@ func drainUntil(c net.Conn, marker string) (int64, error) {
 	var tail []byte
 	var n int64
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(ioTimeout))
+		_ = c.SetReadDeadline(time.Now().Add(testkit.IOTimeout))
 		m, err := c.Read(buf)
 		n += int64(m)
 		tail = append(tail, buf[:m]...)
@@ -72,30 +71,16 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the attacks of issue 11 against a server binary")
 	}
-	bin := buildBinary(t)
-	port := freePort(t)
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--loglevel", "warning",
+	p := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--loglevel", "warning",
 		"--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru",
 		"--client-output-buffer-limit", "normal", "16mb", "4mb", "3", "--timeout", "2")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		t.Logf("server log:\n%s", stderr.String())
+		_ = p.Signal(syscall.SIGTERM)
+		_ = p.Wait()
+		t.Logf("server log:\n%s", p.Log.String())
 	}()
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	waitFor(t, "the binary to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	pid := cmd.Process.Pid
+	addr := p.Addr
+	pid := p.Pid()
 	before := vmRSS(t, pid)
 
 	// RSS is sampled every 10 ms until the attacks are over.
@@ -124,7 +109,7 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 	watchErr := make(chan error, 1)
 	go func() {
 		defer wg.Done()
-		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout, MaxRetries: -1})
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: testkit.IOTimeout, WriteTimeout: testkit.IOTimeout, MaxRetries: -1})
 		defer rdb.Close()
 		for {
 			select {
@@ -150,26 +135,26 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 			t.Errorf("%s: the other client was not answered while it ran", name)
 		}
 	}
-	docs := encode("COMMAND", "DOCS")
+	docs := testkit.Encode("COMMAND", "DOCS")
 
 	// 1. MULTI, COMMAND DOCS as many times as the queue takes, EXEC; and
 	// one more than it takes.
 	attack("MULTI/EXEC amplification", func(t *testing.T) {
-		rc := dialRaw(t, addr)
-		rc.send("*1\r\n$5\r\nMULTI\r\n" + strings.Repeat(docs, 10000) + encode("EXEC") + encode("ECHO", "done"))
-		n, err := drainUntil(rc.c, respBulk("done"))
+		rc := testkit.Dial(t, addr)
+		rc.Send("*1\r\n$5\r\nMULTI\r\n" + strings.Repeat(docs, 10000) + testkit.Encode("EXEC") + testkit.Encode("ECHO", "done"))
+		n, err := drainUntil(rc.NetConn(), testkit.Bulk("done"))
 		if err != nil {
 			t.Fatalf("after %d bytes: %v", n, err)
 		}
-		rc2 := dialRaw(t, addr)
-		rc2.send("*1\r\n$5\r\nMULTI\r\n" + strings.Repeat(docs, 10001) + encode("EXEC"))
+		rc2 := testkit.Dial(t, addr)
+		rc2.Send("*1\r\n$5\r\nMULTI\r\n" + strings.Repeat(docs, 10001) + testkit.Encode("EXEC"))
 		for range 10001 {
-			rc2.line()
+			rc2.Line()
 		}
-		if got := rc2.line(); got != "-ERR MULTI queue full (at most 10000 commands and 16 MiB, or client-query-buffer-limit); the transaction is discarded\r\n" {
+		if got := rc2.Line(); got != "-ERR MULTI queue full (at most 10000 commands and 16 MiB, or client-query-buffer-limit); the transaction is discarded\r\n" {
 			t.Fatalf("the 10,001st command: %q", got)
 		}
-		if got := rc2.line(); got != "-EXECABORT Transaction discarded because of previous errors.\r\n" {
+		if got := rc2.Line(); got != "-EXECABORT Transaction discarded because of previous errors.\r\n" {
 			t.Fatalf("EXEC: %q", got)
 		}
 		t.Logf("EXEC of 10,000 COMMAND DOCS: %d bytes streamed", n)
@@ -178,13 +163,13 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 	// million names.
 	attack("one command, huge reply", func(t *testing.T) {
 		names := strings.Repeat("$4\r\nping\r\n", 1000000)
-		rc := dialRaw(t, addr)
-		rc.send("*1000002\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n" + names)
-		if got := rc.reply(); got != rc.do("COMMAND", "DOCS", "ping") {
+		rc := testkit.Dial(t, addr)
+		rc.Send("*1000002\r\n$7\r\nCOMMAND\r\n$4\r\nDOCS\r\n" + names)
+		if got := rc.Reply(); got != rc.Do("COMMAND", "DOCS", "ping") {
 			t.Fatalf("COMMAND DOCS of a million names: %d bytes", len(got))
 		}
-		rc.send("*1000002\r\n$7\r\nCOMMAND\r\n$4\r\nINFO\r\n" + names + encode("ECHO", "done"))
-		n, err := drainUntil(rc.c, respBulk("done"))
+		rc.Send("*1000002\r\n$7\r\nCOMMAND\r\n$4\r\nINFO\r\n" + names + testkit.Encode("ECHO", "done"))
+		n, err := drainUntil(rc.NetConn(), testkit.Bulk("done"))
 		if err != nil {
 			t.Fatalf("after %d bytes: %v", n, err)
 		}
@@ -203,7 +188,7 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 		batch := []byte(strings.Repeat(docs, 1000))
 		var sent int
 		for ; sent < 1000; sent++ { // up to a million requests
-			_ = c.SetWriteDeadline(time.Now().Add(ioTimeout))
+			_ = c.SetWriteDeadline(time.Now().Add(testkit.IOTimeout))
 			if _, err := c.Write(batch); err != nil {
 				break
 			}
@@ -215,27 +200,27 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 	})
 	// 4. Keys of 100 KB each, far past maxmemory.
 	attack("keys past maxmemory", func(t *testing.T) {
-		rc := dialRaw(t, addr)
-		w := bufio.NewWriterSize(rc.c, 1<<20)
+		rc := testkit.Dial(t, addr)
+		w := bufio.NewWriterSize(rc.NetConn(), 1<<20)
 		key := strings.Repeat("k", 100<<10)
 		for i := range 3000 {
 			fmt.Fprintf(w, "*5\r\n$11\r\nCL.THROTTLE\r\n$%d\r\n%s%08d\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n", len(key)+8, key, i)
 			if w.Buffered() > 512<<10 {
-				_ = rc.c.SetWriteDeadline(time.Now().Add(ioTimeout))
+				_ = rc.NetConn().SetWriteDeadline(time.Now().Add(testkit.IOTimeout))
 				if err := w.Flush(); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		w.WriteString(encode("ECHO", "done"))
+		w.WriteString(testkit.Encode("ECHO", "done"))
 		if err := w.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		n, err := drainUntil(rc.c, respBulk("done"))
+		n, err := drainUntil(rc.NetConn(), testkit.Bulk("done"))
 		if err != nil {
 			t.Fatalf("after %d bytes: %v", n, err)
 		}
-		info := rc.do("INFO", "stats")
+		info := rc.Do("INFO", "stats")
 		if !strings.Contains(info, "evicted_keys:") || strings.Contains(info, "evicted_keys:0\r\n") {
 			t.Fatalf("300 MB of keys under maxmemory 64mb evicted nothing: %q", info)
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // clientsDir holds the non-Go client tests (tests/clients): Node.js
@@ -45,33 +47,34 @@ func runClientEnv(t *testing.T, env []string, want string, name string, args ...
 	}
 }
 
+// runNodeClient runs a script of tests/clients/node with node, skipping
+// (failing, on CI) where node or the npm package module is missing.
+func runNodeClient(t *testing.T, module string, env []string, want, script string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", module))
+	needClient(t, "node with the npm package "+module+" (npm ci in tests/clients/node)", err == nil && modErr == nil)
+	runClientEnv(t, env, want, node, filepath.Join(clientsDir, "node", script))
+}
+
 // TestIoredis: ioredis with its defaults (RESP2): the four limiter
 // commands, a pipeline and a MULTI, exact replies.
 func TestIoredis(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "ioredis"))
-	needClient(t, "node with ioredis (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClient(t, "ioredis ok", node, filepath.Join(clientsDir, "node", "ioredis_test.js"))
+	runNodeClient(t, "ioredis", nil, "ioredis ok", "ioredis_test.js")
 }
 
 // TestNodeRedis: node-redis with its defaults, the same scenario.
 func TestNodeRedis(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis"))
-	needClient(t, "node with node-redis (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClient(t, "node-redis ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
+	runNodeClient(t, "redis", nil, "node-redis ok", "node_redis_test.js")
 }
 
 // TestNodeRedisResp3: node-redis 5 asked for RESP3 (HELLO 3), the same
 // scenario; it checks that CLIENT INFO shows resp=3.
 func TestNodeRedisResp3(t *testing.T) {
 	t.Parallel()
-	node, err := exec.LookPath("node")
-	_, modErr := os.Stat(filepath.Join(clientsDir, "node", "node_modules", "redis5"))
-	needClient(t, "node with node-redis 5 (npm ci in tests/clients/node)", err == nil && modErr == nil)
-	runClientEnv(t, []string{"NODE_REDIS=redis5"}, "node-redis resp3 ok", node, filepath.Join(clientsDir, "node", "node_redis_test.js"))
+	runNodeClient(t, "redis5", []string{"NODE_REDIS=redis5"}, "node-redis resp3 ok", "node_redis_test.js")
 }
 
 // TestRedisPy: redis-py, Debian's python3-redis for the system python3,
@@ -92,30 +95,29 @@ func TestRedisPy(t *testing.T) {
 // arguments in decimal.
 func TestJedisWire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.send("*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$8\r\nLIB-NAME\r\n$5\r\njedis\r\n" +
+	rc := rawClient(t)
+	rc.Send("*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$8\r\nLIB-NAME\r\n$5\r\njedis\r\n" +
 		"*4\r\n$6\r\nCLIENT\r\n$7\r\nSETINFO\r\n$7\r\nLIB-VER\r\n$5\r\n5.1.0\r\n")
-	if got := rc.reply() + rc.reply(); got != "+OK\r\n+OK\r\n" {
+	if got := rc.Reply() + rc.Reply(); got != "+OK\r\n+OK\r\n" {
 		t.Fatalf("CLIENT SETINFO: %q", got)
 	}
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 	// jedis.sendCommand(() -> SafeEncoder.encode("CL.THROTTLE"), "user:42", "15", "30", "60")
-	rc.send("*5\r\n$11\r\nCL.THROTTLE\r\n$7\r\nuser:42\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n")
-	if got := rc.reply(); got != "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n" {
+	rc.Send("*5\r\n$11\r\nCL.THROTTLE\r\n$7\r\nuser:42\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n")
+	if got := rc.Reply(); got != "*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n" {
 		t.Fatalf("CL.THROTTLE: %q", got)
 	}
 	// A Jedis Pipeline writes its commands at once and reads the replies
 	// in order; a Transaction wraps them in MULTI/EXEC.
-	rc.send(encode("TB.TAKE", "tb", "10", "1", "1") + encode("FW.INCR", "fw", "10", "60"))
-	if got := rc.reply() + rc.reply(); got != respInts(0, 10, 9, -1, 1)+respInts(0, 10, 9, -1, 60) {
+	rc.Send(testkit.Encode("TB.TAKE", "tb", "10", "1", "1") + testkit.Encode("FW.INCR", "fw", "10", "60"))
+	if got := rc.Reply() + rc.Reply(); got != testkit.Ints(0, 10, 9, -1, 1)+testkit.Ints(0, 10, 9, -1, 60) {
 		t.Fatalf("pipeline: %q", got)
 	}
-	rc.send(encode("MULTI") + encode("SW.HIT", "sw", "10", "60") + encode("EXEC"))
-	if got := rc.reply() + rc.reply() + rc.reply(); got != "+OK\r\n+QUEUED\r\n*1\r\n"+respInts(0, 10, 9, -1, 120) {
+	rc.Send(testkit.Encode("MULTI") + testkit.Encode("SW.HIT", "sw", "10", "60") + testkit.Encode("EXEC"))
+	if got := rc.Reply() + rc.Reply() + rc.Reply(); got != "+OK\r\n+QUEUED\r\n*1\r\n"+testkit.Ints(0, 10, 9, -1, 120) {
 		t.Fatalf("transaction: %q", got)
 	}
-	info := rc.do("CLIENT", "INFO")
+	info := rc.Do("CLIENT", "INFO")
 	if !strings.Contains(info, " lib-name=jedis lib-ver=5.1.0") || !strings.Contains(info, " resp=2") {
 		t.Fatalf("CLIENT INFO: %q", info)
 	}

@@ -3,6 +3,8 @@ package integration
 import (
 	"strconv"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // TestClockJumpsOverTheWire moves the server's clock back 3 h, forward
@@ -15,10 +17,9 @@ import (
 // afresh; no time is negative.
 func TestClockJumpsOverTheWire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := rawClient(t)
 	const h = 3600 * sec
-	set := func(ns int64) { rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(ns, 10)) }
+	set := func(ns int64) { rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(ns, 10)) }
 	keys := []struct {
 		name  string
 		words []string
@@ -35,18 +36,18 @@ func TestClockJumpsOverTheWire(t *testing.T) {
 		t.Helper()
 		for i, k := range keys {
 			w := want[i]
-			if got := rc.do(k.words...); got != respInts(w[0], w[1], w[2], w[3], w[4]) {
+			if got := rc.Do(k.words...); got != testkit.Ints(w[0], w[1], w[2], w[3], w[4]) {
 				t.Fatalf("%s: %q: got %q, want %v", when, k.words, got, w[:5])
 			}
-			rc.wantDo(":"+strconv.FormatInt(w[5], 10)+"\r\n", "PTTL", k.name)
-			rc.wantDo(":"+strconv.FormatInt(w[5]/1000, 10)+"\r\n", "TTL", k.name)
+			rc.WantDo(":"+strconv.FormatInt(w[5], 10)+"\r\n", "PTTL", k.name)
+			rc.WantDo(":"+strconv.FormatInt(w[5]/1000, 10)+"\r\n", "TTL", k.name)
 		}
 	}
 
 	set(t0)
 	for range 3 {
 		for _, k := range keys {
-			rc.do(k.words...)
+			rc.Do(k.words...)
 		}
 	}
 	check("t0", [][6]int64{
@@ -58,10 +59,10 @@ func TestClockJumpsOverTheWire(t *testing.T) {
 		{1, 5, 0, 10800, 11040, 11_040_000}, {1, 5, 0, 10800, 11040, 11_040_000}, {0, 5, 0, -1, 10920, 10_920_000},
 		{0, 5, 4, -1, 10860, 10_860_000}, {0, 5, 0, -1, 10860, 10_860_000},
 	})
-	rc.wantDo(":5\r\n", "DBSIZE")
+	rc.WantDo(":5\r\n", "DBSIZE")
 
 	set(t0 + 25*h)
-	rc.wantDo(":0\r\n", "DBSIZE") // every key expired
+	rc.WantDo(":0\r\n", "DBSIZE") // every key expired
 	check("25 h forward", [][6]int64{
 		{0, 5, 4, -1, 60, 60_000}, {0, 5, 4, -1, 60, 60_000}, {0, 5, 4, -1, 120, 120_000},
 		{0, 5, 4, -1, 60, 60_000}, {0, 5, 4, -1, 60, 60_000},
@@ -71,5 +72,5 @@ func TestClockJumpsOverTheWire(t *testing.T) {
 		{1, 5, 0, 89820, 90060, 90_060_000}, {1, 5, 0, 89820, 90060, 90_060_000}, {0, 5, 3, -1, 90120, 90_120_000},
 		{0, 5, 4, -1, 90060, 90_060_000}, {0, 5, 3, -1, 90060, 90_060_000},
 	})
-	rc.wantDo("+PONG\r\n", "PING")
+	rc.WantDo("+PONG\r\n", "PING")
 }

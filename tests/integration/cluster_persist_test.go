@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // TestClusterPersistence runs a cluster whose nodes keep snapshots: a node
@@ -35,16 +37,11 @@ func TestClusterPersistence(t *testing.T) {
 	fw := func(t *testing.T, cl doer, k string) []int64 {
 		t.Helper()
 		var v []int64
-		var err error
-		for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			// TRYAGAIN while a slot is handed over: retry as an application would.
-			if v, err = cl.Do(ctx, "FW.INCR", k, limit, 60).Int64Slice(); err == nil || time.Now().After(end) {
-				break
-			}
-		}
-		if err != nil {
-			t.Fatalf("FW.INCR %s: %v", k, err)
-		}
+		// TRYAGAIN while a slot is handed over: retry as an application would.
+		testkit.Until(t, 20*time.Second, "FW.INCR "+k, func() (err error) {
+			v, err = cl.Do(ctx, "FW.INCR", k, limit, 60).Int64Slice()
+			return err
+		})
 		return v
 	}
 	// hits is each key's count in the current window, as the cluster
@@ -155,7 +152,7 @@ func TestClusterPersistence(t *testing.T) {
 		if len(onC) < 2 {
 			t.Fatalf("c owns %d of %d keys; want 2 at least", len(onC), nkeys)
 		}
-		c.crash(t)
+		c.Kill()
 		settle(t, a, b) // c's slots start empty on a and b
 		// c's keys start empty on the survivors (docs/commands.md#cluster).
 		// Hit one of them while c is down: the survivor's copy is newer
@@ -186,7 +183,7 @@ func TestClusterPersistence(t *testing.T) {
 	t.Run("whole cluster", func(t *testing.T) {
 		save(a, b, c)
 		for _, n := range []*proc{a, b, c} {
-			n.crash(t)
+			n.Kill()
 		}
 		a = start("a")
 		b = start("b", a)

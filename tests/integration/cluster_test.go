@@ -15,59 +15,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellserver/cellserver/internal/ports"
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
 // The cluster tests start real cellserver processes on loopback, each on
 // its client port p and gossip port p+10000, with DEBUG CLOCK on.
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// binary builds cmd/cellserver once per test run.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cellserver-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "cellserver")
-		out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/cellserver").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// clusterPort returns a client port p whose p+10000 is free too (TCP and
-// UDP), for a node's gossip.
-func clusterPort(t *testing.T) int {
-	t.Helper()
-	p, err := ports.FreePair(10000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // proc is one cellserver process of a cluster.
 type proc struct {
-	Port   int
-	Addr   string
-	cmd    *exec.Cmd
-	log    *os.File
-	exited chan error
-	rdb    *redis.Client
+	*testkit.Process
+	rdb *redis.Client
 }
 
 // startNode starts a cluster node that joins the members of join (client
@@ -80,39 +39,19 @@ func startNode(t *testing.T, join ...string) *proc {
 // startNodeArgs is startNode with more settings.
 func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
 	t.Helper()
-	port := clusterPort(t)
-	args := []string{"--port", strconv.Itoa(port), "--cluster-enabled", "yes", "--cluster-secret", "test-secret",
+	args := []string{"--cluster-enabled", "yes", "--cluster-secret", "test-secret",
 		"--enable-debug-command", "yes", "--loglevel", "verbose"}
 	if len(join) > 0 {
 		args = append(args, "--cluster-join", strings.Join(join, ","))
 	}
 	args = append(args, extra...)
-	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary(t), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, log: logf, exited: make(chan error, 1)}
-	go func() { p.exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("log of node %d:\n%s", port, tail(string(b), 60))
-		}
-		logf.Close()
-	})
-	p.rdb = redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: ioTimeout, MaxRetries: -1})
+	p := &proc{Process: testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), cluster.BusPortOffset, args...)}
+	p.rdb = redis.NewClient(&redis.Options{Addr: p.Addr, ReadTimeout: testkit.IOTimeout, MaxRetries: -1})
 	t.Cleanup(func() { _ = p.rdb.Close() })
-	waitFor(t, fmt.Sprintf("node %d to answer", port), func() bool { return p.rdb.Ping(ctx).Err() == nil })
+	testkit.WaitFor(t, fmt.Sprintf("node %d to answer", p.Port), func() bool { return p.rdb.Ping(ctx).Err() == nil })
 	// A node with persistence joins once its keys are restored, and
 	// answers LOADING until then.
-	waitFor(t, fmt.Sprintf("node %d to load its keys and join", port), func() bool {
+	testkit.WaitFor(t, fmt.Sprintf("node %d to load its keys and join", p.Port), func() bool {
 		info, err := p.rdb.Info(ctx, "persistence").Result()
 		return err == nil && strings.Contains(info, "loading:0\r\n")
 	})
@@ -120,35 +59,12 @@ func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
 	return p
 }
 
-// crash ends the process with SIGKILL and waits for it.
-func (p *proc) crash(t *testing.T) {
-	t.Helper()
-	_ = p.cmd.Process.Kill()
-	select {
-	case err := <-p.exited:
-		p.exited <- err // for Cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatalf("node %d did not exit in 30 s after SIGKILL", p.Port)
-	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
 // stop sends SIGTERM and waits for the process to exit.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.exited:
-		if err != nil {
-			t.Fatalf("node %d exited with %v", p.Port, err)
-		}
-		p.exited <- err // for Cleanup
-	case <-time.After(40 * time.Second):
-		t.Fatalf("node %d did not exit in 40 s after SIGTERM", p.Port)
+	_ = p.Signal(syscall.SIGTERM)
+	if err := p.Wait(); err != nil {
+		t.Fatalf("node %d exited with %v", p.Port, err)
 	}
 }
 
@@ -212,15 +128,14 @@ func settle(t *testing.T, nodes ...*proc) []string {
 		}
 		return true
 	}
-	// CLUSTER SLOTS is large (rendezvous hashing scatters the slots): poll
-	// gently, and allow for a machine busy with other work.
-	deadline := time.Now().Add(30 * time.Second)
-	for !agreed() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d nodes did not agree on the slot map in 30 s: %s", len(nodes), why)
+	// CLUSTER SLOTS is large (rendezvous hashing scatters the slots): allow
+	// for a machine busy with other work.
+	testkit.Until(t, 30*time.Second, fmt.Sprintf("%d nodes to agree on the slot map", len(nodes)), func() error {
+		if agreed() {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return errors.New(why)
+	})
 	return owners
 }
 
@@ -230,7 +145,7 @@ func clusterClient(t *testing.T, nodes ...*proc) *redis.ClusterClient {
 	for _, n := range nodes {
 		addrs = append(addrs, n.Addr)
 	}
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: ioTimeout,
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ReadTimeout: testkit.IOTimeout,
 		MaxRedirects: 16, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -363,9 +278,7 @@ func TestCluster(t *testing.T) {
 		allowed := make([][keys]int64, 6)
 		for i := range allowed {
 			cl := clusterClient(t, []*proc{a, b, c}[i%3])
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for range perClient {
 					for k := range keys {
 						// TRYAGAIN is a right answer while a slot is handed
@@ -385,7 +298,7 @@ func TestCluster(t *testing.T) {
 						}
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		for k := range keys {
@@ -505,7 +418,7 @@ func TestCluster(t *testing.T) {
 		out, errOut, err := runTool(t, bench, args...)
 		all := out + errOut
 		if err != nil || strings.Contains(all, "rror") || !strings.Contains(out, "requests per second") {
-			t.Fatalf("redis-benchmark %q: %v\n%s", args, err, tail(all, 10))
+			t.Fatalf("redis-benchmark %q: %v\n%s", args, err, testkit.Tail(all, 10))
 		}
 	})
 	_ = errors.New

@@ -40,9 +40,7 @@ func TestConcurrentOneKey(t *testing.T) {
 			errs := make(chan error, workers)
 			var wg sync.WaitGroup
 			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
+				wg.Go(func() {
 					for range perW {
 						r, err := rdb.Do(ctx, c.args...).Int64Slice()
 						if err != nil {
@@ -59,7 +57,7 @@ func TestConcurrentOneKey(t *testing.T) {
 							limited.Add(1)
 						}
 					}
-				}()
+				})
 			}
 			wg.Wait()
 			close(errs)
@@ -85,9 +83,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 	const workers, keys, hits = 20, 50, 5
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			pipe := rdb.Pipeline()
 			for k := range keys {
 				for range hits {
@@ -97,7 +93,7 @@ func TestConcurrentManyKeys(t *testing.T) {
 			if _, err := pipe.Exec(ctx); err != nil {
 				t.Errorf("worker %d: %v", w, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for k := range keys {
@@ -124,9 +120,7 @@ func TestMultiAtomic(t *testing.T) {
 	)
 	var wg sync.WaitGroup
 	for range txers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range txs {
 				var cmds []*redis.Cmd
 				_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -153,19 +147,17 @@ func TestMultiAtomic(t *testing.T) {
 					prev = r[2]
 				}
 			}
-		}()
+		})
 	}
 	for range hitters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range perHitter {
 				if err := rdb.Do(ctx, "FW.INCR", "atom", limit, 60).Err(); err != nil {
 					t.Errorf("FW.INCR: %v", err)
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	total := int64(txers*txs*perTx + hitters*perHitter)

@@ -3,6 +3,8 @@ package integration
 import (
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 const (
@@ -19,11 +21,10 @@ const (
 // the server's bytes.
 func TestThrottleErrorsRaw(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := rawClient(t)
 	// Frozen: the one valid call below leaves a key with a 1 ns ttl, which a
 	// real clock would expire before DBSIZE counts it.
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", "1700000000000000000")
 	cases := []struct {
 		args []string
 		want string
@@ -62,25 +63,23 @@ func TestThrottleErrorsRaw(t *testing.T) {
 		{[]string{"CL.THROTTLE", "k", "1", "1000000001", "1"}, cellZero},
 	}
 	for _, c := range cases {
-		rc.wantDo(respErr(c.want), c.args...)
+		rc.WantDo(testkit.Err(c.want), c.args...)
 	}
 	// Exactly one per ns is a valid rate. remaining divides whole µs:
 	// trunc(0 µs / 0 µs) is NaN, which converts to 0.
-	rc.wantDo(respInts(0, 2, 0, -1, 0), "CL.THROTTLE", "k", "1", "1000000000", "1")
+	rc.WantDo(testkit.Ints(0, 2, 0, -1, 0), "CL.THROTTLE", "k", "1", "1000000000", "1")
 	// A newline in an echoed argument becomes a space, as Redis does, so
 	// the reply stays one line.
-	rc.wantDo(respErr(cellParse+"a  b"), "CL.THROTTLE", "k", "a\r\nb", "1", "1")
+	rc.WantDo(testkit.Err(cellParse+"a  b"), "CL.THROTTLE", "k", "a\r\nb", "1", "1")
 	// After all that, nothing was stored but the one valid call.
-	rc.wantDo(":1\r\n", "DBSIZE")
+	rc.WantDo(":1\r\n", "DBSIZE")
 }
 
 // TestThrottleOverflow: where redis-cell wraps around, cellserver answers
 // a Cell error (docs/commands.md#cl-throttle-errors; the exact words name what overflowed).
 func TestThrottleOverflow(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	cases := [][]any{
 		args("CL.THROTTLE", "k", 1, 1, "9223372036854775807"),     // period·1e9
 		args("CL.THROTTLE", "k", "9223372036854775807", 1, 1),     // max_burst+1
@@ -108,9 +107,7 @@ func TestThrottleOverflow(t *testing.T) {
 // taken, and overflow is still refused (docs/commands.md#integer-arguments).
 func TestLimiterLeadingZeros(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	// 21 characters, the value fits in i64: redis-cell takes it.
 	wantInts(t, rdb, ints(0, 7, 0, -1, 0), "CL.THROTTLE", "k", "6", "003153599999999999998", "3153600000", "1")
 	wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "readme", "0015", "00030", "060", "+001")
@@ -210,11 +207,11 @@ func TestLimiterErrors(t *testing.T) {
 	wantVal(t, rdb, int64(0), "DBSIZE")
 
 	// A few byte for byte.
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo(respErr("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
-	rc.wantDo(respErr(errNotInt), "SW.HIT", "k", "x", "1")
-	rc.wantDo(respErr(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
-	rc.wantDo(respErr("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
-	rc.wantDo(respErr("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
-	rc.wantDo(respErr(errExact), "SW.HIT", "k", "100001", "1", "EXACT")
+	rc := ts.Dial(t)
+	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
+	rc.WantDo(testkit.Err(errNotInt), "SW.HIT", "k", "x", "1")
+	rc.WantDo(testkit.Err(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
+	rc.WantDo(testkit.Err("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
+	rc.WantDo(testkit.Err("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
+	rc.WantDo(testkit.Err(errExact), "SW.HIT", "k", "100001", "1", "EXACT")
 }

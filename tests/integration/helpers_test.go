@@ -7,20 +7,16 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
 )
@@ -35,55 +31,30 @@ const (
 	ms  = int64(1_000_000)
 )
 
-// ioTimeout bounds every network wait of a test, so that a server bug
-// fails a test instead of hanging the package.
-const ioTimeout = 10 * time.Second
+// testServer is one in-process cellserver (testkit/inproc) and the
+// go-redis clients the tests make for it.
+type testServer struct{ *inproc.Server }
 
-// testServer is one in-process cellserver.
-type testServer struct {
-	srv  *server.Server
-	Addr string // host:port
-	Port int
-}
-
-// startServer starts a server on 127.0.0.1:0 with DEBUG enabled and the
-// configuration changes of opts, and shuts it down when the test ends.
+// startServer starts a server with DEBUG enabled and the configuration
+// changes of opts, and shuts it down when the test ends.
 func startServer(t testing.TB, opts ...func(*server.Config)) *testServer {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Port = 0
-	cfg.EnableDebugCommand = true
-	cfg.LogLevel = "nothing"
-	for _, o := range opts {
-		o(&cfg)
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-			_ = srv.Close()
-		}
-		select {
-		case err := <-served:
-			if !errors.Is(err, server.ErrServerClosed) {
-				t.Errorf("Serve returned %v, want ErrServerClosed", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("Serve did not return after Shutdown")
-		}
-	})
-	return &testServer{srv: srv, Addr: ln.Addr().String(), Port: ln.Addr().(*net.TCPAddr).Port}
+	return &testServer{inproc.Start(t, opts...)}
+}
+
+// frozenClient starts a server and returns a go-redis client for it with
+// the server's clock frozen at t0.
+func frozenClient(t testing.TB) *redis.Client {
+	t.Helper()
+	rdb := startServer(t).client(t)
+	setClock(t, rdb, t0)
+	return rdb
+}
+
+// rawClient starts a server and returns a raw connection to it.
+func rawClient(t testing.TB) *testkit.Conn {
+	t.Helper()
+	return startServer(t).Dial(t)
 }
 
 // withDebug returns an option that turns DEBUG on or off.
@@ -91,8 +62,6 @@ func withDebug(on bool) func(*server.Config) {
 	return func(c *server.Config) { c.EnableDebugCommand = on }
 }
 
-// client returns a go-redis client for ts, closed when the test ends.
-// opts may change the default options (RESP3, three retries).
 // eachProtocol runs fn once per protocol (go-redis's RESP3 default and
 // RESP2), as parallel subtests, each on a fresh server whose clock is
 // frozen at t0.
@@ -108,9 +77,19 @@ func eachProtocol(t *testing.T, fn func(t *testing.T, ts *testServer, rdb *redis
 	}
 }
 
+// bothProtocols runs fn once per protocol, as subtests, each with a client
+// of its own for ts.
+func bothProtocols(t *testing.T, ts *testServer, fn func(t *testing.T, rdb *redis.Client)) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) { fn(t, ts.client(t, p.opt)) })
+	}
+}
+
+// client returns a go-redis client for ts, closed when the test ends.
+// opts may change the default options (RESP3, three retries).
 func (ts *testServer) client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	o := &redis.Options{Addr: ts.Addr, ReadTimeout: ioTimeout, WriteTimeout: ioTimeout}
+	o := &redis.Options{Addr: ts.Addr, ReadTimeout: testkit.IOTimeout, WriteTimeout: testkit.IOTimeout}
 	for _, f := range opts {
 		f(o)
 	}
@@ -206,182 +185,6 @@ func advance(t testing.TB, rdb doer, d int64) {
 	wantOK(t, rdb, "DEBUG", "CLOCK", "ADVANCE", d)
 }
 
-// --- raw RESP ------------------------------------------------------------
-
-// rawConn is a plain TCP connection that writes bytes and reads replies
-// as the exact bytes the server sent.
-type rawConn struct {
-	t testing.TB
-	c net.Conn
-	r *bufio.Reader
-}
-
-// dialRaw opens a raw connection, closed when the test ends.
-func dialRaw(t testing.TB, addr string) *rawConn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, ioTimeout)
-	if err != nil {
-		t.Fatalf("dial %s: %v", addr, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return &rawConn{t: t, c: c, r: bufio.NewReader(c)}
-}
-
-// encode returns args as a RESP multibulk request.
-func encode(args ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	return b.String()
-}
-
-// send writes s as is.
-func (rc *rawConn) send(s string) {
-	rc.t.Helper()
-	_ = rc.c.SetWriteDeadline(time.Now().Add(ioTimeout))
-	if _, err := io.WriteString(rc.c, s); err != nil {
-		rc.t.Fatalf("write: %v", err)
-	}
-}
-
-// do sends args as a multibulk request and returns the raw reply.
-func (rc *rawConn) do(args ...string) string {
-	rc.t.Helper()
-	rc.send(encode(args...))
-	return rc.reply()
-}
-
-// wantDo asserts the raw reply of a request.
-func (rc *rawConn) wantDo(want string, args ...string) {
-	rc.t.Helper()
-	if got := rc.do(args...); got != want {
-		rc.t.Fatalf("%q:\n got %q\nwant %q", args, got, want)
-	}
-}
-
-// checkDo is wantDo that lets the test go on after a mismatch.
-func (rc *rawConn) checkDo(want string, args ...string) {
-	rc.t.Helper()
-	if got := rc.do(args...); got != want {
-		rc.t.Errorf("%.200q:\n got %q\nwant %q", args, got, want)
-	}
-}
-
-// reply reads one complete reply and returns its bytes.
-func (rc *rawConn) reply() string {
-	rc.t.Helper()
-	_ = rc.c.SetReadDeadline(time.Now().Add(ioTimeout))
-	s, err := readReply(rc.r)
-	if err != nil {
-		rc.t.Fatalf("read reply: %v (read so far %q)", err, s)
-	}
-	return s
-}
-
-// line reads one line, CRLF included.
-func (rc *rawConn) line() string {
-	rc.t.Helper()
-	_ = rc.c.SetReadDeadline(time.Now().Add(ioTimeout))
-	s, err := rc.r.ReadString('\n')
-	if err != nil {
-		rc.t.Fatalf("read line: %v (read so far %q)", err, s)
-	}
-	return s
-}
-
-// wantClosed asserts that the server closes the connection without
-// sending anything more.
-func (rc *rawConn) wantClosed() {
-	rc.t.Helper()
-	_ = rc.c.SetReadDeadline(time.Now().Add(ioTimeout))
-	b, err := io.ReadAll(rc.r)
-	if len(b) > 0 {
-		rc.t.Fatalf("got %q after the reply, want the connection closed", b)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		rc.t.Fatalf("the server did not close the connection")
-	}
-}
-
-// readReply reads one RESP2/RESP3 reply and returns its exact bytes.
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return line, fmt.Errorf("malformed line %q", line)
-	}
-	head := line[1 : len(line)-2]
-	switch line[0] {
-	case '+', '-', ':', '_', '#', ',', '(':
-		return line, nil
-	case '$', '=', '!':
-		n, err := strconv.Atoi(head)
-		if err != nil {
-			return line, err
-		}
-		if n < 0 {
-			return line, nil
-		}
-		body := make([]byte, n+2)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return line + string(body), err
-		}
-		return line + string(body), nil
-	case '*', '~', '>', '%', '|':
-		n, err := strconv.Atoi(head)
-		if err != nil {
-			return line, err
-		}
-		if line[0] == '%' || line[0] == '|' {
-			n *= 2
-		}
-		out := line
-		for range max(n, 0) {
-			s, err := readReply(r)
-			out += s
-			if err != nil {
-				return out, err
-			}
-		}
-		return out, nil
-	}
-	return line, fmt.Errorf("unknown reply type in %q", line)
-}
-
-// respInts is the raw RESP of an array of integers (a limiter reply).
-func respInts(v ...int64) string {
-	s := fmt.Sprintf("*%d\r\n", len(v))
-	for _, n := range v {
-		s += fmt.Sprintf(":%d\r\n", n)
-	}
-	return s
-}
-
-// respErr is the raw RESP of an error reply.
-func respErr(msg string) string { return "-" + msg + "\r\n" }
-
-// respBulk is the raw RESP of a bulk string.
-func respBulk(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
-
-// waitFor polls cond until it holds or ioTimeout passes. It is for
-// background work (connection bookkeeping, the expiry sweep's goroutine),
-// never for the server's clock, which tests move with DEBUG CLOCK.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(ioTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // containsLine reports whether the CRLF-separated text (INFO's layout)
 // has the line.
 func containsLine(text, line string) bool {
@@ -433,16 +236,4 @@ func inOwnNetns(t *testing.T) (string, bool) {
 		t.Fatalf("in its own network namespace, the test did not pass:\n%s", out)
 	}
 	return "", false
-}
-
-// serveAlso makes ts serve on a second listener on host (port chosen by
-// the system) as well, and returns its address; Shutdown closes it.
-func (ts *testServer) serveAlso(t testing.TB, host string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
-	go func() { _ = ts.srv.Serve(ln) }()
-	return ln.Addr().String()
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,22 +20,21 @@ import (
 // commands, lookups, connections.
 func TestInfoStatsExact(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := rawClient(t)
 	in := 0
 	do := func(want string, args ...string) {
 		t.Helper()
-		in += len(encode(args...))
-		rc.wantDo(want, args...)
+		in += len(testkit.Encode(args...))
+		rc.WantDo(want, args...)
 	}
 	setAt := strconv.FormatInt(t0, 10)
 	do("+OK\r\n", "DEBUG", "CLOCK", "SET", setAt)
-	do(respInts(0, 10, 9, -1, 60), "FW.INCR", "k", "10", "60") // a miss
-	do(respInts(0, 10, 8, -1, 60), "FW.INCR", "k", "10", "60") // a hit
-	do(":0\r\n", "EXISTS", "nothere")                          // a miss
-	out := len("+OK\r\n") + 2*len(respInts(0, 10, 9, -1, 60)) + len(":0\r\n")
-	in += len(encode("INFO", "stats"))
-	stats := rc.do("INFO", "stats")
+	do(testkit.Ints(0, 10, 9, -1, 60), "FW.INCR", "k", "10", "60") // a miss
+	do(testkit.Ints(0, 10, 8, -1, 60), "FW.INCR", "k", "10", "60") // a hit
+	do(":0\r\n", "EXISTS", "nothere")                              // a miss
+	out := len("+OK\r\n") + 2*len(testkit.Ints(0, 10, 9, -1, 60)) + len(":0\r\n")
+	in += len(testkit.Encode("INFO", "stats"))
+	stats := rc.Do("INFO", "stats")
 	for _, line := range []string{
 		"total_connections_received:1",
 		"total_commands_processed:5", // INFO itself has begun
@@ -54,10 +54,10 @@ func TestInfoStatsExact(t *testing.T) {
 	if !strings.Contains(stats, "\r\ninstantaneous_ops_per_sec:") || !strings.Contains(stats, "\r\ninstantaneous_input_kbps:") {
 		t.Errorf("INFO stats lacks the instantaneous rates:\n%s", stats)
 	}
-	rc.wantDo("+OK\r\n", "CONFIG", "RESETSTAT")
-	stats = rc.do("INFO", "stats")
+	rc.WantDo("+OK\r\n", "CONFIG", "RESETSTAT")
+	stats = rc.Do("INFO", "stats")
 	for _, line := range []string{"total_connections_received:0", "keyspace_hits:0", "keyspace_misses:0",
-		fmt.Sprintf("total_net_input_bytes:%d", len(encode("INFO", "stats"))), "total_net_output_bytes:5"} {
+		fmt.Sprintf("total_net_input_bytes:%d", len(testkit.Encode("INFO", "stats"))), "total_net_output_bytes:5"} {
 		if !containsLine(stats, line) {
 			t.Errorf("after RESETSTAT, INFO stats lacks %q:\n%s", line, stats)
 		}
@@ -72,13 +72,13 @@ func TestRedisExporter(t *testing.T) {
 		t.Skip("prometheus-redis-exporter is not installed (apt-get install prometheus-redis-exporter)")
 	}
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
-	rc.wantDo(respInts(0, 1, 0, -1, 60), "CL.THROTTLE", "k", "0", "1", "60")
-	rc.wantDo(respInts(1, 1, 0, 60, 60), "CL.THROTTLE", "k", "0", "1", "60")
-	rc.wantDo(respInts(0, 10, 9, -1, 60), "FW.INCR", "f", "10", "60")
+	rc := ts.Dial(t)
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	rc.WantDo(testkit.Ints(0, 1, 0, -1, 60), "CL.THROTTLE", "k", "0", "1", "60")
+	rc.WantDo(testkit.Ints(1, 1, 0, 60, 60), "CL.THROTTLE", "k", "0", "1", "60")
+	rc.WantDo(testkit.Ints(0, 10, 9, -1, 60), "FW.INCR", "f", "10", "60")
 
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-redis.addr", "redis://"+ts.Addr,
 		"-web.listen-address", fmt.Sprintf("127.0.0.1:%d", port))
@@ -92,7 +92,7 @@ func TestRedisExporter(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	var body string
-	waitFor(t, "the exporter to serve /metrics", func() bool {
+	testkit.WaitFor(t, "the exporter to serve /metrics", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 		if err != nil {
 			return false

@@ -36,9 +36,7 @@ func sortedStrings(t *testing.T, v any) []string {
 // TestKeys: KEYS with Redis glob patterns.
 func TestKeys(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	all := []string{"user:1", "user:2", "user:10", "user:a", "admin:1", "h[a]llo", "hallo", "hello", "hxllo", "héllo", "a*b", "a\\b", "key with space", ""}
 	for _, k := range all {
 		fwKey(t, rdb, k)
@@ -81,9 +79,7 @@ func TestKeys(t *testing.T) {
 // cursor 0 with MATCH, COUNT and TYPE: every key exactly once.
 func TestScan(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 
 	kinds := map[string][]string{}
 	pipe := rdb.Pipeline()
@@ -238,9 +234,7 @@ func TestScanOneShard(t *testing.T) {
 // they removed, FLUSHDB/FLUSHALL empty the keyspace.
 func TestExistsDelFlush(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	for _, k := range []string{"a", "b", "c", "d"} {
 		fwKey(t, rdb, k)
 	}

@@ -4,205 +4,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/redis/go-redis/v9"
 )
 
-// step is one line of a scripted limiter test: move the clock forward by
-// advance ns (0: not at all), then send args and expect want.
-type step struct {
-	advance int64
-	args    []any
-	want    []int64
-}
-
-// runSteps runs a script of limiter calls on a frozen clock.
-func runSteps(t *testing.T, rdb doer, steps []step) {
-	t.Helper()
-	for _, s := range steps {
-		if s.advance > 0 {
-			advance(t, rdb, s.advance)
-		}
-		wantInts(t, rdb, s.want, s.args...)
-	}
-}
-
+// args is shorthand for a command.
 func args(a ...any) []any { return a }
 
-// TestTokenBucket is docs/commands.md#tb-take over the wire.
-func TestTokenBucket(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	t.Run("take-limit-refill", func(t *testing.T) {
-		setClock(t, rdb, t0)
-		// capacity 5, one token back every 10 s.
-		runSteps(t, rdb, []step{
-			{0, args("TB.TAKE", "tb", 5, 1, 10), ints(0, 5, 4, -1, 10)},
-		})
-		wantVal(t, rdb, "tokenbucket", "TYPE", "tb")
-		wantVal(t, rdb, int64(10000), "PTTL", "tb")
-		runSteps(t, rdb, []step{
-			{0, args("TB.TAKE", "tb", 5, 1, 10, 4), ints(0, 5, 0, -1, 50)},
-			{0, args("TB.TAKE", "tb", 5, 1, 10), ints(1, 5, 0, 10, 50)},
-			// Exactly period/refill later one whole token is back.
-			{10 * sec, args("TB.TAKE", "tb", 5, 1, 10), ints(0, 5, 0, -1, 50)},
-			// Half a token: a pure read (cost 0), then a limited take.
-			{5 * sec, args("TB.TAKE", "tb", 5, 1, 10, 0), ints(0, 5, 0, -1, 45)},
-			{0, args("TB.TAKE", "tb", 5, 1, 10), ints(1, 5, 0, 5, 45)},
-			// Times are rounded up: 5 s − 1 ns → 5, 45 s − 1 ns → 45.
-			{1, args("TB.TAKE", "tb", 5, 1, 10), ints(1, 5, 0, 5, 45)},
-			// A refund adds tokens: 45 s − 1 ns missing → 25 s − 1 ns.
-			{0, args("TB.TAKE", "tb", 5, 1, 10, -2), ints(0, 5, 2, -1, 25)},
-		})
-		wantVal(t, rdb, int64(25000), "PTTL", "tb")
-		// A refund beyond the capacity only fills it; a full bucket keeps
-		// no state.
-		wantInts(t, rdb, ints(0, 5, 5, -1, 0), "TB.TAKE", "tb", 5, 1, 10, -10)
-		wantVal(t, rdb, int64(0), "EXISTS", "tb")
-	})
-
-	t.Run("cost-above-capacity-and-read", func(t *testing.T) {
-		setClock(t, rdb, t0)
-		wantInts(t, rdb, ints(1, 5, 5, -1, 0), "TB.TAKE", "big", 5, 1, 10, 6)
-		wantInts(t, rdb, ints(0, 5, 5, -1, 0), "TB.TAKE", "big", 5, 1, 10, 0)
-		wantVal(t, rdb, int64(0), "EXISTS", "big")
-	})
-
-	t.Run("exact-refill", func(t *testing.T) {
-		setClock(t, rdb, t0)
-		// capacity 3, refill 2 per 3 s: one token every 1.5 s.
-		runSteps(t, rdb, []step{
-			{0, args("TB.TAKE", "tbr", 3, 2, 3, 3), ints(0, 3, 0, -1, 5)},
-			{1_500_000_000 - 1, args("TB.TAKE", "tbr", 3, 2, 3), ints(1, 3, 0, 1, 4)},
-			{1, args("TB.TAKE", "tbr", 3, 2, 3), ints(0, 3, 0, -1, 5)},
-		})
-	})
-
-	t.Run("MS", func(t *testing.T) {
-		setClock(t, rdb, t0)
-		runSteps(t, rdb, []step{
-			{0, args("TB.TAKE", "tbms", 5, 1, 1000, "MS"), ints(0, 5, 4, -1, 1000)},
-			{0, args("TB.TAKE", "tbms", 5, 1, 1000, 2, "ms"), ints(0, 5, 2, -1, 3000)},
-			{0, args("TB.TAKE", "tbms", 5, 1, 1000, 3, "Ms"), ints(1, 5, 2, 1000, 3000)},
-			{1, args("TB.TAKE", "tbms", 5, 1, 1000, 3, "MS"), ints(1, 5, 2, 1000, 3000)},
-		})
-		wantVal(t, rdb, int64(3000), "PTTL", "tbms")
-	})
-}
-
-// TestSlidingWindow is docs/commands.md#sw-hit's default mode, the two-counter window.
-func TestSlidingWindow(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	t.Run("counter", func(t *testing.T) {
-		setClock(t, rdb, t0) // the start of a 60 s window
-		runSteps(t, rdb, []step{
-			// One hit counts until the end of the next window.
-			{0, args("SW.HIT", "sw", 3, 60), ints(0, 3, 2, -1, 120)},
-		})
-		wantVal(t, rdb, "slidingwindow", "TYPE", "sw")
-		wantVal(t, rdb, int64(120000), "PTTL", "sw")
-		runSteps(t, rdb, []step{
-			{0, args("SW.HIT", "sw", 3, 60), ints(0, 3, 1, -1, 120)},
-			{0, args("SW.HIT", "sw", 3, 60), ints(0, 3, 0, -1, 120)},
-			// In the next window at e: 3·(60−e)/60 + 1 ≤ 3 ⇔ e ≥ 20 s.
-			{0, args("SW.HIT", "sw", 3, 60), ints(1, 3, 0, 80, 120)},
-			{80*sec - 1, args("SW.HIT", "sw", 3, 60), ints(1, 3, 0, 1, 41)},
-			{1, args("SW.HIT", "sw", 3, 60), ints(0, 3, 0, -1, 100)},
-			{0, args("SW.HIT", "sw", 3, 60, 0), ints(0, 3, 0, -1, 100)},
-			// 20 s on: estimate 3·20/60 + 1 = 2.
-			{20 * sec, args("SW.HIT", "sw", 3, 60), ints(0, 3, 0, -1, 80)},
-			// A refund lowers the current count, never below 0.
-			{0, args("SW.HIT", "sw", 3, 60, -5), ints(0, 3, 2, -1, 20)},
-		})
-		wantVal(t, rdb, int64(20000), "PTTL", "sw")
-	})
-
-	t.Run("cost-above-limit", func(t *testing.T) {
-		setClock(t, rdb, t0)
-		wantInts(t, rdb, ints(1, 3, 3, -1, 0), "SW.HIT", "swbig", 3, 60, 4)
-		wantVal(t, rdb, int64(0), "EXISTS", "swbig")
-	})
-
-	t.Run("MS", func(t *testing.T) {
-		setClock(t, rdb, t0+250*ms)
-		runSteps(t, rdb, []step{
-			// 1 s windows; the current one ends in 750 ms, the next in 1750.
-			{0, args("SW.HIT", "swms", 2, 1000, "MS"), ints(0, 2, 1, -1, 1750)},
-			{0, args("SW.HIT", "swms", 2, 1000, 1, "ms"), ints(0, 2, 0, -1, 1750)},
-			// Next window at e: 2·(1000−e)/1000 + 1 ≤ 2 ⇔ e ≥ 500 ms.
-			{0, args("SW.HIT", "swms", 2, 1000, "MS"), ints(1, 2, 0, 1250, 1750)},
-		})
-		wantVal(t, rdb, int64(1750), "PTTL", "swms")
-	})
-}
-
-// TestSlidingLog is docs/commands.md#sw-hit-exact.
-func TestSlidingLog(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
-	wantInts(t, rdb, ints(0, 3, 2, -1, 60), "SW.HIT", "swe", 3, 60, "EXACT")
-	wantVal(t, rdb, "slidinglog", "TYPE", "swe")
-	wantVal(t, rdb, int64(60000), "PTTL", "swe")
-	runSteps(t, rdb, []step{
-		{10 * sec, args("SW.HIT", "swe", 3, 60, 2, "exact"), ints(0, 3, 0, -1, 60)},
-		// The hit at t0 leaves the window at t0 + 60 s.
-		{0, args("SW.HIT", "swe", 3, 60, "EXACT"), ints(1, 3, 0, 50, 60)},
-		// Two need both hits at t0 + 10 s gone too.
-		{0, args("SW.HIT", "swe", 3, 60, 2, "EXACT"), ints(1, 3, 0, 60, 60)},
-		{50*sec - 1, args("SW.HIT", "swe", 3, 60, "EXACT"), ints(1, 3, 0, 1, 11)},
-		{1, args("SW.HIT", "swe", 3, 60, "EXACT"), ints(0, 3, 0, -1, 60)},
-		// A refund drops the newest hit.
-		{0, args("SW.HIT", "swe", 3, 60, -1, "EXACT"), ints(0, 3, 1, -1, 10)},
-		{0, args("SW.HIT", "swe", 3, 60, 0, "EXACT"), ints(0, 3, 1, -1, 10)},
-		{0, args("SW.HIT", "swe", 3, 60, 4, "EXACT"), ints(1, 3, 1, -1, 10)},
-	})
-	wantVal(t, rdb, int64(10000), "PTTL", "swe")
-	// Flags in any order and case.
-	wantInts(t, rdb, ints(0, 2, 1, -1, 500), "SW.HIT", "swems", 2, 500, "ms", "exact")
-	wantInts(t, rdb, ints(0, 2, 0, -1, 500), "SW.HIT", "swems", 2, 500, 1, "EXACT", "MS")
-	wantInts(t, rdb, ints(1, 2, 0, 500, 500), "SW.HIT", "swems", 2, 500, "Exact", "mS")
-	// The largest limit EXACT takes.
-	wantInts(t, rdb, ints(0, 100000, 99999, -1, 1), "SW.HIT", "swemax", 100000, 1, "EXACT")
-}
-
-// TestFixedWindow is docs/commands.md#fw-incr over the wire.
-func TestFixedWindow(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
-	wantInts(t, rdb, ints(0, 2, 1, -1, 60), "FW.INCR", "fw", 2, 60)
-	wantVal(t, rdb, "fixedwindow", "TYPE", "fw")
-	wantVal(t, rdb, int64(60000), "PTTL", "fw")
-	runSteps(t, rdb, []step{
-		{0, args("FW.INCR", "fw", 2, 60), ints(0, 2, 0, -1, 60)},
-		{0, args("FW.INCR", "fw", 2, 60), ints(1, 2, 0, 60, 60)},
-		{15 * sec, args("FW.INCR", "fw", 2, 60), ints(1, 2, 0, 45, 45)},
-		{45*sec - 1, args("FW.INCR", "fw", 2, 60), ints(1, 2, 0, 1, 1)},
-		// A new window.
-		{1, args("FW.INCR", "fw", 2, 60), ints(0, 2, 1, -1, 60)},
-		{0, args("FW.INCR", "fw", 2, 60, 3), ints(1, 2, 1, -1, 60)},
-		{0, args("FW.INCR", "fw", 2, 60, 0), ints(0, 2, 1, -1, 60)},
-		// A refund never goes below 0; a count of 0 keeps no state.
-		{0, args("FW.INCR", "fw", 2, 60, -5), ints(0, 2, 2, -1, 0)},
-	})
-	wantVal(t, rdb, int64(0), "EXISTS", "fw")
-
-	setClock(t, rdb, t0+250*ms)
-	wantInts(t, rdb, ints(0, 5, 4, -1, 750), "FW.INCR", "fwms", 5, 1000, "MS")
-	wantVal(t, rdb, int64(750), "PTTL", "fwms")
-	wantInts(t, rdb, ints(0, 5, 2, -1, 750), "FW.INCR", "fwms", 5, 1000, 2, "ms")
-	// In seconds, 750 ms round up to 1.
-	wantInts(t, rdb, ints(0, 5, 4, -1, 1), "FW.INCR", "fws", 5, 1)
-	wantVal(t, rdb, int64(750), "PTTL", "fws")
-}
+// The limiters' scenarios over the wire (TB.TAKE, SW.HIT with and without
+// EXACT, FW.INCR) are transcripts in testdata/limiters, run by
+// TestLimiterScripts.
 
 // kindSetup makes one key of every kind at t0.
 var kindSetup = []struct {
@@ -220,17 +32,23 @@ var kindSetup = []struct {
 	{"fw", "fixedwindow", 60000, args("FW.INCR", "fw", 2, 60), ints(0, 2, 1, -1, 60), ints(0, 2, 0, -1, 60)},
 }
 
+// everyKind starts a server with its clock frozen at t0 and makes the keys
+// of kindSetup, and returns a go-redis client for it.
+func everyKind(t *testing.T) *redis.Client {
+	t.Helper()
+	rdb := frozenClient(t)
+	for _, k := range kindSetup {
+		wantInts(t, rdb, k.first, k.args...)
+	}
+	return rdb
+}
+
 // TestWrongType: a key holds one kind; every other kind's command (and
 // GET on a non-CL key) answers WRONGTYPE and changes nothing. Argument
 // errors come first.
 func TestWrongType(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
-	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
-	}
+	rdb := everyKind(t)
 	const wrong = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	cases := [][]any{
 		args("TB.TAKE", "cl", 5, 1, 10),
@@ -294,12 +112,8 @@ func TestWrongType(t *testing.T) {
 // still there during its last millisecond, gone after.
 func TestExpiry(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
+	rdb := everyKind(t)
 	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
 		wantVal(t, rdb, k.pttl, "PTTL", k.key)
 	}
 	wantVal(t, rdb, int64(len(kindSetup)), "DBSIZE")
@@ -348,13 +162,7 @@ func TestExpiry(t *testing.T) {
 // and the background sweep reclaims them.
 func TestExpiryInvisible(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-
-	setClock(t, rdb, t0)
-	for _, k := range kindSetup {
-		wantInts(t, rdb, k.first, k.args...)
-	}
+	rdb := everyKind(t)
 	wantVal(t, rdb, int64(5), "DBSIZE")
 	advance(t, rdb, 120*sec+ms) // past every key's expiry
 	wantVal(t, rdb, []any{}, "KEYS", "*")
@@ -362,7 +170,7 @@ func TestExpiryInvisible(t *testing.T) {
 	// DBSIZE is exact at once; INFO's counters (O(1), read by clients on
 	// every connect) follow when the background sweep reclaims the keys.
 	wantVal(t, rdb, int64(0), "DBSIZE")
-	waitFor(t, "the sweep to reclaim the expired keys", func() bool {
+	testkit.WaitFor(t, "the sweep to reclaim the expired keys", func() bool {
 		ks := do(t, rdb, "INFO", "keyspace").(string)
 		return !strings.Contains(ks, "db0:")
 	})

@@ -4,11 +4,9 @@ package integration
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 // loadConns is how many connections TestTenThousandConnections holds at once.
@@ -53,41 +53,19 @@ func TestTenThousandConnections(t *testing.T) {
 		t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
 	}
 
-	bin := buildBinary(t)
-	port := freePort(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	cmd := exec.CommandContext(ctx, bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+	deadline := time.Now().Add(60 * time.Second)
+	p := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--bind", "127.0.0.1",
 		"--loglevel", "warning", "--maxclients", strconv.Itoa(loadConns+100))
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		_ = p.Signal(syscall.SIGTERM)
+		_ = p.Wait()
 	})
-	waitFor(t, "the binary to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
+	addr := p.Addr
+	admin := testkit.Dial(t, addr)
+	testkit.WaitFor(t, "the probe connections to leave", func() bool {
+		return strings.Contains(admin.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	})
-	admin := dialRaw(t, addr)
-	waitFor(t, "the probe connections to leave", func() bool {
-		return strings.Contains(admin.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
-	})
-	rssBefore := rssKiB(t, cmd.Process.Pid)
+	rssBefore := rssKiB(t, p.Pid())
 
 	// Open every connection, 64 dialers at a time; each does its two
 	// requests and stays open.
@@ -112,9 +90,7 @@ func TestTenThousandConnections(t *testing.T) {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range work {
 				c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
 				if err != nil {
@@ -124,15 +100,15 @@ func TestTenThousandConnections(t *testing.T) {
 				conns[i] = c
 				_ = c.SetDeadline(deadline)
 				key := "load:" + strconv.Itoa(i)
-				if _, err := c.Write([]byte(encode("PING") + encode("CL.THROTTLE", key, "15", "1", "3600"))); err != nil {
+				if _, err := c.Write([]byte(testkit.Encode("PING") + testkit.Encode("CL.THROTTLE", key, "15", "1", "3600"))); err != nil {
 					fail("write %d: %v", i, err)
 					continue
 				}
 				r := bufio.NewReaderSize(c, 128)
-				want := "+PONG\r\n" + respInts(0, 16, 15, -1, 3600)
+				want := "+PONG\r\n" + testkit.Ints(0, 16, 15, -1, 3600)
 				got := ""
 				for range 2 {
-					s, err := readReply(r)
+					s, err := testkit.ReadReply(r)
 					got += s
 					if err != nil {
 						break
@@ -142,7 +118,7 @@ func TestTenThousandConnections(t *testing.T) {
 					fail("connection %d: got %q, want %q", i, got, want)
 				}
 			}
-		}()
+		})
 	}
 	for i := range conns {
 		work <- i
@@ -154,20 +130,20 @@ func TestTenThousandConnections(t *testing.T) {
 		t.Fatalf("%d of %d connections failed; the first: %s", n, loadConns, errText)
 	}
 
-	info := admin.do("INFO", "clients")
+	info := admin.Do("INFO", "clients")
 	if want := "\r\nconnected_clients:" + strconv.Itoa(loadConns+1) + "\r\n"; !strings.Contains(info, want) {
 		t.Fatalf("with every connection open, INFO clients says:\n%s\nwant %q", info, strings.TrimSpace(want))
 	}
-	admin.wantDo(":"+strconv.Itoa(loadConns)+"\r\n", "DBSIZE")
-	rssHeld := rssKiB(t, cmd.Process.Pid)
+	admin.WantDo(":"+strconv.Itoa(loadConns)+"\r\n", "DBSIZE")
+	rssHeld := rssKiB(t, p.Pid())
 
 	start = time.Now()
 	closeAll()
-	waitFor(t, "every connection to be closed on the server", func() bool {
-		return strings.Contains(admin.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
+	testkit.WaitFor(t, "every connection to be closed on the server", func() bool {
+		return strings.Contains(admin.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	})
 	closed := time.Since(start)
-	admin.wantDo("+PONG\r\n", "PING")
+	admin.WantDo("+PONG\r\n", "PING")
 	t.Logf("%d connections: opened and served in %v (%.0f/s), closed in %v; server RSS %d KiB before, %d KiB with all open (%.1f KiB per connection)",
 		loadConns, opened.Round(time.Millisecond), float64(loadConns)/opened.Seconds(), closed.Round(time.Millisecond),
 		rssBefore, rssHeld, float64(rssHeld-rssBefore)/loadConns)

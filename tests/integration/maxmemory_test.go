@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,8 +55,8 @@ func TestMaxMemory(t *testing.T) {
 		t.Skip("fills a server binary past its memory limit")
 	}
 	ctx := context.Background()
-	p := startBinary(t, t0, buildBinary(t), "--loglevel", "warning")
-	rdb := redis.NewClient(&redis.Options{Addr: p.addr})
+	p := startBinary(t, t0, testkit.Build(t, testkit.Cellserver), "--loglevel", "warning")
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
 	defer rdb.Close()
 	used := infoInt(t, rdb, "memory", "used_memory")
 	limit := used + 24<<20

@@ -28,9 +28,7 @@ func TestMultiLimitConcurrent(t *testing.T) {
 	var allowed, limited atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range perW {
 				r, err := rdb.Do(ctx, call...).Slice()
 				if err != nil {
@@ -50,7 +48,7 @@ func TestMultiLimitConcurrent(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if allowed.Load() != day || limited.Load() != workers*perW-day {

@@ -13,18 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
 // startPersisted starts bin with persistence on dir and DEBUG CLOCK
 // frozen at t0 from the start (before the restore), and waits until it
 // has loaded its keys.
-func startPersisted(t *testing.T, bin, dir string, args ...string) *process {
+func startPersisted(t *testing.T, bin, dir string, args ...string) *testkit.Process {
 	return startPersistedAt(t, t0, bin, dir, args...)
 }
 
 // startPersistedAt is startPersisted with the clock frozen at clock.
-func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *process {
+func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *testkit.Process {
 	t.Helper()
 	return startBinary(t, clock, bin, append([]string{"--dir", dir}, args...)...)
 }
@@ -36,13 +37,13 @@ type pstep struct {
 }
 
 // runPSteps runs steps on rc and returns the replies.
-func runPSteps(rc *rawConn, steps []pstep) []string {
+func runPSteps(rc *testkit.Conn, steps []pstep) []string {
 	var out []string
 	for _, s := range steps {
 		if s.advance > 0 {
-			rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(s.advance, 10))
+			rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "ADVANCE", strconv.FormatInt(s.advance, 10))
 		}
-		out = append(out, rc.do(s.args...))
+		out = append(out, rc.Do(s.args...))
 	}
 	return out
 }
@@ -89,9 +90,8 @@ var (
 // reference returns what a server that never restarts answers to the
 // probes after the script.
 func reference(t *testing.T) []string {
-	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	rc := rawClient(t)
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 	runPSteps(rc, persistScript)
 	return runPSteps(rc, persistProbes)
 }
@@ -104,7 +104,7 @@ func reference(t *testing.T) []string {
 // follows DEBUG CLOCK.
 func TestPersistenceSurvivesKill(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := testkit.Build(t, testkit.Cellserver)
 	want := reference(t)
 
 	// The restarted server's clock is where the script left it.
@@ -114,78 +114,78 @@ func TestPersistenceSurvivesKill(t *testing.T) {
 	}
 	check := func(t *testing.T, dir string) {
 		p := startPersistedAt(t, end, bin, dir)
-		rc := dialRaw(t, p.addr)
+		rc := testkit.Dial(t, p.Addr)
 		got := runPSteps(rc, persistProbes)
 		for i := range want {
 			if got[i] != want[i] {
 				t.Errorf("after the restart, %v = %q, want %q", persistProbes[i].args, got[i], want[i])
 			}
 		}
-		p.waitLog(t, "DB loaded from disk: 6 keys")
+		p.Log.WaitFor(t, "DB loaded from disk: 6 keys")
 	}
 
 	t.Run("SAVE", func(t *testing.T) {
 		dir := t.TempDir()
 		p := startPersisted(t, bin, dir, "--save", "")
-		rc := dialRaw(t, p.addr)
+		rc := testkit.Dial(t, p.Addr)
 		runPSteps(rc, persistScript)
-		if info := rc.do("INFO", "persistence"); !strings.Contains(info, "rdb_changes_since_last_save:11\r\n") {
+		if info := rc.Do("INFO", "persistence"); !strings.Contains(info, "rdb_changes_since_last_save:11\r\n") {
 			t.Errorf("INFO before SAVE:\n%s", info)
 		}
 		before := time.Now().Unix()
-		rc.wantDo("+OK\r\n", "SAVE")
-		info := rc.do("INFO", "persistence")
+		rc.WantDo("+OK\r\n", "SAVE")
+		info := rc.Do("INFO", "persistence")
 		for _, f := range []string{"loading:0\r\n", "rdb_changes_since_last_save:0\r\n", "rdb_bgsave_in_progress:0\r\n",
 			"rdb_last_bgsave_status:ok\r\n", "rdb_saves_enabled:1\r\n", "aof_enabled:0\r\n"} {
 			if !strings.Contains(info, f) {
 				t.Errorf("INFO persistence after SAVE lacks %q:\n%s", f, info)
 			}
 		}
-		last, err := strconv.ParseInt(strings.Trim(rc.do("LASTSAVE"), ":\r\n"), 10, 64)
+		last, err := strconv.ParseInt(strings.Trim(rc.Do("LASTSAVE"), ":\r\n"), 10, 64)
 		if err != nil || last < before || last > time.Now().Unix() {
 			t.Errorf("LASTSAVE = %d, %v; want the time of the SAVE", last, err)
 		}
-		rc.wantDo("+OK\r\n", "CONFIG", "SET", "save", "3600 1 60 100")
-		rc.wantDo("*2\r\n"+respBulk("save")+respBulk("3600 1 60 100"), "CONFIG", "GET", "save")
-		rc.wantDo(respErr("ERR CONFIG SET failed (possibly related to argument 'save') - save takes pairs of <seconds> <changes>, or \"\" for none"),
+		rc.WantDo("+OK\r\n", "CONFIG", "SET", "save", "3600 1 60 100")
+		rc.WantDo("*2\r\n"+testkit.Bulk("save")+testkit.Bulk("3600 1 60 100"), "CONFIG", "GET", "save")
+		rc.WantDo(testkit.Err("ERR CONFIG SET failed (possibly related to argument 'save') - save takes pairs of <seconds> <changes>, or \"\" for none"),
 			"CONFIG", "SET", "save", "3600")
-		rc.wantDo("+Background saving started\r\n", "BGSAVE")
-		p.kill(t)
+		rc.WantDo("+Background saving started\r\n", "BGSAVE")
+		p.Kill()
 		check(t, dir)
 	})
 
 	t.Run("periodic rule", func(t *testing.T) {
 		dir := t.TempDir()
 		p := startPersisted(t, bin, dir) // the default rule, save 1 1
-		rc := dialRaw(t, p.addr)
-		rc.wantDo("*2\r\n"+respBulk("save")+respBulk("1 1"), "CONFIG", "GET", "save")
+		rc := testkit.Dial(t, p.Addr)
+		rc.WantDo("*2\r\n"+testkit.Bulk("save")+testkit.Bulk("1 1"), "CONFIG", "GET", "save")
 		runPSteps(rc, persistScript)
 		// The rule runs on the wall clock: wait for the snapshot it takes.
-		waitFor(t, "a snapshot by the save rule", func() bool {
-			info := rc.do("INFO", "persistence")
+		testkit.WaitFor(t, "a snapshot by the save rule", func() bool {
+			info := rc.Do("INFO", "persistence")
 			return strings.Contains(info, "rdb_changes_since_last_save:0\r\n") && strings.Contains(info, "rdb_last_bgsave_time_sec:0\r\n")
 		})
-		p.kill(t)
+		p.Kill()
 		check(t, dir)
 	})
 
 	t.Run("SHUTDOWN NOSAVE loses, SIGTERM saves", func(t *testing.T) {
 		dir := t.TempDir()
 		p := startPersisted(t, bin, dir, "--save", "")
-		rc := dialRaw(t, p.addr)
+		rc := testkit.Dial(t, p.Addr)
 		runPSteps(rc, persistScript[:1])
-		rc.send(encode("SHUTDOWN", "NOSAVE"))
-		rc.wantClosed()
-		<-p.exited
+		rc.Send(testkit.Encode("SHUTDOWN", "NOSAVE"))
+		rc.WantClosed()
+		p.Wait()
 		p = startPersisted(t, bin, dir, "--save", "")
-		rc = dialRaw(t, p.addr)
-		rc.wantDo(":0\r\n", "DBSIZE")
+		rc = testkit.Dial(t, p.Addr)
+		rc.WantDo(":0\r\n", "DBSIZE")
 		runPSteps(rc, persistScript)
-		if err := p.cmd.Process.Signal(sigterm); err != nil {
+		if err := p.Signal(sigterm); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-p.exited; err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.stderr.String())
+		if err := p.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.Log.String())
 		}
 		check(t, dir)
 	})
@@ -195,9 +195,9 @@ func TestPersistenceSurvivesKill(t *testing.T) {
 // at start with a clear message.
 func TestPersistenceRefusesBadDir(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := testkit.Build(t, testkit.Cellserver)
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "--dir", "/nonexistent/cellserver", "--port", strconv.Itoa(freePort(t)))
+	cmd := exec.Command(bin, "--dir", "/nonexistent/cellserver", "--port", strconv.Itoa(testkit.FreePort(t)))
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil {
 		t.Fatal("started with a missing dir")
@@ -212,10 +212,10 @@ func TestPersistenceRefusesBadDir(t *testing.T) {
 // either the previous snapshot or the new one, whole.
 func TestPersistenceKillDuringLargeSnapshot(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := testkit.Build(t, testkit.Cellserver)
 	dir := t.TempDir()
 	p := startPersisted(t, bin, dir, "--save", "")
-	rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2})
 	defer rdb.Close()
 	ctx := context.Background()
 	const n = 200_000
@@ -246,10 +246,10 @@ func TestPersistenceKillDuringLargeSnapshot(t *testing.T) {
 	if s, err := rdb.Do(ctx, "BGSAVE").Text(); err != nil || s != "Background saving started" {
 		t.Fatalf("BGSAVE = %q, %v", s, err)
 	}
-	p.kill(t)
+	p.Kill()
 
 	p = startPersisted(t, bin, dir, "--save", "")
-	rdb2 := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+	rdb2 := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2})
 	defer rdb2.Close()
 	if got, err := rdb2.DBSize(ctx).Result(); err != nil || got != n {
 		t.Fatalf("DBSIZE after the restart = %d, %v; want %d", got, err, n)
@@ -289,14 +289,14 @@ var sigterm = syscall.SIGTERM
 // most all of them (hits answered during BACKUP may or may not be in it).
 func TestBackupWhileServing(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := testkit.Build(t, testkit.Cellserver)
 	end := t0
 	for _, s := range persistScript {
 		end += s.advance
 	}
 	dir := t.TempDir()
 	p := startPersisted(t, bin, dir) // save 1 1: background snapshots run too
-	rc := dialRaw(t, p.addr)
+	rc := testkit.Dial(t, p.Addr)
 	runPSteps(rc, persistScript)
 
 	// CL.THROTTLE churn:<i> 1000 1 3600 under a frozen clock: each hit
@@ -308,7 +308,7 @@ func TestBackupWhileServing(t *testing.T) {
 	hits := make([]int, churnKeys) // answered hits per key
 	stop, stopped := make(chan struct{}), make(chan error, 1)
 	go func() {
-		rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2})
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr, Protocol: 2})
 		defer rdb.Close()
 		for i := 0; ; i++ {
 			select {
@@ -336,7 +336,7 @@ func TestBackupWhileServing(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	waitFor(t, "every churned key to be hit", func() bool {
+	testkit.WaitFor(t, "every churned key to be hit", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return hits[churnKeys-1] > 0
@@ -344,7 +344,7 @@ func TestBackupWhileServing(t *testing.T) {
 	mu.Lock()
 	before := append([]int(nil), hits...)
 	mu.Unlock()
-	rc.wantDo("+OK\r\n", "BACKUP", "backups-1")
+	rc.WantDo("+OK\r\n", "BACKUP", "backups-1")
 	mu.Lock()
 	during := 0
 	for k := range hits {
@@ -357,13 +357,13 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 	t.Logf("%d churn hits answered while BACKUP ran", during)
 	for _, want := range []string{"Backup to " + dir + "/backups-1 started", "Backup to " + dir + "/backups-1 done in "} {
-		p.waitLog(t, want)
+		p.Log.WaitFor(t, want)
 	}
 
 	// The original: every churned key's PTTL counts its hits.
-	pttl := func(rc *rawConn, k int) int64 {
+	pttl := func(rc *testkit.Conn, k int) int64 {
 		t.Helper()
-		v, err := strconv.ParseInt(strings.Trim(rc.do("PTTL", fmt.Sprintf("churn:%d", k)), ":\r\n"), 10, 64)
+		v, err := strconv.ParseInt(strings.Trim(rc.Do("PTTL", fmt.Sprintf("churn:%d", k)), ":\r\n"), 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +376,7 @@ func TestBackupWhileServing(t *testing.T) {
 	}
 
 	b := startPersistedAt(t, end, bin, filepath.Join(dir, "backups-1"), "--save", "")
-	brc := dialRaw(t, b.addr)
+	brc := testkit.Dial(t, b.Addr)
 	for k := range churnKeys {
 		got := pttl(brc, k)
 		if got%hitMs != 0 || got/hitMs < int64(before[k]) || got/hitMs > int64(hits[k]) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -66,18 +67,18 @@ func TestPipelineGoRedis(t *testing.T) {
 func TestPipelineRaw(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
+	rc := ts.Dial(t)
+	rc.WantDo("+OK\r\n", "DEBUG", "CLOCK", "SET", strconv.FormatInt(t0, 10))
 
-	rc.send("PING\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nECHO hi\r\n")
+	rc.Send("PING\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nCL.THROTTLE k 1 1 1\r\nECHO hi\r\n")
 	for _, want := range []string{
 		"+PONG\r\n",
-		respInts(0, 2, 1, -1, 1),
-		respInts(0, 2, 0, -1, 2),
-		respInts(1, 2, 0, 1, 2),
+		testkit.Ints(0, 2, 1, -1, 1),
+		testkit.Ints(0, 2, 0, -1, 2),
+		testkit.Ints(1, 2, 0, 1, 2),
 		"$2\r\nhi\r\n",
 	} {
-		if got := rc.reply(); got != want {
+		if got := rc.Reply(); got != want {
 			t.Fatalf("got %q, want %q", got, want)
 		}
 	}
@@ -90,33 +91,33 @@ func TestPipelineRaw(t *testing.T) {
 			req.WriteString("PING\r\n")
 			want.WriteString("+PONG\r\n")
 		case 1:
-			req.WriteString(encode("ECHO", strconv.Itoa(i)))
-			want.WriteString(respBulk(strconv.Itoa(i)))
+			req.WriteString(testkit.Encode("ECHO", strconv.Itoa(i)))
+			want.WriteString(testkit.Bulk(strconv.Itoa(i)))
 		case 2:
 			req.WriteString("FW.INCR fw 1000 60\r\n")
-			want.WriteString(respInts(0, 1000, int64(1000-(i/4+1)), -1, 60))
+			want.WriteString(testkit.Ints(0, 1000, int64(1000-(i/4+1)), -1, 60))
 		case 3:
-			req.WriteString(encode("EXISTS", "fw", "k"))
+			req.WriteString(testkit.Encode("EXISTS", "fw", "k"))
 			want.WriteString(":2\r\n")
 		}
 	}
-	rc.send(req.String())
+	rc.Send(req.String())
 	var got strings.Builder
 	for range 500 {
-		got.WriteString(rc.reply())
+		got.WriteString(rc.Reply())
 	}
 	if got.String() != want.String() {
 		t.Fatalf("pipelined replies differ:\n got %q…\nwant %q…", got.String()[:200], want.String()[:200])
 	}
 
 	// QUIT in a pipeline: what follows it is not run.
-	q := dialRaw(t, ts.Addr)
-	q.send("PING\r\nQUIT\r\nFW.INCR quit 1 60\r\nPING\r\n")
-	if got := q.reply() + q.reply(); got != "+PONG\r\n+OK\r\n" {
+	q := ts.Dial(t)
+	q.Send("PING\r\nQUIT\r\nFW.INCR quit 1 60\r\nPING\r\n")
+	if got := q.Reply() + q.Reply(); got != "+PONG\r\n+OK\r\n" {
 		t.Fatalf("PING QUIT: got %q", got)
 	}
-	q.wantClosed()
-	rc.wantDo(":0\r\n", "EXISTS", "quit")
+	q.WantClosed()
+	rc.WantDo(":0\r\n", "EXISTS", "quit")
 }
 
 // TestInline: telnet-style commands, with quotes, LF-only line ends and
@@ -124,38 +125,38 @@ func TestPipelineRaw(t *testing.T) {
 func TestInline(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	rc := dialRaw(t, ts.Addr)
+	rc := ts.Dial(t)
 	cases := []struct {
 		line, want string
 	}{
 		{"PING\r\n", "+PONG\r\n"},
 		{"ping\n", "+PONG\r\n"},
 		{"\r\n\r\nPING\r\n", "+PONG\r\n"},
-		{"ECHO hello\r\n", respBulk("hello")},
-		{"ECHO \"hello world\"\r\n", respBulk("hello world")},
-		{"ECHO 'single quoted'\r\n", respBulk("single quoted")},
-		{"ECHO \"a\\nb\"\r\n", respBulk("a\nb")},
-		{"  ECHO   spaced  \r\n", respBulk("spaced")},
+		{"ECHO hello\r\n", testkit.Bulk("hello")},
+		{"ECHO \"hello world\"\r\n", testkit.Bulk("hello world")},
+		{"ECHO 'single quoted'\r\n", testkit.Bulk("single quoted")},
+		{"ECHO \"a\\nb\"\r\n", testkit.Bulk("a\nb")},
+		{"  ECHO   spaced  \r\n", testkit.Bulk("spaced")},
 		{"DEBUG CLOCK SET " + strconv.FormatInt(t0, 10) + "\r\n", "+OK\r\n"},
-		{"cl.throttle user:1 15 30 60\r\n", respInts(0, 16, 15, -1, 2)},
-		{"TB.TAKE tb 5 1 10 ms\n", respInts(0, 5, 4, -1, 10)},
-		{"GET user:1\r\n", respBulk(strconv.FormatInt(t0+2*sec, 10))},
-		{"CL.THROTTLE user:1 15\r\n", respErr(cellUsage)},
-		{"NOSUCH a b\r\n", respErr("ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' ")},
+		{"cl.throttle user:1 15 30 60\r\n", testkit.Ints(0, 16, 15, -1, 2)},
+		{"TB.TAKE tb 5 1 10 ms\n", testkit.Ints(0, 5, 4, -1, 10)},
+		{"GET user:1\r\n", testkit.Bulk(strconv.FormatInt(t0+2*sec, 10))},
+		{"CL.THROTTLE user:1 15\r\n", testkit.Err(cellUsage)},
+		{"NOSUCH a b\r\n", testkit.Err("ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' ")},
 	}
 	for _, c := range cases {
-		rc.send(c.line)
-		if got := rc.reply(); got != c.want {
+		rc.Send(c.line)
+		if got := rc.Reply(); got != c.want {
 			t.Fatalf("%q: got %q, want %q", c.line, got, c.want)
 		}
 	}
 	// Unbalanced quotes are a protocol error that closes the connection.
-	rc.send("ECHO \"oops\r\n")
-	if got := rc.reply(); got != respErr("ERR Protocol error: unbalanced quotes in request") {
+	rc.Send("ECHO \"oops\r\n")
+	if got := rc.Reply(); got != testkit.Err("ERR Protocol error: unbalanced quotes in request") {
 		t.Fatalf("unbalanced quotes: got %q", got)
 	}
-	rc.wantClosed()
-	dialRaw(t, ts.Addr).wantDo("+PONG\r\n", "PING")
+	rc.WantClosed()
+	ts.Dial(t).WantDo("+PONG\r\n", "PING")
 }
 
 // TestMultiExec: MULTI/EXEC through go-redis and byte for byte.
@@ -199,51 +200,51 @@ func TestMultiExec(t *testing.T) {
 	})
 
 	t.Run("raw", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
-		rc.wantDo("+OK\r\n", "MULTI")
-		rc.wantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
-		rc.wantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
-		rc.wantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
+		rc := ts.Dial(t)
+		rc.WantDo("+OK\r\n", "MULTI")
+		rc.WantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
+		rc.WantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
+		rc.WantDo("+QUEUED\r\n", "FW.INCR", "m", "2", "60")
 		// A run-time error is queued and answered inside EXEC's array.
-		rc.wantDo("+QUEUED\r\n", "CL.THROTTLE", "m", "1", "1", "1")
-		rc.wantDo("+QUEUED\r\n", "ECHO", "done")
-		rc.wantDo("*5\r\n"+respInts(0, 2, 1, -1, 60)+respInts(0, 2, 0, -1, 60)+respInts(1, 2, 0, 60, 60)+
-			respErr("WRONGTYPE Operation against a key holding the wrong kind of value")+respBulk("done"), "EXEC")
-		rc.wantDo(respErr("ERR wrong number of arguments for 'multi' command"), "MULTI", "x")
+		rc.WantDo("+QUEUED\r\n", "CL.THROTTLE", "m", "1", "1", "1")
+		rc.WantDo("+QUEUED\r\n", "ECHO", "done")
+		rc.WantDo("*5\r\n"+testkit.Ints(0, 2, 1, -1, 60)+testkit.Ints(0, 2, 0, -1, 60)+testkit.Ints(1, 2, 0, 60, 60)+
+			testkit.Err("WRONGTYPE Operation against a key holding the wrong kind of value")+testkit.Bulk("done"), "EXEC")
+		rc.WantDo(testkit.Err("ERR wrong number of arguments for 'multi' command"), "MULTI", "x")
 	})
 
 	t.Run("errors", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
-		rc.wantDo(respErr("ERR EXEC without MULTI"), "EXEC")
-		rc.wantDo(respErr("ERR DISCARD without MULTI"), "DISCARD")
+		rc := ts.Dial(t)
+		rc.WantDo(testkit.Err("ERR EXEC without MULTI"), "EXEC")
+		rc.WantDo(testkit.Err("ERR DISCARD without MULTI"), "DISCARD")
 
 		// Nested MULTI is an error that does not abort the transaction.
-		rc.wantDo("+OK\r\n", "MULTI")
-		rc.wantDo(respErr("ERR MULTI calls can not be nested"), "MULTI")
-		rc.wantDo("+QUEUED\r\n", "PING")
-		rc.wantDo("*1\r\n+PONG\r\n", "EXEC")
+		rc.WantDo("+OK\r\n", "MULTI")
+		rc.WantDo(testkit.Err("ERR MULTI calls can not be nested"), "MULTI")
+		rc.WantDo("+QUEUED\r\n", "PING")
+		rc.WantDo("*1\r\n+PONG\r\n", "EXEC")
 
 		// DISCARD drops the queue.
-		rc.wantDo("+OK\r\n", "MULTI")
-		rc.wantDo("+QUEUED\r\n", "FW.INCR", "d", "2", "60")
-		rc.wantDo("+OK\r\n", "DISCARD")
-		rc.wantDo(":0\r\n", "EXISTS", "d")
+		rc.WantDo("+OK\r\n", "MULTI")
+		rc.WantDo("+QUEUED\r\n", "FW.INCR", "d", "2", "60")
+		rc.WantDo("+OK\r\n", "DISCARD")
+		rc.WantDo(":0\r\n", "EXISTS", "d")
 
 		// An arity error while queuing aborts EXEC.
-		rc.wantDo("+OK\r\n", "MULTI")
-		rc.wantDo("+QUEUED\r\n", "FW.INCR", "a", "2", "60")
-		rc.wantDo(respErr(cellUsage), "CL.THROTTLE", "a", "1")
-		rc.wantDo(respErr("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "a")
-		rc.wantDo("+QUEUED\r\n", "PING")
-		rc.wantDo(respErr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
-		rc.wantDo(":0\r\n", "EXISTS", "a")
+		rc.WantDo("+OK\r\n", "MULTI")
+		rc.WantDo("+QUEUED\r\n", "FW.INCR", "a", "2", "60")
+		rc.WantDo(testkit.Err(cellUsage), "CL.THROTTLE", "a", "1")
+		rc.WantDo(testkit.Err("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "a")
+		rc.WantDo("+QUEUED\r\n", "PING")
+		rc.WantDo(testkit.Err("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+		rc.WantDo(":0\r\n", "EXISTS", "a")
 
 		// So does an unknown command.
-		rc.wantDo("+OK\r\n", "MULTI")
-		rc.wantDo(respErr("ERR unknown command 'NOPE', with args beginning with: "), "NOPE")
-		rc.wantDo(respErr("EXECABORT Transaction discarded because of previous errors."), "EXEC")
+		rc.WantDo("+OK\r\n", "MULTI")
+		rc.WantDo(testkit.Err("ERR unknown command 'NOPE', with args beginning with: "), "NOPE")
+		rc.WantDo(testkit.Err("EXECABORT Transaction discarded because of previous errors."), "EXEC")
 		// And the connection is out of MULTI afterwards.
-		rc.wantDo(respErr("ERR EXEC without MULTI"), "EXEC")
+		rc.WantDo(testkit.Err("ERR EXEC without MULTI"), "EXEC")
 	})
 
 	t.Run("go-redis EXECABORT", func(t *testing.T) {

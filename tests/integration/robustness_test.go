@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 )
 
 // pingNew asserts that a new connection is served, and closes it.
 func pingNew(t *testing.T, ts *testServer) {
 	t.Helper()
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+PONG\r\n", "PING")
-	_ = rc.c.Close()
+	rc := ts.Dial(t)
+	rc.WantDo("+PONG\r\n", "PING")
+	_ = rc.NetConn().Close()
 }
 
 // TestMaxClients: one connection over maxclients gets Redis's error and
@@ -22,28 +23,28 @@ func pingNew(t *testing.T, ts *testServer) {
 func TestMaxClients(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.MaxClients = 2 })
-	a := dialRaw(t, ts.Addr)
-	a.wantDo("+PONG\r\n", "PING")
-	b := dialRaw(t, ts.Addr)
-	b.wantDo("+PONG\r\n", "PING")
+	a := ts.Dial(t)
+	a.WantDo("+PONG\r\n", "PING")
+	b := ts.Dial(t)
+	b.WantDo("+PONG\r\n", "PING")
 
-	c := dialRaw(t, ts.Addr)
-	if got := c.line(); got != "-ERR max number of clients reached\r\n" {
+	c := ts.Dial(t)
+	if got := c.Line(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("third connection got %q", got)
 	}
-	c.wantClosed()
-	a.wantDo("+PONG\r\n", "PING") // the others are unaffected
+	c.WantClosed()
+	a.WantDo("+PONG\r\n", "PING") // the others are unaffected
 
 	// Free a slot: a new connection is served once the server has seen
 	// the close.
-	_ = b.c.Close()
-	waitFor(t, "a freed client slot", func() bool {
-		conn, err := net.DialTimeout("tcp", ts.Addr, ioTimeout)
+	_ = b.NetConn().Close()
+	testkit.WaitFor(t, "a freed client slot", func() bool {
+		conn, err := net.DialTimeout("tcp", ts.Addr, testkit.IOTimeout)
 		if err != nil {
 			return false
 		}
 		defer conn.Close()
-		_ = conn.SetDeadline(time.Now().Add(ioTimeout))
+		_ = conn.SetDeadline(time.Now().Add(testkit.IOTimeout))
 		if _, err := conn.Write([]byte("PING\r\n")); err != nil {
 			return false
 		}
@@ -51,21 +52,21 @@ func TestMaxClients(t *testing.T) {
 		n, _ := conn.Read(buf)
 		return string(buf[:n]) == "+PONG\r\n"
 	})
-	info := a.do("INFO", "stats")
+	info := a.Do("INFO", "stats")
 	if !strings.Contains(info, "\r\nrejected_connections:") || strings.Contains(info, "\r\nrejected_connections:0\r\n") {
 		t.Errorf("INFO stats does not count the rejected connection:\n%s", info)
 	}
 
 	// CONFIG SET maxclients applies to the next connection.
-	waitFor(t, "the probe connections to leave", func() bool {
-		return strings.Contains(a.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
+	testkit.WaitFor(t, "the probe connections to leave", func() bool {
+		return strings.Contains(a.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	})
-	a.wantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "1")
-	d := dialRaw(t, ts.Addr)
-	if got := d.line(); got != "-ERR max number of clients reached\r\n" {
+	a.WantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "1")
+	d := ts.Dial(t)
+	if got := d.Line(); got != "-ERR max number of clients reached\r\n" {
 		t.Fatalf("with maxclients 1, a second connection got %q", got)
 	}
-	a.wantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "10")
+	a.WantDo("+OK\r\n", "CONFIG", "SET", "maxclients", "10")
 	pingNew(t, ts)
 }
 
@@ -74,8 +75,8 @@ func TestMaxClients(t *testing.T) {
 func TestProtocolLimits(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.ProtoMaxBulkLen = 1 << 20 })
-	bystander := dialRaw(t, ts.Addr)
-	bystander.wantDo("+PONG\r\n", "PING")
+	bystander := ts.Dial(t)
+	bystander.WantDo("+PONG\r\n", "PING")
 
 	cases := []struct {
 		name, req, want string
@@ -90,28 +91,21 @@ func TestProtocolLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := dialRaw(t, ts.Addr)
-			rc.send(c.req)
-			var got string
-			for range strings.Count(c.want, "\r\n") {
-				got += rc.line()
-			}
-			if got != c.want {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
-			rc.wantClosed()
-			bystander.wantDo("+PONG\r\n", "PING")
+			rc := ts.Dial(t)
+			rc.WantLines(c.want, c.req)
+			rc.WantClosed()
+			bystander.WantDo("+PONG\r\n", "PING")
 			pingNew(t, ts)
 		})
 	}
 
 	t.Run("at the limits", func(t *testing.T) {
-		rc := dialRaw(t, ts.Addr)
+		rc := ts.Dial(t)
 		big := strings.Repeat("z", 1<<20)
-		rc.wantDo(respBulk(big), "ECHO", big)
+		rc.WantDo(testkit.Bulk(big), "ECHO", big)
 		line := strings.Repeat("c", 60*1024)
-		rc.send("ECHO " + line + "\r\n")
-		if got := rc.reply(); got != respBulk(line) {
+		rc.Send("ECHO " + line + "\r\n")
+		if got := rc.Reply(); got != testkit.Bulk(line) {
 			t.Fatalf("a 60KB inline command got %.80q…", got)
 		}
 	})
@@ -146,19 +140,12 @@ func TestGarbage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rc := dialRaw(t, ts.Addr)
-			rc.send(c.req)
-			var got string
-			for range strings.Count(c.want, "\r\n") {
-				got += rc.line()
-			}
-			if got != c.want {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
+			rc := ts.Dial(t)
+			rc.WantLines(c.want, c.req)
 			if c.closes {
-				rc.wantClosed()
+				rc.WantClosed()
 			} else {
-				rc.wantDo("+PONG\r\n", "PING")
+				rc.WantDo("+PONG\r\n", "PING")
 			}
 			pingNew(t, ts)
 		})
@@ -191,7 +178,7 @@ func TestDisconnectMidRequest(t *testing.T) {
 		pingNew(t, ts)
 	}
 	wantVal(t, rdb, int64(0), "DBSIZE")
-	waitFor(t, "the vanished clients to be forgotten", func() bool {
+	testkit.WaitFor(t, "the vanished clients to be forgotten", func() bool {
 		s, _ := rdb.Do(ctx, "INFO", "clients").Text()
 		return strings.Contains(s, "\r\nconnected_clients:1\r\n")
 	})
@@ -203,10 +190,10 @@ func TestDisconnectMidRequest(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, func(c *server.Config) { c.Timeout = time.Second })
-	rc := dialRaw(t, ts.Addr)
-	rc.wantDo("+PONG\r\n", "PING")
+	rc := ts.Dial(t)
+	rc.WantDo("+PONG\r\n", "PING")
 	start := time.Now()
-	rc.wantClosed()
+	rc.WantClosed()
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("closed after %v, want about 1 s", d)
 	}
@@ -218,12 +205,12 @@ func TestIdleTimeout(t *testing.T) {
 func TestTimeoutSetAtRunTime(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t)
-	idle := dialRaw(t, ts.Addr)
-	idle.wantDo("+PONG\r\n", "PING") // now blocked in a read with no deadline
-	admin := dialRaw(t, ts.Addr)
-	admin.wantDo("+OK\r\n", "CONFIG", "SET", "timeout", "1")
+	idle := ts.Dial(t)
+	idle.WantDo("+PONG\r\n", "PING") // now blocked in a read with no deadline
+	admin := ts.Dial(t)
+	admin.WantDo("+OK\r\n", "CONFIG", "SET", "timeout", "1")
 	start := time.Now()
-	idle.wantClosed()
+	idle.WantClosed()
 	if d := time.Since(start); d < 900*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("idle connection closed after %v, want about 1 s", d)
 	}

@@ -182,9 +182,7 @@ func TestThrottleRounding(t *testing.T) {
 // fraction rounds up, and so does the reply (docs/commands.md#cl-throttle-rounding).
 func TestThrottleLargeDurations(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	// max_burst 0, one per 2²⁵+1 s: T = τ = 33554433 s.
 	wantInts(t, rdb, ints(0, 1, 0, -1, 33554433), "CL.THROTTLE", "big", 0, 1, 33554433)
 	advance(t, rdb, 1)
@@ -197,9 +195,7 @@ func TestThrottleLargeDurations(t *testing.T) {
 // TestTTLRounding: TTL rounds PTTL to the nearest second, as Redis does.
 func TestTTLRounding(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", "k", 15, 30, 60)
 	for _, c := range []struct{ advance, pttl, ttl int64 }{
 		{0, 2000, 2}, {500 * ms, 1500, 2}, {ms, 1499, 1}, {999 * ms, 500, 1}, {ms, 499, 0}, {499 * ms, 0, 0},
@@ -236,9 +232,7 @@ func TestSubMillisecondExpiry(t *testing.T) {
 // TestBinarySafeKeys: keys are any bytes.
 func TestBinarySafeKeys(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	rdb := ts.client(t)
-	setClock(t, rdb, t0)
+	rdb := frozenClient(t)
 	keys := []string{"a\x00b", "line\r\nbreak", "\xff\xfe", "", " ", "{tag}x", strings.Repeat("k", 10000)}
 	for _, k := range keys {
 		wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", k, 15, 30, 60)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -110,7 +111,7 @@ func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
 func startTLSServer(t *testing.T, pki *testPKI, authClients string) (plainAddr, tlsAddr string) {
 	t.Helper()
 	cfg := server.DefaultConfig()
-	port, tlsPort := freePort(t), freePort(t)
+	port, tlsPort := testkit.FreePort(t), testkit.FreePort(t)
 	for _, kv := range [][2]string{
 		{"port", strconv.Itoa(port)}, {"tls-port", strconv.Itoa(tlsPort)},
 		{"tls-cert-file", pki.certFile}, {"tls-key-file", pki.keyFile},
@@ -143,7 +144,7 @@ func startTLSServer(t *testing.T, pki *testPKI, authClients string) (plainAddr, 
 			t.Errorf("ListenAndServe: %v", err)
 		}
 	})
-	waitFor(t, "both listeners", func() bool { return len(srv.Addrs()) == 2 })
+	testkit.WaitFor(t, "both listeners", func() bool { return len(srv.Addrs()) == 2 })
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), net.JoinHostPort("127.0.0.1", strconv.Itoa(tlsPort))
 }
 
