@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testkit"
 )
 
 const now0 = int64(1_700_000_000_000_000_000)
@@ -126,15 +127,9 @@ func (h *harness) do(words ...string) string {
 	return s
 }
 
-func ints(v ...int64) string {
-	s := fmt.Sprintf("*%d\r\n", len(v))
-	for _, x := range v {
-		s += fmt.Sprintf(":%d\r\n", x)
-	}
-	return s
-}
-
-func errReply(s string) string { return "-" + s + "\r\n" }
+// ints and errReply are the kit's encoders of an array of integers and of
+// an error.
+var ints, errReply = testkit.Ints, testkit.Err
 
 // fakePersistence records what commands ask of it.
 type fakePersistence struct {

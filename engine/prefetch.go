@@ -35,7 +35,13 @@ func (e *Engine) shardOfHint(h *ahead.Hint) *shard {
 	return &e.shards[h.Shard]
 }
 
-func (l locator) Prefetch(hs []ahead.Hint) {
+func (l locator) Prefetch(hs []ahead.Hint) { l.prefetch(hs, false) }
+
+func (l locator) PrefetchRecords(hs []ahead.Hint) { l.prefetch(hs, true) }
+
+// prefetch starts loading, for each of hs, the index slot where its key
+// would be found, or with records its record.
+func (l locator) prefetch(hs []ahead.Hint, records bool) {
 	for i := range hs {
 		h := &hs[i]
 		s := l.e.shardOfHint(h)
@@ -43,22 +49,12 @@ func (l locator) Prefetch(hs []ahead.Hint) {
 			continue
 		}
 		s.lock()
-		if t := &s.t; len(t.slots) > 0 {
+		switch t := &s.t; {
+		case records:
+			t.prefetchRecord(slotTag(h.Hash))
+		case len(t.slots) > 0:
 			prefetch.Load(&t.slots[t.home(slotTag(h.Hash))])
 		}
-		s.mu.Unlock()
-	}
-}
-
-func (l locator) PrefetchRecords(hs []ahead.Hint) {
-	for i := range hs {
-		h := &hs[i]
-		s := l.e.shardOfHint(h)
-		if s == nil {
-			continue
-		}
-		s.lock()
-		s.t.prefetchRecord(slotTag(h.Hash))
 		s.mu.Unlock()
 	}
 }

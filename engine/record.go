@@ -90,18 +90,14 @@ func (d *decoder) byte() byte {
 	return d.b[d.i-1]
 }
 
-func (d *decoder) uvarint() uint64 {
-	x, n := binary.Uvarint(d.b[min(d.i, len(d.b)):])
-	if n <= 0 {
-		d.bad = true
-		return 0
-	}
-	d.i += n
-	return x
-}
+func (d *decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint) }
 
-func (d *decoder) varint() int64 {
-	x, n := binary.Varint(d.b[min(d.i, len(d.b)):])
+func (d *decoder) varint() int64 { return readVarint(d, binary.Varint) }
+
+// readVarint decodes one varint at d.i with decode (binary.Uvarint or
+// Varint), marking d bad when it cannot.
+func readVarint[T int64 | uint64](d *decoder, decode func([]byte) (T, int)) T {
+	x, n := decode(d.b[min(d.i, len(d.b)):])
 	if n <= 0 {
 		d.bad = true
 		return 0

@@ -82,7 +82,8 @@ func (p *part) addRecord(k []byte, r engine.Record) {
 	p.buf = append(p.buf, 0)
 	p.buf = r.AppendBinary(p.buf)
 	vlen := len(p.buf) - at - 1
-	if w := uvarintLen(uint64(vlen)); w > 1 {
+	var lenBuf [binary.MaxVarintLen64]byte
+	if w := binary.PutUvarint(lenBuf[:], uint64(vlen)); w > 1 {
 		p.buf = append(p.buf, make([]byte, w-1)...)
 		copy(p.buf[at+w:], p.buf[at+1:at+1+vlen])
 	}
@@ -356,14 +357,4 @@ func opAt(buf []byte, at int) (r opRef, next int) {
 	at += w
 	r.val, r.vlen = uint32(at), uint32(vn)
 	return r, at + int(vn)
-}
-
-// uvarintLen returns the length of x's uvarint encoding.
-func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
 }
