@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // BusPortOffset is what a node's gossip port adds to its client port
@@ -66,6 +68,12 @@ type Config struct {
 	// Logf, when set, receives the node's log lines at a level ("debug",
 	// "verbose", "notice", "warning"). Default: nil, discarded.
 	Logf func(level, format string, args ...any)
+	// Transport, when set, carries the gossip in place of memberlist's own
+	// TCP and UDP transport on BindAddr:BusPort: tests run several nodes
+	// in one process on a memberlist.MockNetwork (internal/testkit's
+	// Gossip), whose transports answer at 127.0.0.1:N, N being what
+	// BusPort then is. Default: nil, memberlist's own.
+	Transport memberlist.NodeAwareTransport
 }
 
 // DefaultConfig returns a complete configuration but for IP, Port and

@@ -13,6 +13,7 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/limiter"
+	"github.com/hashicorp/memberlist"
 	"github.com/tidwall/redcon"
 )
 
@@ -35,15 +36,24 @@ func startNode(t *testing.T, join ...string) *testNode {
 // startNodeWith is startNode with fill run on the engine before Start.
 func startNodeWith(t *testing.T, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
-	return startNodeOn(t, testkit.Listen(t), gossipPort(t), fill, join...)
+	return startNodeOn(t, testkit.Listen(t), gossipPort(t), nil, fill, join...)
+}
+
+// startGossipNode is startNode gossiping on g, in the test's process,
+// rather than on a UDP and TCP port.
+func startGossipNode(t *testing.T, g *testkit.Gossip, join ...string) *testNode {
+	t.Helper()
+	tr, port := g.Transport(t)
+	return startNodeOn(t, testkit.Listen(t), port, tr, nil, join...)
 }
 
 // gossipPort returns a port free for memberlist's TCP and UDP. Memberlist
 // takes a port number, not a listener: see testkit.FreePort.
 func gossipPort(t *testing.T) int { return testkit.FreePair(t, 0) }
 
-// startNodeOn is startNodeWith on a given client listener and gossip port.
-func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engine), join ...string) *testNode {
+// startNodeOn is startNodeWith on a given client listener and gossip port,
+// and gossip transport (nil: memberlist's own on that port).
+func startNodeOn(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwareTransport, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
@@ -54,7 +64,7 @@ func startNodeOn(t *testing.T, ln net.Listener, bus int, fill func(*engine.Engin
 	}
 	cfg := DefaultConfig()
 	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
-	cfg.Secret, cfg.Join, cfg.Local = "s3cret", join, true
+	cfg.Secret, cfg.Join, cfg.Local, cfg.Transport = "s3cret", join, true, tr
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
 			t.Logf(format, args...)
@@ -170,7 +180,18 @@ func spentOnOwners(t *testing.T, keys []string, nodes ...*testNode) map[string]*
 // TestHandoffOnJoinAndLeave: keys spent on a lone node keep their state
 // when a second node joins and takes some of their slots, and again when
 // it leaves and hands them back.
+// The join is also run on a gossip network in the test's process
+// (testkit.Gossip), without the leave: memberlist's mock transport keeps a
+// node that shut down on its network, and a send to it then blocks.
 func TestHandoffOnJoinAndLeave(t *testing.T) {
+	t.Run("udp", func(t *testing.T) { testHandoffOnJoin(t, startNode, true) })
+	t.Run("in-process", func(t *testing.T) {
+		var g testkit.Gossip
+		testHandoffOnJoin(t, func(t *testing.T, join ...string) *testNode { return startGossipNode(t, &g, join...) }, false)
+	})
+}
+
+func testHandoffOnJoin(t *testing.T, startNode func(t *testing.T, join ...string) *testNode, leave bool) {
 	a := startNode(t)
 	var keys []string
 	for i := range 40 {
@@ -219,6 +240,9 @@ func TestHandoffOnJoinAndLeave(t *testing.T) {
 	}
 	if !holdsB() {
 		t.Fatalf("a has no hand-off client for b (%s) after handing it keys", bAddr)
+	}
+	if !leave {
+		return
 	}
 	stop = watchOverlap(t, a, b)
 	if err := b.Leave(); err != nil {
@@ -380,7 +404,7 @@ func TestJoinRetries(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("early%d", i))
 		exhaust(t, b, keys[i])
 	}
-	a := startNodeOn(t, ln, bus, nil)
+	a := startNodeOn(t, ln, bus, nil, nil)
 	settled(t, a, b)
 	onA := 0
 	for _, o := range spentOnOwners(t, keys, a, b) {

@@ -1,12 +1,14 @@
 // Package testkit is cellserver's one test kit: the free ports and open
 // listeners tests serve on, a raw RESP connection, waiting with a
 // deadline, a buffer a server's goroutines may write while a test reads
-// it, serving any server on a listener, and running a cellserver binary.
+// it, serving any server on a listener, running a cellserver binary, and
+// a gossip network in the test's process for cluster nodes (Gossip).
 // Every package's tests use it; its sub-package testkit/inproc starts a
 // whole cellserver in the test's process.
 //
-// Package testkit imports only the standard library, so that the tests
-// inside any package (server's own among them) may use it.
+// Package testkit imports only the standard library and memberlist (for
+// Gossip), no package of this module, so that the tests inside any
+// package (server's own among them) may use it.
 package testkit
 
 import (
