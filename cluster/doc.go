@@ -10,7 +10,7 @@
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and
 // commands.ClusterNode are its answers), memberlist, and go-redis (the
-// hand-off connection to a peer's client port). It must not import server
-// or cmd/cellserver, and commands must never import it: commands reaches
+// hand-off connection to a peer's client port). It must not import server,
+// daemon or cmd/cellserver, and commands must never import it: commands reaches
 // it only through its Router interface.
 package cluster

@@ -54,7 +54,7 @@ func asking(c *Client, _ *Request) {
 
 // clusterSubs are CLUSTER's subcommands; those marked local work with
 // cluster mode off too. While the server loads its keys the node has not
-// joined its cluster yet (cmd/cellserver starts it once they are
+// joined its cluster yet (package daemon starts it once they are
 // restored): the subcommands marked member, which read or change the
 // membership, answer LOADING then, as keyed commands do, rather than
 // describe a cluster of none.

@@ -1,7 +1,7 @@
 package metrics
 
 // A node in cluster mode is reported through ClusterSource, which
-// cmd/cellserver implements over a *cluster.Node: this package does not
+// package daemon implements over a *cluster.Node: this package does not
 // import cluster.
 
 import "github.com/prometheus/client_golang/prometheus"

@@ -6,8 +6,8 @@
 // bump plain per-client and per-shard counters, and Collect sums them.
 //
 // It imports commands, engine and client_golang; it must not import
-// server or cmd/cellserver (a server reaches it through Source, and only
-// cmd/cellserver wires the two).
+// server, daemon or cmd/cellserver (a server reaches it through Source,
+// and only package daemon wires the two).
 package metrics
 
 import (

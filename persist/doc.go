@@ -33,5 +33,5 @@
 // Package persist imports engine (through the narrow Source and Sink
 // interfaces, and its record codec), internal/manual and Pebble; it must
 // not import commands or server, which reach it only through what
-// cmd/cellserver wires together.
+// package daemon wires together.
 package persist
