@@ -108,7 +108,7 @@ type State struct {
 // is its algorithm's validation error. Integers are read as ParseInt
 // reads them. It allocates nothing unless it fails.
 func Parse(k Kind, args [][]byte, r *Request) error {
-	if !k.Base() {
+	if !k.Valid() { // a kind reached by EXACT has no case below: ErrKind too
 		return ErrKind
 	}
 	spec := &Kinds[k]

@@ -69,3 +69,15 @@ func TestParseOptions(t *testing.T) {
 		}
 	}
 }
+
+// Parse takes base kinds only: a kind reached by EXACT, or no kind, is
+// ErrKind.
+func TestParseRefusesOtherKinds(t *testing.T) {
+	args := [][]byte{[]byte("10"), []byte("60")}
+	for _, k := range []Kind{KindNone, KindSlidingLog, NumKinds, 200} {
+		var r Request
+		if err := Parse(k, args, &r); !errors.Is(err, ErrKind) {
+			t.Errorf("Parse(%d) = %v, want ErrKind", k, err)
+		}
+	}
+}
