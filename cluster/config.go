@@ -43,7 +43,9 @@ type Config struct {
 	// authenticates hand-offs. Required.
 	Secret string
 	// Weight is this node's share of the slots relative to the others'
-	// (1 each by default); 0 owns none.
+	// (1 each by default), from 0 (owns none) to MaxWeight; the slot map
+	// counts no member's weight for more than MaxWeightRatio times the
+	// members' median (see Assign). Default: 1.
 	Weight float64
 	// Password is what the hand-off connection sends with AUTH to a peer
 	// (requirepass; every node is assumed to share it). Default: none.
@@ -123,8 +125,8 @@ func (c *Config) Validate() error {
 	if c.Secret == "" {
 		return bad("a cluster secret is required")
 	}
-	if c.Weight < 0 {
-		return bad("weight %v is negative", c.Weight)
+	if !(c.Weight >= 0 && c.Weight <= MaxWeight) { // NaN too
+		return bad("weight %v is not from 0 to %d", c.Weight, MaxWeight)
 	}
 	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 {
 		return bad("timeouts must be positive")

@@ -6,6 +6,19 @@
 // holds when it joins (a restored snapshot) go to their slots' owners as
 // restored copies, taken where no live copy is.
 //
+// A member's weight (cluster-weight) is what it gossips, so the slot map
+// does not take it on its word: Assign counts a weight from 0 to
+// MaxWeight, and at most MaxWeightRatio (4) times the lower median of the
+// weights of the members that own slots. The median is what the members
+// agree on without a vote: every node computes it from the same
+// gossiped set, and one node, or any minority, cannot move it, so a node
+// advertising 1e9 (misconfigured, or joined by whoever holds the secret)
+// owns what a node of four times the median would: 4/5 of the slots
+// beside one ordinary node, 4/7 beside three, 4/(N+3) among N-1. A
+// cluster whose weights differ by more than that ratio gets the ratio.
+// The bound limits one node's share, not the secret's power: whoever
+// holds the secret can still join many nodes.
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and
