@@ -19,6 +19,19 @@
 // The bound limits one node's share, not the secret's power: whoever
 // holds the secret can still join many nodes.
 //
+// The gossip port answers anyone before the secret authenticates them:
+// memberlist reads a whole encrypted stream message, up to 20 MB, before
+// it decrypts it, and serves every connection at once, with no setting
+// for either (its keyring and label authenticate only what it has read;
+// its TCPTimeout bounds a stream's time, not its bytes). So the node
+// gossips through limitedTransport (gossipnet.go), a wrapper around the
+// transport as memberlist's own label wrapper is: at most
+// Config.GossipMaxStreams (32) inbound streams are open at once, one more
+// being closed unread, and a stream reads at most
+// Config.GossipMaxStreamBytes (512 KiB, a state exchange of about 2,000
+// members) before it is dropped. Connections to the gossip port hold at
+// most about 32 x 1 MiB (the buffers grow by doubling), not 20 MB each.
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and

@@ -133,11 +133,14 @@ func (n *Node) Start(eng *engine.Engine) error {
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*delegate)(n)
 	mc.Logger = log.New(logWriter{n}, "", 0)
-	if n.cfg.Transport != nil {
-		mc.Transport = n.cfg.Transport
+	tr, err := n.gossipTransport(mc)
+	if err != nil {
+		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
+	mc.Transport = tr
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		_ = tr.Shutdown()
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	n.ml = ml
