@@ -32,6 +32,10 @@
 // members) before it is dropped. Connections to the gossip port hold at
 // most about 32 x 1 MiB (the buffers grow by doubling), not 20 MB each.
 //
+// Meet (CLUSTER MEET) returns once the address parses and joins in the
+// background, logging a failure, as Redis does: its reply is the same
+// whether anything answers at the address, so it is no port scanner.
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and

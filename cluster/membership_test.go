@@ -54,3 +54,22 @@ func TestConfigWeightRange(t *testing.T) {
 		}
 	}
 }
+
+// TestMeetAnswersAtOnce: Meet returns nil before it dials, for a closed
+// port as for a live member, which the node then joins; an address that
+// does not parse is still refused at once.
+func TestMeetAnswersAtOnce(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t)
+	closed := testkit.FreePort(t) // nothing gossips there
+	if err := a.Meet("127.0.0.1", 1, closed); err != nil {
+		t.Errorf("Meet of a closed port: %v, want nil", err)
+	}
+	if err := a.Meet("127.0.0.1", testkit.Port(testkit.Listen(t)), b.cfg.BusPort); err != nil {
+		t.Errorf("Meet of a member: %v, want nil", err)
+	}
+	settled(t, a, b)
+	if err := a.Meet("127.0.0.1", 60000, 0); err == nil {
+		t.Errorf("Meet of port 60000 with no bus port (70000): nil, want an error")
+	}
+}

@@ -58,6 +58,8 @@ type Node struct {
 
 	lifeMu       sync.Mutex     // serializes Start and Close
 	rejoining    sync.WaitGroup // the rejoin goroutine, when Start could not join
+	meeting      sync.WaitGroup // meetLoop
+	meets        chan meetReq   // CLUSTER MEETs waiting for meetLoop
 	started      atomic.Bool
 	keysOut      atomic.Int64  // keys handed to other nodes
 	keysIn       atomic.Int64  // keys received from other nodes
@@ -89,7 +91,7 @@ func New(cfg Config) (*Node, error) {
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
 		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
-		handoffKey: k[:], reconcileNow: make(chan struct{}, 1),
+		handoffKey: k[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
@@ -192,6 +194,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.reconcile()
 	n.started.Store(true)
 	go n.loop()
+	n.meeting.Add(1)
+	go n.meetLoop()
 	if rejoin != nil {
 		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
@@ -214,6 +218,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		<-n.stopped
 		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
+		n.meeting.Wait()   // so does a meet's
 		_ = n.ml.Shutdown()
 	}
 	n.connsMu.Lock()
