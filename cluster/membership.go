@@ -166,9 +166,11 @@ func (n *Node) Meet(host string, port, busPort int) error {
 	return nil
 }
 
-// meetLoop runs the CLUSTER MEETs, one at a time, until Close.
+// meetLoop runs the CLUSTER MEETs, one at a time, until Close. Close
+// does not wait for a meet under way, whose dial of an address that never
+// answers would hold a shutdown for memberlist's TCP timeout (10 s); such
+// a meet ends within that time, and does nothing once Close has begun.
 func (n *Node) meetLoop() {
-	defer n.meeting.Done()
 	for {
 		var m meetReq
 		select {
@@ -176,7 +178,11 @@ func (n *Node) meetLoop() {
 			return
 		case m = <-n.meets:
 		}
-		if _, err := n.ml.Join([]string{m.addr}); err != nil {
+		_, err := n.ml.Join([]string{m.addr})
+		if n.stopping() {
+			return
+		}
+		if err != nil {
 			n.logf("warning", "cluster: CLUSTER MEET %s: %v", m.member, err)
 			continue
 		}

@@ -58,7 +58,6 @@ type Node struct {
 
 	lifeMu       sync.Mutex     // serializes Start and Close
 	rejoining    sync.WaitGroup // the rejoin goroutine, when Start could not join
-	meeting      sync.WaitGroup // meetLoop
 	meets        chan meetReq   // CLUSTER MEETs waiting for meetLoop
 	started      atomic.Bool
 	keysOut      atomic.Int64  // keys handed to other nodes
@@ -194,7 +193,6 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.reconcile()
 	n.started.Store(true)
 	go n.loop()
-	n.meeting.Add(1)
 	go n.meetLoop()
 	if rejoin != nil {
 		n.rejoining.Add(1)
@@ -218,7 +216,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		<-n.stopped
 		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
-		n.meeting.Wait()   // so does a meet's
+		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}
 	n.connsMu.Lock()
