@@ -31,6 +31,12 @@
 // Config.GossipMaxStreamBytes (512 KiB, a state exchange of about 2,000
 // members) before it is dropped. Connections to the gossip port hold at
 // most about 32 x 1 MiB (the buffers grow by doubling), not 20 MB each.
+// The wrapper is written here because nothing fits: x/net's
+// netutil.LimitListener needs the listener, which memberlist's
+// NetTransport makes and keeps, and it stalls Accept rather than closing
+// the extra connection; io.LimitReader is no net.Conn, and its io.EOF at
+// the limit would read as a peer that hung up, where memberlist logs the
+// wrapper's own error as a stream refused.
 //
 // Meet (CLUSTER MEET) returns once the address parses and joins in the
 // background, logging a failure, as Redis does: its reply is the same
