@@ -291,7 +291,7 @@ var settings = []setting{
 		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
 		set: func(c *Config, v string) error {
 			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || w < 0 || w > 1e6 {
+			if err != nil || !(w >= 0 && w <= 1e6) { // NaN too
 				return errors.New("argument must be a number from 0 to 1000000")
 			}
 			c.ClusterWeight = w
