@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cellserver/cellserver/cluster"
@@ -19,8 +20,8 @@ import (
 const storeDir = "cellserver.pebble"
 
 // openStore checks that dir exists and is writable, then opens the store
-// in it.
-func openStore(dir string) (*persist.Store, error) {
+// in it, its log lines (Pebble's among them) going to logf.
+func openStore(dir string, logf func(level, format string, args ...any)) (*persist.Store, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dir %s: %w (create it, or leave dir unset to keep keys in memory only)", dir, err)
@@ -35,11 +36,50 @@ func openStore(dir string) (*persist.Store, error) {
 	probe.Close()
 	os.Remove(probe.Name())
 	path := filepath.Join(dir, storeDir)
-	st, err := persist.Open(path, persist.Options{})
+	st, err := persist.Open(path, persist.Options{Logf: logf})
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it away)", path, err)
+		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it aside: mv %s %s.damaged)", path, err, path, path)
 	}
 	return st, nil
+}
+
+// earlyLog holds the log lines of what is built before the server, whose
+// log they belong in (the store's, at open), and passes them to it once
+// attached; later lines go straight there.
+type earlyLog struct {
+	mu    sync.Mutex
+	lines []earlyLine
+	to    func(level, format string, args ...any)
+}
+
+type earlyLine struct {
+	level, format string
+	args          []any
+}
+
+// maxEarlyLines bounds the lines earlyLog holds.
+const maxEarlyLines = 1000
+
+func (l *earlyLog) Logf(level, format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.to != nil {
+		l.to(level, format, args...)
+		return
+	}
+	if len(l.lines) < maxEarlyLines {
+		l.lines = append(l.lines, earlyLine{level, format, args})
+	}
+}
+
+// attach writes the lines held to logf, and every later one.
+func (l *earlyLog) attach(logf func(level, format string, args ...any)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ln := range l.lines {
+		logf(ln.level, ln.format, ln.args...)
+	}
+	l.lines, l.to = nil, logf
 }
 
 // wirePersistence wires store into srv, which answers -LOADING and

@@ -21,17 +21,23 @@ var (
 )
 
 // checkFormat checks db's format version, writing it into an empty store.
-func (s *Store) checkFormat(db *pebble.DB) error {
+// A store opened read-only (check) is only checked.
+func (s *Store) checkFormat(db *pebble.DB, note *fatalNote, readOnly bool) error {
 	v, closer, err := db.Get(formatKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		it, err := db.NewIter(nil)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+			return s.readErr(note, err)
 		}
 		empty := !it.First()
-		it.Close()
+		if err := it.Close(); err != nil {
+			return s.readErr(note, err)
+		}
 		if !empty {
 			return fmt.Errorf("%w: %s holds data but no format version", ErrUnknownFormat, s.dir)
+		}
+		if readOnly {
+			return nil
 		}
 		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("persist: create store in %s: %w", s.dir, err)
@@ -39,7 +45,7 @@ func (s *Store) checkFormat(db *pebble.DB) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+		return s.readErr(note, err)
 	}
 	defer closer.Close()
 	if len(v) != 4 {

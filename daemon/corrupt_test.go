@@ -1,0 +1,96 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/server"
+)
+
+// syncBuffer is a log output tests read while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A store whose log lost a committed snapshot stops the start with an
+// error naming the store, the log and the way to start empty; Pebble's
+// own lines reach the server's log (at verbose).
+func TestDamagedStoreStopsStart(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cfg := server.DefaultConfig()
+	cfg.Port, _ = strconv.Atoi(port)
+	cfg.Dir, cfg.Save, cfg.SaveSet = dir, "", true
+	log := &syncBuffer{}
+	cfg.LogLevel, cfg.LogOutput = "verbose", log
+	stop := start(t, cfg)
+	testkit.WaitFor(t, "the daemon to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	rc := testkit.Dial(t, addr)
+	testkit.WaitFor(t, "the server to finish loading", func() bool { return rc.Do("DBSIZE") == ":0\r\n" })
+	for _, k := range []string{"a", "b"} {
+		rc.Do("CL.THROTTLE", k, "5", "1", "60")
+		if got := rc.Do("SAVE"); got != "+OK\r\n" {
+			t.Fatalf("SAVE = %q", got)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "pebble: ") {
+		t.Errorf("the log has no line of Pebble's:\n%s", log.String())
+	}
+	// Damage the first byte of every log: Pebble would open on an
+	// earlier snapshot, or none.
+	logs, _ := filepath.Glob(filepath.Join(dir, storeDir, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 {
+			b[0] ^= 0x5a
+			if err := os.WriteFile(l, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err := New(Config{Server: cfg})
+	if err == nil || !errors.Is(err, persist.ErrCorrupt) {
+		t.Fatalf("New on a damaged store = %v, want an error wrapping persist.ErrCorrupt", err)
+	}
+	path := filepath.Join(dir, storeDir)
+	for _, want := range []string{"cannot open the snapshot store " + path, ".log", "mv " + path + " " + path + ".damaged"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("New = %v, lacks %q", err, want)
+		}
+	}
+}
