@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
@@ -91,6 +92,38 @@ func TestDamagedStoreStopsStart(t *testing.T) {
 	for _, want := range []string{"cannot open the snapshot store " + path, ".log", "mv " + path + " " + path + ".damaged"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("New = %v, lacks %q", err, want)
+		}
+	}
+}
+
+// enable-protected-configs yes lets BACKUP write anywhere, local only for
+// a local client; never into the live store, even through a link.
+func TestBackupPathProtectedConfigs(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, storeDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, storeDir), filepath.Join(other, "in")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(other, "x")
+	for _, c := range []struct {
+		protected string
+		local     bool
+		path      string
+		want      error // nil: allowed
+	}{
+		{"no", true, out, commands.ErrBackupOutsideDir},
+		{"yes", false, out, nil},
+		{"local", true, out, nil},
+		{"local", false, out, commands.ErrBackupOutsideDir},
+		{"yes", true, filepath.Join(other, "in", "x"), commands.ErrBackupInStore},
+		{"no", false, "x", nil},
+	} {
+		p := &persistence{dir: dir, protected: c.protected}
+		got, err := p.backupPath(c.path, c.local)
+		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("protected %s, local %v, %s: %q, %v; want %v", c.protected, c.local, c.path, got, err, c.want)
 		}
 	}
 }
