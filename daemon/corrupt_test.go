@@ -48,13 +48,7 @@ func TestDamagedStoreStopsStart(t *testing.T) {
 	log := &syncBuffer{}
 	cfg.LogLevel, cfg.LogOutput = "verbose", log
 	stop := start(t, cfg)
-	testkit.WaitFor(t, "the daemon to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	waitListening(t, addr)
 	rc := testkit.Dial(t, addr)
 	testkit.WaitFor(t, "the server to finish loading", func() bool { return rc.Do("DBSIZE") == ":0\r\n" })
 	for _, k := range []string{"a", "b"} {
@@ -89,10 +83,28 @@ func TestDamagedStoreStopsStart(t *testing.T) {
 		t.Fatalf("New on a damaged store = %v, want an error wrapping persist.ErrCorrupt", err)
 	}
 	path := filepath.Join(dir, storeDir)
-	for _, want := range []string{"cannot open the snapshot store " + path, ".log", "mv " + path + " " + path + ".damaged"} {
+	for _, want := range []string{"cannot open the snapshot store " + path, ".log", "mv " + path + " " + path + ".damaged", "store-damaged move-aside"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("New = %v, lacks %q", err, want)
 		}
+	}
+
+	// store-damaged move-aside starts with no keys, the damaged store
+	// kept beside, and says so in the log.
+	cfg.StoreDamaged = "move-aside"
+	stop = start(t, cfg)
+	waitListening(t, addr)
+	rc = testkit.Dial(t, addr)
+	testkit.WaitFor(t, "the server to finish loading", func() bool { return rc.Do("DBSIZE") == ":0\r\n" })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	aside, _ := filepath.Glob(path + ".damaged-*")
+	if len(aside) != 1 {
+		t.Fatalf("stores moved aside: %q, want one", aside)
+	}
+	if !strings.Contains(log.String(), "The snapshot store is damaged, moved aside to "+aside[0]+", starting with no keys") {
+		t.Errorf("the log does not say the store was moved aside:\n%s", log.String())
 	}
 }
 
@@ -126,4 +138,16 @@ func TestBackupPathProtectedConfigs(t *testing.T) {
 			t.Errorf("protected %s, local %v, %s: %q, %v; want %v", c.protected, c.local, c.path, got, err, c.want)
 		}
 	}
+}
+
+// waitListening waits until a daemon listens on addr.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	testkit.WaitFor(t, "the daemon to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
 }

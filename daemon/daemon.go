@@ -50,7 +50,7 @@ func New(cfg Config) (*Daemon, error) {
 	var store *persist.Store
 	storeLog := &earlyLog{}
 	if scfg.Dir != "" {
-		if store, err = openStore(scfg.Dir, storeLog.Logf); err != nil {
+		if store, err = openStore(scfg.Dir, scfg.StoreDamaged, storeLog.Logf); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/commands"
@@ -20,8 +21,11 @@ import (
 const storeDir = "cellserver.pebble"
 
 // openStore checks that dir exists and is writable, then opens the store
-// in it, its log lines (Pebble's among them) going to logf.
-func openStore(dir string, logf func(level, format string, args ...any)) (*persist.Store, error) {
+// in it, its log lines (Pebble's among them) going to logf. A damaged
+// store (persist.ErrCorrupt) stops the start, unless damaged is
+// "move-aside" (the store-damaged setting): the store is then renamed to
+// <store>.damaged-<UTC time>, kept for inspection, and a new one opened.
+func openStore(dir, damaged string, logf func(level, format string, args ...any)) (*persist.Store, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("dir %s: %w (create it, or leave dir unset to keep keys in memory only)", dir, err)
@@ -37,8 +41,16 @@ func openStore(dir string, logf func(level, format string, args ...any)) (*persi
 	os.Remove(probe.Name())
 	path := filepath.Join(dir, storeDir)
 	st, err := persist.Open(path, persist.Options{Logf: logf})
+	if errors.Is(err, persist.ErrCorrupt) && damaged == "move-aside" {
+		aside := path + ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("cannot open the snapshot store %s: %w; moving it aside (store-damaged move-aside) failed: %v", path, err, rerr)
+		}
+		logf("warning", "The snapshot store is damaged, moved aside to %s, starting with no keys (store-damaged move-aside): %v", aside, err)
+		st, err = persist.Open(path, persist.Options{Logf: logf})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it aside: mv %s %s.damaged)", path, err, path, path)
+		return nil, fmt.Errorf("cannot open the snapshot store %s: %w (to start empty on purpose, move it aside: mv %s %s.damaged, or set store-damaged move-aside)", path, err, path, path)
 	}
 	return st, nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,5 +221,71 @@ func writeFile(t *testing.T, fs vfs.FS, name string, b []byte) {
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A table damaged while the store is open (after Open's checks) makes
+// Restore return an error naming the file, and the store's log says what
+// Pebble found; Pebble's default would end the process (Fatalf), and the
+// restore's goroutines used to end halfway and panic.
+func TestTableDamagedAfterOpen(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStore(t, mem)
+	s.ingestFrom = 0 // a table
+	e, _ := newEngine(t, now0)
+	fill(t, e, 50)
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var log strings.Builder
+	var mu sync.Mutex
+	s2, err := Open("db", Options{FS: mem, CacheBytes: 1, Logf: func(level, format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&log, level+" "+format+"\n", args...)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	names, _ := mem.List("db")
+	var tables []string
+	for _, n := range names {
+		if strings.HasSuffix(n, ".sst") {
+			tables = append(tables, n)
+			b := readFile(t, mem, "db/"+n)
+			// In place: Pebble has the file open.
+			f, err := mem.OpenReadWrite("db/"+n, vfs.WriteCategoryUnspecified)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte{b[len(b)/4] ^ 0x5a}, int64(len(b)/4)); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	e2, _ := newEngine(t, now0)
+	done := make(chan error, 1)
+	go func() { _, err := s2.Restore(e2); done <- err }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restore did not return within 10 s")
+	}
+	named := ""
+	for _, n := range tables {
+		if strings.Contains(fmt.Sprint(err), "corrupt file db/"+n) {
+			named = n
+		}
+	}
+	if !errors.Is(err, ErrCorrupt) || named == "" {
+		t.Fatalf("Restore = %v, want an error wrapping ErrCorrupt naming one of %q", err, tables)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "warning pebble: corrupt file db/"+named) || !strings.Contains(log.String(), "checksum mismatch") {
+		t.Errorf("the log does not say what Pebble found:\n%s", log.String())
 	}
 }
