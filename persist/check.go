@@ -24,39 +24,34 @@ import (
 // store that holds less than was committed (check).
 //
 // It holds the generation (8 bytes, big-endian) then the CRC-32 (IEEE)
-// of those 8 bytes. It is written after each commit, synced, and put in
-// place by a rename: a crash before the rename leaves the previous
-// generation, which the store's equals or passes, never a file the check
-// misreads.
+// of those 8 bytes, overwritten in place after each commit, and not
+// synced: the check needs only that the file never says more than the
+// store holds, which writing it after the commit (synced) ensures. A
+// power cut may leave an older generation in it (a weaker check at the
+// next start, never a false refusal); a process crash leaves the write to
+// the page cache. Syncing it, or replacing it by a rename, would cost a
+// small snapshot several times its own time (BenchmarkSnapshotSmall).
 const genName = "CELLSERVER-GENERATION"
 
 // writeGenFile records gen in the store's generation file; s.mu is held.
 func (s *Store) writeGenFile(gen uint64) error {
-	fsys := s.opts.FS
-	tmp := fsys.PathJoin(s.dir, genName+".tmp")
-	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
+	f, err := s.opts.FS.OpenReadWrite(s.opts.FS.PathJoin(s.dir, genName), vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
 	b := binary.BigEndian.AppendUint64(nil, gen)
 	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
+	_, err = f.WriteAt(b, 0)
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = fsys.Rename(tmp, fsys.PathJoin(s.dir, genName))
 	}
 	return err
 }
 
 // readGenFile returns the generation in the store's generation file (0:
 // no file, as in a store from a backup, or one written before the file
-// was), or an error wrapping ErrCorrupt naming the file when it is
-// damaged.
+// was; or an empty one, as a crash while creating it may leave), or an
+// error wrapping ErrCorrupt naming the file when it is damaged.
 func (s *Store) readGenFile() (uint64, error) {
 	path := s.opts.FS.PathJoin(s.dir, genName)
 	b, err := readAll(s.opts.FS, path)
@@ -65,6 +60,9 @@ func (s *Store) readGenFile() (uint64, error) {
 	}
 	if err != nil {
 		return 0, fmt.Errorf("persist: read %s: %w", path, err)
+	}
+	if len(b) == 0 {
+		return 0, nil
 	}
 	if len(b) != 12 || crc32.ChecksumIEEE(b[:8]) != binary.BigEndian.Uint32(b[8:]) {
 		return 0, fmt.Errorf("%w: %s: corrupt file %s: bad checksum or length", ErrCorrupt, s.dir, path)
