@@ -48,10 +48,12 @@ func (s *Store) writeGenFile(gen uint64) error {
 	return err
 }
 
-// readGenFile returns the generation in the store's generation file (0:
-// no file, as in a store from a backup, or one written before the file
-// was; or an empty one, as a crash while creating it may leave), or an
-// error wrapping ErrCorrupt naming the file when it is damaged.
+// readGenFile returns the generation in the store's generation file, or 0
+// (nothing to check against) when there is none, as in a store from a
+// backup or one written before the file was, or when it is damaged, which
+// it logs: the file guards the store and holds none of its data, and a
+// power cut in the middle of its unsynced write may leave it torn, so
+// refusing a store for it could refuse a whole one.
 func (s *Store) readGenFile() (uint64, error) {
 	path := s.opts.FS.PathJoin(s.dir, genName)
 	b, err := readAll(s.opts.FS, path)
@@ -61,11 +63,9 @@ func (s *Store) readGenFile() (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("persist: read %s: %w", path, err)
 	}
-	if len(b) == 0 {
-		return 0, nil
-	}
 	if len(b) != 12 || crc32.ChecksumIEEE(b[:8]) != binary.BigEndian.Uint32(b[8:]) {
-		return 0, fmt.Errorf("%w: %s: corrupt file %s: bad checksum or length", ErrCorrupt, s.dir, path)
+		s.opts.Logf("warning", "persist: %s is damaged (%d bytes, bad length or checksum): the store's generation is not checked against it; the next snapshot writes it again", path, len(b))
+		return 0, nil
 	}
 	return binary.BigEndian.Uint64(b), nil
 }
