@@ -21,6 +21,14 @@
 // store's own facts: its format version, written when the store is created
 // and checked when it is opened, and the generation of the last snapshot.
 //
+// A newer build reads every older format version (FormatVersion); the
+// store in testdata/store-v1 was written by version 1's code, and
+// TestFormatV1Fixture must restore it exactly in every later build. A
+// build that raises FormatVersion adds a fixture of its own, written with
+// `go test ./persist -run TestFormatV<n>Fixture -update-fixture` (the test
+// writes the store and the keys it holds, testdata/store-v<n>.keys), and
+// keeps the older ones unchanged.
+//
 // Open refuses a damaged store before writing to it (check.go): it opens
 // Pebble read-only first, checks its OPTIONS file, replays its log, reads
 // every block of every table against its checksum, and compares the

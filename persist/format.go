@@ -11,8 +11,22 @@ import (
 )
 
 // FormatVersion is the version of the on-disk format this package writes
-// and reads. Open refuses a store of any other version.
+// and reads: the store's keys and facts (this file), the records' encoding
+// (engine.Record.AppendBinary, versioned on its own), and Pebble's format
+// (pebbleFormat). Open refuses a store of a higher version, written by a
+// newer cellserver, by name. A build that raises it must still read every
+// lower version, converting the store when it opens it: the store written
+// by version 1's code in testdata/store-v1 must restore exactly
+// (TestFormatV1Fixture), and so on for each version. Today no lower
+// version exists, and Open refuses one as unknown.
 const FormatVersion = 1
+
+// pebbleFormat is the Pebble format major version the store is written in,
+// fixed rather than Pebble's default (its oldest supported, which a newer
+// Pebble may raise): a store moves to a newer Pebble format only with a
+// new FormatVersion, so that the build before it can still say why it
+// cannot read it.
+const pebbleFormat = pebble.FormatFlushableIngest
 
 // Keys of the store's own facts; data keys start with a slot < 0x4000.
 var (
@@ -51,8 +65,12 @@ func (s *Store) checkFormat(db *pebble.DB, note *fatalNote, readOnly bool) error
 	if len(v) != 4 {
 		return fmt.Errorf("%w: %s: bad format version marker", ErrUnknownFormat, s.dir)
 	}
-	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
-		return fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
+	switch got := binary.BigEndian.Uint32(v); {
+	case got > FormatVersion:
+		return fmt.Errorf("%w: %s has format version %d, written by a newer cellserver; this build reads version %d and older: run the newer build (or move the store aside to start empty)",
+			ErrUnknownFormat, s.dir, got, FormatVersion)
+	case got != FormatVersion:
+		return fmt.Errorf("%w: %s has format version %d, which no cellserver wrote; this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
 	}
 	return nil
 }

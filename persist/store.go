@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,7 +180,8 @@ func (s *Store) open(readOnly bool) error {
 // lines and corrupt files going to note and Logf (logger).
 func (s *Store) pebbleOptions(note *fatalNote, cache *pebble.Cache) *pebble.Options {
 	lg := logger{s.opts.Logf, note}
-	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: lg, EventListener: lg.events()}
+	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: lg, EventListener: lg.events(),
+		FormatMajorVersion: pebbleFormat}
 	// Every snapshot under churn is one large batch, flushed to a table
 	// of L0 that overlaps all the others. L0 is compacted from 16 such
 	// tables (Pebble's default is 4), so that a compaction merges 16
@@ -203,6 +205,11 @@ func (s *Store) pebbleOptions(note *fatalNote, cache *pebble.Cache) *pebble.Opti
 func (s *Store) readErr(note *fatalNote, err error) error {
 	if c := note.corruption(); c != "" {
 		return fmt.Errorf("%w: %s: corrupt file %s", ErrCorrupt, s.dir, c)
+	}
+	if strings.Contains(err.Error(), "format major version") {
+		// Pebble's format is newer than this build's Pebble reads (or
+		// older than it still reads): a store of another cellserver.
+		return fmt.Errorf("%w: %s: %v (a store written by a newer cellserver?)", ErrUnknownFormat, s.dir, err)
 	}
 	if errors.Is(err, pebble.ErrDBNotPristine) {
 		// Pebble's marker of its format is gone: it takes the store for
