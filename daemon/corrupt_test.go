@@ -15,6 +15,7 @@ import (
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/server"
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // syncBuffer is a log output tests read while the server writes it.
@@ -150,4 +151,29 @@ func waitListening(t *testing.T, addr string) {
 		}
 		return err == nil
 	})
+}
+
+// A store of a newer format version stops the start, and store-damaged
+// move-aside leaves it where it is: it is not damaged.
+func TestNewerStoreIsNotMovedAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, storeDir)
+	db, err := pebble.Open(path, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Set([]byte("\xffformat"), []byte{0, 0, 0, 2}, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	cfg := server.DefaultConfig()
+	cfg.Port = testkit.FreePort(t)
+	cfg.Dir, cfg.StoreDamaged = dir, "move-aside"
+	_, err = New(Config{Server: cfg})
+	if !errors.Is(err, persist.ErrUnknownFormat) || !strings.Contains(err.Error(), "has format version 2, written by a newer cellserver") {
+		t.Fatalf("New = %v, want an error wrapping persist.ErrUnknownFormat naming version 2", err)
+	}
+	if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) != 0 {
+		t.Fatalf("the newer store was moved aside: %q", aside)
+	}
 }
