@@ -103,7 +103,8 @@ func (s *Store) logFiles() string {
 // store is opened with, its log, every block of every table against its
 // checksum (verifyTables), and the generation against the one last
 // committed (genName). Each failure is an error wrapping ErrCorrupt that
-// names the file.
+// names the file (for a log Pebble replays, the logs), or ErrUnknownFormat
+// for a store of a newer cellserver or Pebble format.
 func (s *Store) check() error {
 	fsys := s.opts.FS
 	want, err := s.readGenFile()
