@@ -311,3 +311,21 @@ func TestTableDamagedAfterOpen(t *testing.T) {
 		t.Errorf("the log does not say what Pebble found:\n%s", log.String())
 	}
 }
+
+// contain turns a Fatalf of Pebble's on the goroutine it runs into an
+// error with Pebble's message, rather than ending the caller.
+func TestContainFatalf(t *testing.T) {
+	note := newFatalNote()
+	var logged []string
+	lg := logger{func(level, format string, args ...any) { logged = append(logged, level+" "+fmt.Sprintf(format, args...)) }, note}
+	err := contain(note, func() error {
+		lg.Fatalf("MANIFEST %s failed", "sync")
+		return nil
+	})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "pebble gave up: MANIFEST sync failed") {
+		t.Fatalf("contain = %v, want ErrCorrupt with Pebble's message", err)
+	}
+	if want := []string{"warning pebble: fatal: MANIFEST sync failed"}; !reflect.DeepEqual(logged, want) {
+		t.Fatalf("logged %q, want %q", logged, want)
+	}
+}
