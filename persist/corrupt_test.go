@@ -317,7 +317,9 @@ func TestTableDamagedAfterOpen(t *testing.T) {
 func TestContainFatalf(t *testing.T) {
 	note := newFatalNote()
 	var logged []string
-	lg := logger{func(level, format string, args ...any) { logged = append(logged, level+" "+fmt.Sprintf(format, args...)) }, note}
+	lg := logger{func(level, format string, args ...any) {
+		logged = append(logged, level+" "+fmt.Sprintf(format, args...))
+	}, note}
 	err := contain(note, func() error {
 		lg.Fatalf("MANIFEST %s failed", "sync")
 		return nil
