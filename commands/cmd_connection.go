@@ -31,12 +31,18 @@ func registerConnection(t *Table) {
 			Args:    []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 		{Name: "select", Arity: 2, Flags: FlagFast, Handler: selectDB,
 			Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
+		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti, Handler: reset,
+			Summary: "Resets the connection as if it had just connected: RESP2, no MULTI, no name, not authenticated when a password is set.",
+			Since:   "6.2.0"},
 		{Name: "client", Arity: -2, Handler: client,
 			Summary: "Connection management: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, MAINT_NOTIFICATIONS.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 	}
 	for _, r := range rows {
-		r.Group, r.Since, r.Complexity = "connection", "1.0.0", "O(1)"
+		r.Group, r.Complexity = "connection", "O(1)"
+		if r.Since == "" {
+			r.Since = "1.0.0"
+		}
 		t.Register(r)
 	}
 }
@@ -55,6 +61,26 @@ func echo(c *Client, req *Request) { c.W.WriteBulk(req.Args[1]) }
 func quit(c *Client, _ *Request) {
 	c.writeOK()
 	c.closeAfter = true
+}
+
+// reset is Redis 6.2's RESET: the connection's state as a new
+// connection's. It drops a MULTI block (cellserver has no WATCH, pub/sub,
+// MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
+// the connection's name (not its CLIENT SETINFO library, as Redis keeps
+// it), goes back to RESP2 and database 0, and, when a password is set,
+// to unauthenticated. The failed-AUTH count of the connection is kept,
+// so that RESET cannot start a guesser's delays afresh.
+func reset(c *Client, _ *Request) {
+	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
+	c.multiSlot = -1
+	c.asking = false
+	c.resp = 2
+	c.authenticated = c.host.RequirePass() == ""
+	c.mu.Lock()
+	c.respShared = 2
+	c.name = ""
+	c.mu.Unlock()
+	c.W.WriteString("RESET")
 }
 
 func selectDB(c *Client, req *Request) {
