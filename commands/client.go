@@ -82,7 +82,7 @@ type Client struct {
 	flushFunc func() bool  // ClientOptions.Flush
 
 	authenticated bool
-	authFailures  int           // failed AUTH in a row (authguard.go)
+	authFailures  int           // failed AUTH in a row (cmd_connection.go)
 	inExec        bool          // running EXEC's queue, its keys' shard locks held
 	done          chan struct{} // closed by Kill
 	resp          int           // 2 or 3

@@ -109,9 +109,8 @@ func auth(c *Client, req *Request) {
 			return
 		}
 	}
-	if !c.checkPassword(user, hasUser, pass) {
-		c.authFailed(user, hasUser)
-		c.fail(errWrongPass)
+	if msg := c.authenticate(user, hasUser, pass); msg != "" {
+		c.fail(msg)
 		return
 	}
 	c.authOK()
@@ -140,9 +139,8 @@ func hello(c *Client, req *Request) {
 	for ; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "auth") && i+2 < len(args):
-			if !c.checkPassword(args[i+1], true, args[i+2]) {
-				c.authFailed(args[i+1], true)
-				c.fail(errWrongPass)
+			if msg := c.authenticate(args[i+1], true, args[i+2]); msg != "" {
+				c.fail(msg)
 				return
 			}
 			authed = true
@@ -454,7 +452,8 @@ func (c *Client) kill(cl *Client) {
 	cl.Kill()
 }
 
-// Failed AUTH is logged and slowed down:
+// Failed AUTH is limited per address and in total (authguard.go), and
+// logged and slowed down per connection:
 //
 //   - Each failure (AUTH or HELLO … AUTH) is logged at warning level, at
 //     most one line per authLogEvery server-wide; a line counts the

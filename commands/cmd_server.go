@@ -186,6 +186,7 @@ func config(c *Client, req *Request) {
 		c.writeOK()
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
+		c.table.resetAuthCounts()
 		c.writeOK()
 	case equalFold(sub, "rewrite") && len(args) == 2:
 		if err := c.host.ConfigRewrite(); errors.Is(err, ErrNoConfigFile) {
@@ -345,6 +346,9 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "keyspace_hits", es.KeyspaceHits)
 	field(b, "keyspace_misses", es.KeyspaceMisses)
 	field(b, "total_error_replies", rejected)
+	failed, refused := c.table.AuthCounts()
+	field(b, "acl_access_denied_auth", failed+refused)
+	field(b, "auth_refused_over_budget", refused)
 }
 
 // infoCPU is Redis's CPU section: the processor time, in seconds, the
@@ -354,7 +358,9 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 // goroutines on any of its threads, so no thread does the main work.
 func infoCPU(_ *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 	u, _ := rusage.Get() // zeros where the system does not tell
-	secs := func(d time.Duration) string { return fmt.Sprintf("%d.%06d", d/time.Second, d%time.Second/time.Microsecond) }
+	secs := func(d time.Duration) string {
+		return fmt.Sprintf("%d.%06d", d/time.Second, d%time.Second/time.Microsecond)
+	}
 	field(b, "used_cpu_sys", secs(u.Sys))
 	field(b, "used_cpu_user", secs(u.User))
 	field(b, "used_cpu_sys_children", secs(u.ChildSys))

@@ -122,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
+	s.table.SetAuthLimits(cfg.AuthLimits)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
 	s.reportHeap()
