@@ -158,3 +158,22 @@ func TestAuthAddrKey(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthTableBounded: failures from more addresses than the table
+// holds keep it at its size, the oldest dropped.
+func TestAuthTableBounded(t *testing.T) {
+	g := newAuthGuard()
+	g.limits = AuthLimits{PerAddress: 5, Period: time.Minute}
+	for i := range authAddresses + 1000 {
+		key := authAddrKey("10."+itoaInt(i>>16&255)+"."+itoaInt(i>>8&255)+"."+itoaInt(i&255)+":1", false)
+		if _, ok, _, _ := g.reserve(key, false, now0); !ok {
+			t.Fatalf("address %d refused at its first failure", i)
+		}
+	}
+	if n := g.buckets.Len(); n != authAddresses {
+		t.Fatalf("the table holds %d addresses, want %d", n, authAddresses)
+	}
+	if g.buckets.Contains("10.0.0.0") || !g.buckets.Contains("10.0.67.231") {
+		t.Fatal("the least recently used address is not the one dropped")
+	}
+}
