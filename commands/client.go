@@ -142,6 +142,9 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 		done: make(chan struct{}),
 	}
+	if o.Writer != nil {
+		o.Writer.errs = &t.errors // INFO errorstats counts its error replies
+	}
 	c.view = t.host.Engine().NewView()
 	n := len(t.list)
 	c.stats.calls = make([]atomic.Int64, n)

@@ -187,6 +187,7 @@ func config(c *Client, req *Request) {
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
 		c.table.resetAuthCounts()
+		c.table.errors.reset()
 		c.writeOK()
 	case equalFold(sub, "rewrite") && len(args) == 2:
 		if err := c.host.ConfigRewrite(); errors.Is(err, ErrNoConfigFile) {
@@ -227,6 +228,7 @@ var infoSections = []struct {
 	{"persistence", true, infoPersistence},
 	{"stats", true, infoStats},
 	{"cpu", true, infoCPU},
+	{"errorstats", true, infoErrorstats},
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
 	{"cluster", true, infoCluster},

@@ -96,6 +96,7 @@ type Table struct {
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
 	authLog authLog                                     // failed AUTH's log lines
 	auth    *authGuard                                  // failed-AUTH budgets (authguard.go)
+	errors  errorStats                                  // error replies by first word (errstats.go)
 	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
 	router  Router // nil when cluster mode is off
