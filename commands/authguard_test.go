@@ -177,3 +177,28 @@ func TestAuthTableBounded(t *testing.T) {
 		t.Fatal("the least recently used address is not the one dropped")
 	}
 }
+
+// BenchmarkAuth: a right AUTH with the failed-AUTH budgets on (their
+// defaults) and off. AUTH is not on the request path; this says what the
+// budgets add to one.
+func BenchmarkAuth(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "budgets=off"
+		if on {
+			name = "budgets=on"
+		}
+		b.Run(name, func(b *testing.B) {
+			h := newHarness(b, "pw")
+			if !on {
+				h.table.SetAuthLimits(AuthLimits{})
+			}
+			c := h.client(1, "10.0.0.1:5000", false)
+			args := [][]byte{[]byte("AUTH"), []byte("pw")}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.table.Dispatch(c, args)
+				c.W.reset()
+			}
+		})
+	}
+}
