@@ -239,8 +239,12 @@ func errAuthThrottled(total bool, wait time.Duration) string {
 		from = "all addresses"
 	}
 	secs := max((wait+time.Second-1)/time.Second, 1)
+	unit := " seconds"
+	if secs == 1 {
+		unit = " second"
+	}
 	return "WRONGPASS too many failed AUTH from " + from + "; try again in " + strconv.FormatInt(int64(secs), 10) +
-		" seconds (the password was not checked)"
+		unit + " (the password was not checked)"
 }
 
 // authenticate checks user/pass (hasUser false: the one-word AUTH form)

@@ -69,7 +69,7 @@ func TestAuthBudget(t *testing.T) {
 
 	// 20 s later one failure's room is back.
 	h.now = h.now.Add(19 * time.Second)
-	if got := h.as(a, "AUTH", "pw"); got != errReply("WRONGPASS too many failed AUTH from this address; try again in 1 seconds (the password was not checked)") {
+	if got := h.as(a, "AUTH", "pw"); got != errReply("WRONGPASS too many failed AUTH from this address; try again in 1 second (the password was not checked)") {
 		t.Fatalf("at 19 s: %q", got)
 	}
 	h.now = h.now.Add(time.Second)
