@@ -103,7 +103,9 @@ var errorTexts = []struct {
 
 // errorText returns the reply for an engine or limiter error; cell
 // selects redis-cell's wording, in which a word that is not what its
-// place takes is always "Couldn't parse as integer".
+// place takes is always "Couldn't parse as integer". In Redis's wording a
+// syntax error says what is wrong and how the call is written
+// (errSyntaxHint).
 func errorText(err error, cell bool) string {
 	i := 0
 	if cell {
@@ -111,6 +113,9 @@ func errorText(err error, cell bool) string {
 		if ae := (*limiter.ArgError)(nil); errors.As(err, &ae) {
 			return errCellParseInt + ae.Arg
 		}
+	}
+	if ae := (*limiter.ArgError)(nil); !cell && errors.As(err, &ae) && ae.Err == limiter.ErrSyntax && ae.Kind.Valid() {
+		return errSyntaxHint(ae)
 	}
 	for _, e := range errorTexts {
 		if errors.Is(err, e.err) && e.texts[i] != "" {

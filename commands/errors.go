@@ -3,6 +3,8 @@ package commands
 import (
 	"strconv"
 	"strings"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Every reply error cellserver sends, with its prefix. Texts with a %s or
@@ -101,6 +103,28 @@ const (
 // it can.
 func ErrTextMaxClientsFit(n int) string {
 	return "The operating system is not able to handle the specified number of clients, try with " + strconv.Itoa(n)
+}
+
+// errSyntaxHint is a limiter call's syntax error (limiter.ArgError with
+// ErrSyntax): Redis's "ERR syntax error", then what is wrong with the
+// word and how the kind's command is written, both from its row of
+// limiter.Kinds, e.g. "ERR syntax error: options (MS) come after the
+// cost; usage: TB.TAKE key capacity refill period [cost] [MS]".
+func errSyntaxHint(ae *limiter.ArgError) string {
+	spec := ae.Kind.Spec()
+	name := strings.ToUpper(spec.Command)
+	var why string
+	switch ae.Reason {
+	case limiter.CostAfterOption:
+		why = "options (" + strings.Join(spec.OptionWords(), ", ") + ") come after the " + spec.Cost
+	case limiter.OptionTwice:
+		why = strings.ToUpper(ae.Arg) + " is given twice"
+	case limiter.ExtraInteger:
+		why = "one integer too many ('" + clip([]byte(ae.Arg), 128) + "')"
+	default:
+		why = "'" + clip([]byte(ae.Arg), 128) + "' is not an option of " + name
+	}
+	return errSyntax + ": " + why + "; usage: " + spec.Usage()
 }
 
 func errArity(name string) string {

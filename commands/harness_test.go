@@ -84,7 +84,7 @@ func (h *fakeHost) Logf(level, format string, args ...any) {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	host   *fakeHost
 	table  *Table
 	out    *bytes.Buffer
@@ -93,7 +93,7 @@ type harness struct {
 	sleeps []time.Duration // what the table asked to sleep (Options.Sleep), in order
 }
 
-func newHarness(t *testing.T, pass string) *harness {
+func newHarness(t testing.TB, pass string) *harness {
 	t.Helper()
 	clock := engine.NewManualClock(now0)
 	eng, err := engine.New(engine.Config{Shards: 4, Clock: clock})

@@ -94,8 +94,10 @@ type Table struct {
 
 	now     func() time.Time                            // Options.Now
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
-	authLog authLog
-	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
+	authLog authLog                                     // failed AUTH's log lines
+	auth    *authGuard                                  // failed-AUTH budgets (authguard.go)
+	errors  errorStats                                  // error replies by first word (errstats.go)
+	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
 	router  Router // nil when cluster mode is off
 }
@@ -140,8 +142,8 @@ type Options struct {
 	// ClientOptions.Local) run DEBUG, as Redis's enable-debug-command
 	// local; others get Redis's refusal. Default: off (any client).
 	DebugLocalOnly bool
-	// Now is the clock failed-AUTH logging is rate-limited by. Default:
-	// time.Now.
+	// Now is the clock failed-AUTH logging is rate-limited by, and the
+	// failed-AUTH budgets refill by (SetAuthLimits). Default: time.Now.
 	Now func() time.Time
 	// Sleep waits d, or until stop is closed, to slow down a connection's
 	// repeated failed AUTH. Default: a timer.
@@ -154,7 +156,7 @@ type Options struct {
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router, auth: newAuthGuard()}
 	if t.now == nil {
 		t.now = time.Now
 	}

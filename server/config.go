@@ -89,6 +89,11 @@ type Config struct {
 	SlowlogLogSlowerThan int64
 	// SlowlogMaxLen is the most entries SLOWLOG keeps. Default: 128.
 	SlowlogMaxLen int64
+	// AuthLimits bound failed AUTH per client address and in total
+	// (auth-failures-per-address, auth-failures-total,
+	// auth-failures-period). Default: commands.DefaultAuthLimits, 10 per
+	// address and 1000 in all per minute.
+	AuthLimits commands.AuthLimits
 	// LogFile is the file cmd/cellserver appends the log to; "" is
 	// standard error. Default: "".
 	LogFile string
@@ -201,6 +206,7 @@ func DefaultConfig() Config {
 		TLSAuthClients:       "yes",
 		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
 		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
+		AuthLimits:           commands.DefaultAuthLimits,
 		MaxMemoryPolicy:      "noeviction",
 		OutputLimits: [numClientClasses]OutputLimit{
 			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},

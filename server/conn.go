@@ -85,6 +85,9 @@ type conn struct {
 // is killed, or the server shuts down.
 func (c *conn) serve() {
 	defer c.s.release(c)
+	if !c.handshake() {
+		return
+	}
 	c.buf = make([]byte, readBufSize)
 	rawconn.ReadLoop(c.nc, c.afterRead)
 }

@@ -95,6 +95,7 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
 	s.table.SetSlowlog(s.cfg.SlowlogLogSlowerThan, s.cfg.SlowlogMaxLen)
+	s.table.SetAuthLimits(s.cfg.AuthLimits)
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
@@ -128,6 +129,7 @@ func (s *Server) Stats() commands.HostStats {
 	st.ConnsReceived = s.connsReceived.Load()
 	st.ConnsRejected = s.connsRejected.Load()
 	st.OutputDropped = s.outputDropped.Load()
+	st.AuthFailed, st.AuthRefused = s.table.AuthCounts()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
 	st.Clients = make([]*commands.Client, 0, len(s.clients))

@@ -45,7 +45,7 @@ func TestLogEvents(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(logPrefix.ReplaceAllString(out.String(), ""), "\n"), "\n")
 	want := []string{
 		"* cellserver starting version=" + Version,
-		"* Configuration in force appendonly=no bind=127.0.0.1",
+		"* Configuration in force appendonly=no auth-failures-per-address=10 auth-failures-period=60 auth-failures-total=1000 bind=127.0.0.1",
 		"* CONFIG SET name=maxclients value=1",
 		"* CONFIG SET name=requirepass value=(set)",
 		"* Client rejected: max number of clients reached addr=pipe maxclients=1",

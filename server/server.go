@@ -61,6 +61,7 @@ type Server struct {
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
 	outputDropped atomic.Int64 // clients disconnected for their output limits
+	tlsFailures   lineLimit    // the log lines of failed TLS handshakes (tls.go)
 	started       time.Time
 
 	ratesMu sync.Mutex // guards the meters
@@ -121,6 +122,7 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
+	s.table.SetAuthLimits(cfg.AuthLimits)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
 	s.reportHeap()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 )
 
@@ -245,6 +246,16 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(c.SlowlogMaxLen, 0, 1<<31-1)
 		}},
+	authCountSetting("auth-failures-per-address", func(c *Config) *int64 { return &c.AuthLimits.PerAddress }),
+	authCountSetting("auth-failures-total", func(c *Config) *int64 { return &c.AuthLimits.Total }),
+	{name: "auth-failures-period", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(int64(c.AuthLimits.Period/time.Second), 10) },
+		set: intSetting(func(c *Config, n int64) {
+			c.AuthLimits.Period = time.Duration(min(max(n, -1), int64(commands.MaxAuthPeriod/time.Second)+1)) * time.Second
+		}),
+		check: func(c *Config) error {
+			return between(int64(c.AuthLimits.Period/time.Second), 1, int64(commands.MaxAuthPeriod/time.Second))
+		}},
 	stringSetting("logfile", func(c *Config) *string { return &c.LogFile }),
 	stringSetting("pidfile", func(c *Config) *string { return &c.PidFile }),
 	intRangeSetting("tls-port", func(c *Config) *int { return &c.TLSPort }, 0, 65535),
@@ -353,6 +364,16 @@ func intRangeSetting(name string, field func(*Config) *int, lo, hi int64) settin
 		get:   func(c *Config) string { return strconv.Itoa(*field(c)) },
 		set:   intSetting(func(c *Config, n int64) { *field(c) = int(n) }),
 		check: func(c *Config) error { return between(int64(*field(c)), lo, hi) }}
+}
+
+// authCountSetting is a failed-AUTH budget (commands.AuthLimits): a
+// count from 0 (no limit) to commands.MaxAuthFailures, changeable at run
+// time.
+func authCountSetting(name string, field func(*Config) *int64) setting {
+	return setting{name: name, mutable: true,
+		get:   func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+		set:   intSetting(func(c *Config, n int64) { *field(c) = n }),
+		check: func(c *Config) error { return between(*field(c), 0, commands.MaxAuthFailures) }}
 }
 
 // stringSetting is a setting whose value is any text, kept as given in
