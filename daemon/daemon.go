@@ -48,7 +48,7 @@ func New(cfg Config) (*Daemon, error) {
 		}
 	}
 	var store *persist.Store
-	if scfg.Dir != "" {
+	if scfg.Persistent() {
 		if store, err = openStore(scfg.Dir); err != nil {
 			return nil, err
 		}

@@ -98,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.fitMaxClients(); err != nil {
 		return nil, err
 	}
-	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Dir != ""}
+	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Persistent()}
 	if cfg.EnableDebugCommand {
 		s.clock = &engine.ManualClock{}
 		if cfg.DebugClockStart != 0 {
@@ -131,8 +131,11 @@ func New(cfg Config) (*Server, error) {
 		inForce = append(inForce, kv[0], redact(kv[0], kv[1]))
 	}
 	s.log.Info("Configuration in force", inForce...)
-	for _, d := range cfg.Ignored {
-		s.log.Debug("Directive accepted without effect: " + d)
+	for _, d := range cfg.Directives {
+		s.log.Info("Directive accepted without effect: " + d.String())
+	}
+	if cfg.Dir != "" && !cfg.Persistent() {
+		s.log.Logf("warning", "dir %s is set but save is not: persistence is off and the keys are kept in memory only (add save 1 1 to snapshot them into dir)", cfg.Dir)
 	}
 	s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 	eng.Start()
