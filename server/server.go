@@ -114,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 	heap := make([]metrics.Sample, 1)
 	heap[0].Name = heapObjectsMetric
 	s.heapSample = heap
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router, Secret: isSecret})
 	for _, r := range cfg.RenameCommands {
 		if err := s.table.Rename(r[0], r[1]); err != nil {
 			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)
