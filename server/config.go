@@ -28,8 +28,9 @@ type Config struct {
 	// command. Default: "" (no password).
 	RequirePass string
 	// RequirePassFile names a file cmd/cellserver reads RequirePass from
-	// at start (its first line), so that the password is in neither the
-	// command line nor the config file. Default: "".
+	// at start (its content less one final line ending), so that the
+	// password is in neither the command line nor the config file.
+	// Default: "".
 	RequirePassFile string
 	// ProtectedMode, while RequirePass is empty, refuses every client that
 	// is not local (see Config.refuses), as Redis's protected-mode.
