@@ -99,7 +99,8 @@ type Table struct {
 	errors  errorStats                                  // error replies by first word (errstats.go)
 	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
-	router  Router // nil when cluster mode is off
+	router  Router            // nil when cluster mode is off
+	secret  func(string) bool // Options.Secret
 }
 
 // SetLoading sets whether the server is loading its keys from disk: while
@@ -151,12 +152,16 @@ type Options struct {
 	// Router, when set, turns cluster mode on: keyed commands run only
 	// for the slots it says this node serves. Default: nil, off.
 	Router Router
+	// Secret reports whether a setting's value is a secret (requirepass),
+	// which SLOWLOG keeps as "(redacted)" in a CONFIG SET, as it keeps
+	// AUTH's and HELLO's credentials. Default: nil, no setting is.
+	Secret func(setting string) bool
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router, auth: newAuthGuard()}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router, auth: newAuthGuard(), secret: opt.Secret}
 	if t.now == nil {
 		t.now = time.Now
 	}

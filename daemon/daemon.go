@@ -49,7 +49,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	var store *persist.Store
 	storeLog := &earlyLog{}
-	if scfg.Dir != "" {
+	if scfg.Persistent() {
 		if store, err = openStore(scfg.Dir, scfg.StoreDamaged, storeLog.Logf); err != nil {
 			return nil, err
 		}

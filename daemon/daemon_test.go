@@ -69,7 +69,7 @@ func getMetrics(t *testing.T, addr string) string {
 // metrics-addr serves /metrics while the server runs.
 func TestRunServesMetrics(t *testing.T) {
 	cfg := server.DefaultConfig()
-	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = 0, "warning", freeAddr(t)
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
 	stop := start(t, cfg)
 	body := getMetrics(t, cfg.MetricsAddr)
 	if err := stop(); err != nil {

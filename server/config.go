@@ -14,15 +14,24 @@ import (
 )
 
 // Config configures a Server. Start from DefaultConfig; the zero value is
-// not useful (port 0 picks any free port, which is what tests want).
+// not useful.
 type Config struct {
-	// Bind is the addresses to listen on. Default: 127.0.0.1.
+	// Bind is the addresses to listen on, as redis.conf's bind: an IP
+	// address or host name, "*" for every IPv4 address, "::*" for every
+	// IPv6 one; a leading "-" makes an address optional, skipped with a
+	// log line when it cannot be had (BindHost). Default: 127.0.0.1.
 	Bind []string
-	// Port is the TCP port. Default: 6379. 0 picks a free one.
+	// Port is the plaintext TCP port. 0 serves no plaintext port, as
+	// Redis's port 0: then TLSPort must be set (Validate). Default: 6379.
 	Port int
 	// RequirePass, when set, must be given with AUTH before any other
 	// command. Default: "" (no password).
 	RequirePass string
+	// RequirePassFile names a file cmd/cellserver reads RequirePass from
+	// at start (its content less one final line ending), so that the
+	// password is in neither the command line nor the config file.
+	// Default: "".
+	RequirePassFile string
 	// ProtectedMode, while RequirePass is empty, refuses every client that
 	// is not local (see Config.refuses), as Redis's protected-mode.
 	// Default: true.
@@ -40,14 +49,17 @@ type Config struct {
 	QueryBufferLimit int64
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
-	// Dir is the directory of the snapshot store; "" keeps the keys in
-	// memory only. Package daemon checks that it exists and is writable
-	// and wires package persist in. Default: "" (persistence off).
+	// Dir is the directory of the snapshot store, used when save is set
+	// too (Persistent); "" keeps the keys in memory only. Package daemon
+	// checks that it exists and is writable and wires package persist
+	// in. Default: "" (persistence off).
 	Dir string
 	// Save is Redis's save rules, pairs of "<seconds> <changes>"; "" means
-	// none. SaveSet tells an explicit "" (no rule) from no setting at all,
-	// which with Dir set means the default rule, "1 1" (a crash loses at
-	// most about a second of changes). Default: "", unset.
+	// none. SaveSet tells an explicit "" (no rule, but SAVE, BGSAVE and
+	// the snapshot at shutdown with Dir) from no setting at all, which
+	// keeps persistence off even with Dir set. "1 1" snapshots each
+	// second with a change (a crash loses at most about a second of
+	// changes). Default: "", unset.
 	Save    string
 	SaveSet bool
 	// Shards is the engine's shard count. Default: engine.DefaultShards.
@@ -120,10 +132,13 @@ type Config struct {
 	// package daemon builds it from the files above (TLSConfigFromFiles).
 	// It is no setting. Default: nil.
 	TLSConfig *tls.Config
-	// Ignored lists the redis.conf directives SetDirective accepted without
-	// a setting of their own, "name value" each, for the log. It is no
-	// setting. Default: nil.
-	Ignored []string
+	// Directives are the redis.conf directives SetDirective took that have
+	// no setting of their own, the last value of each (every value of
+	// user and loadmodule), in the order first given. Validate refuses
+	// one whose value cellserver will not pretend to follow; the server
+	// logs each of the others once at start. It is no setting.
+	// Default: nil.
+	Directives []Directive
 	// MetricsAddr is the host:port package daemon serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
@@ -162,6 +177,9 @@ type Config struct {
 	// ClusterSecret is the shared secret of gossip and hand-offs; required
 	// with cluster mode. Default: "".
 	ClusterSecret string
+	// ClusterSecretFile names a file cmd/cellserver reads ClusterSecret
+	// from at start, as RequirePassFile. Default: "".
+	ClusterSecretFile string
 	// ClusterWeight is this node's share of slots relative to the others'.
 	// Default: 1.
 	ClusterWeight float64
@@ -225,7 +243,13 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	return c.validateTLS()
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
+	if c.Port == 0 && c.TLSPort == 0 {
+		return errors.New("port: 0 serves no plaintext port, and tls-port is not set: nothing would listen (set port, or tls-port with its files)")
+	}
+	return c.validateDirectives()
 }
 
 // validateTLS checks the tls-* settings together, once all are read: a
@@ -243,23 +267,20 @@ func (c *Config) validateTLS() error {
 	return nil
 }
 
-// DefaultSave is the save rule used when Dir is set and Save is not: a
-// snapshot each second with a change.
-const DefaultSave = "1 1"
+// SaveRules returns the save rules in force: Save.
+func (c *Config) SaveRules() string { return c.Save }
 
-// SaveRules returns the save rules in force: Save, or DefaultSave when Dir
-// is set and Save was never set.
-func (c *Config) SaveRules() string {
-	if !c.SaveSet && c.Dir != "" {
-		return DefaultSave
-	}
-	return c.Save
-}
+// Persistent reports whether the keys are kept on disk: Dir is set and
+// so is save (any value: "" takes snapshots only on SAVE, BGSAVE and at
+// shutdown). Dir alone does not turn persistence on, so that a
+// redis.conf's dir (Redis's own data directory) with no save line
+// leaves cellserver in memory; the server logs that it ignores dir then.
+func (c *Config) Persistent() bool { return c.Dir != "" && c.SaveSet }
 
 // Errors from Set.
 var (
 	// ErrAppendOnly is what setting appendonly to anything but "no" returns.
-	ErrAppendOnly = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (default with dir: save 1 1)")
+	ErrAppendOnly = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (save 1 1: a snapshot each second with a change)")
 	// ErrUnknownSetting is commands.ErrUnknownSetting: the name is no
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting

@@ -13,7 +13,6 @@ import (
 func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Port = 0
 	cfg.LogLevel = "nothing"
 	cfg.ProtoMaxBulkLen = 1 << 20
 	cfg.QueryBufferLimit = 4 << 20

@@ -1,6 +1,9 @@
 package server
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+)
 
 // The request parser. It reads RESP multibulk requests and inline (telnet)
 // lines as Redis does, and is built for a server that must not be brought
@@ -208,6 +211,30 @@ func (p *parser) nextInline(b []byte) ([][]byte, int, error) {
 		return nil, 0, protocolError("unbalanced quotes in request")
 	}
 	return args, end + 1, nil
+}
+
+// ErrUnbalancedQuotes is redis-server's text for a config line whose
+// quotes do not close, or close with something other than a blank after.
+var ErrUnbalancedQuotes = errors.New("Unbalanced quotes in configuration line") //lint:ignore ST1005 redis-server's own text
+
+// SplitConfigLine splits one config file line into words as redis.conf's
+// reader does: by the rules of an inline request (splitInline), which
+// are redis-server's sdssplitargs for both. Words are separated by blanks;
+// a word in "double quotes" may hold blanks and the escapes \n \r \t \b
+// \a \\ \" and \xHH; one in 'single quotes' may hold blanks and \'. A
+// closing quote must be followed by a blank or the end of the line; ""
+// is an empty word. CONFIG REWRITE writes what it reads (quoteConfig).
+func SplitConfigLine(line string) ([]string, error) {
+	var p parser
+	args, ok := p.splitInline([]byte(line))
+	if !ok {
+		return nil, ErrUnbalancedQuotes
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = string(a)
+	}
+	return words, nil
 }
 
 // splitInline splits a line into arguments as Redis's sdssplitargs does,

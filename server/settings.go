@@ -32,13 +32,27 @@ type setting struct {
 	check   func(c *Config) error
 	mutable bool
 	list    bool // takes several words in a config file (bind)
+	// secret marks a setting whose value is a password or key: the log,
+	// CONFIG GET and errors show Redacted in its place (redact), and a
+	// config file CONFIG REWRITE writes it into is made private (0600).
+	secret bool
+	// fileOf, on a setting naming a file a secret is read from at start
+	// (requirepass-file), is that secret's setting: CONFIG REWRITE never
+	// writes the secret into the config file, and CONFIG SET may not
+	// change it while the file provides it.
+	fileOf string
 	// words, when set, reads a directive of several words (rename-command)
 	// in place of set; CONFIG GET and CONFIG SET do not know it.
 	words func(c *Config, words []string) error
 }
 
-// checkSave checks a save setting: "" or pairs of a positive number of
-// seconds and a number of changes.
+// MaxSaveSeconds is the longest interval a save rule may name: about 68
+// years. Intervals are counted in nanoseconds, where 9223372036 seconds
+// would already overflow.
+const MaxSaveSeconds = 1<<31 - 1
+
+// checkSave checks a save setting: "" or pairs of a number of seconds
+// from 1 to MaxSaveSeconds and a number of changes from 0.
 func checkSave(v string) error {
 	f := strings.Fields(v)
 	if len(f)%2 != 0 {
@@ -49,9 +63,39 @@ func checkSave(v string) error {
 		if err != nil || n < 0 || i%2 == 0 && n < 1 {
 			return errors.New("save takes pairs of <seconds> <changes>, positive integers")
 		}
+		if i%2 == 0 && n > MaxSaveSeconds {
+			return fmt.Errorf("save: %d seconds is too long an interval (at most %d)", n, MaxSaveSeconds)
+		}
 	}
 	return nil
 }
+
+// Redacted is what the log, CONFIG GET and errors show in place of a
+// secret setting's value when it is set; an unset secret shows as "".
+const Redacted = "(redacted)"
+
+// redact returns value, or Redacted when name is a secret setting's or
+// a secret redis.conf directive's name and value is not "".
+func redact(name, value string) string {
+	if value == "" || !isSecret(name) {
+		return value
+	}
+	return Redacted
+}
+
+// isSecret reports whether name is a secret setting's or directive's.
+func isSecret(name string) bool {
+	if s := lookupSetting(name); s != nil {
+		return s.secret
+	}
+	d, ok := directives[strings.ToLower(name)]
+	return ok && d.secret
+}
+
+// RedactValue returns value as the log and errors may show it: Redacted
+// in place of a secret setting's or directive's value (requirepass,
+// cluster-secret, masterauth, ...), value itself for any other name.
+func RedactValue(name, value string) string { return redact(name, value) }
 
 // SettingInfo describes one setting for a program's help: its name, its
 // value in DefaultConfig, and whether CONFIG SET may change it.
@@ -68,6 +112,25 @@ func Settings() []SettingInfo {
 	for _, s := range settings {
 		if s.set != nil {
 			out = append(out, SettingInfo{Name: s.name, Default: s.get(&def), Mutable: s.mutable})
+		}
+	}
+	return out
+}
+
+// KnownSetting reports whether name is a setting's (in any case).
+func KnownSetting(name string) bool {
+	s := lookupSetting(name)
+	return s != nil && (s.set != nil || s.words != nil)
+}
+
+// SecretFileSettings returns the settings that name a file a secret is
+// read from at start, each with the secret's setting:
+// {"requirepass-file", "requirepass"}, ...
+func SecretFileSettings() [][2]string {
+	var out [][2]string
+	for _, s := range settings {
+		if s.fileOf != "" {
+			out = append(out, [2]string{s.name, s.fileOf})
 		}
 	}
 	return out
@@ -94,9 +157,12 @@ var settings = []setting{
 			return nil
 		}},
 	intRangeSetting("port", func(c *Config) *int { return &c.Port }, 0, 65535),
-	{name: "requirepass", mutable: true,
+	{name: "requirepass", mutable: true, secret: true,
 		get: func(c *Config) string { return c.RequirePass },
 		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "requirepass-file", fileOf: "requirepass",
+		get: func(c *Config) string { return c.RequirePassFile },
+		set: func(c *Config, v string) error { c.RequirePassFile = v; return nil }},
 	{name: "protected-mode", mutable: true,
 		get: func(c *Config) string { return yesNo(c.ProtectedMode) },
 		set: func(c *Config, v string) error {
@@ -326,7 +392,12 @@ var settings = []setting{
 			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 			return nil
 		}},
-	stringSetting("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
+	{name: "cluster-secret", secret: true,
+		get: func(c *Config) string { return c.ClusterSecret },
+		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	{name: "cluster-secret-file", fileOf: "cluster-secret",
+		get: func(c *Config) string { return c.ClusterSecretFile },
+		set: func(c *Config, v string) error { c.ClusterSecretFile = v; return nil }},
 	{name: "cluster-forward",
 		get: func(c *Config) string { return yesNo(c.ClusterForward) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},

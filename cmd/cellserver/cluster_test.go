@@ -19,7 +19,7 @@ func TestClusterSettings(t *testing.T) {
 	for _, args := range [][]string{
 		{"--port", "7000", "--cluster-enabled", "yes"},
 		{"--port", "7000", "--bind", "0.0.0.0", "--cluster-enabled", "yes", "--cluster-secret", "s"},
-		{"--port", "0", "--cluster-enabled", "yes", "--cluster-secret", "s"},
+		{"--port", "0", "--tls-port", "7001", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "no", "--cluster-enabled", "yes", "--cluster-secret", "s"},
 		{"--port", "7000", "--cluster-enabled", "yes", "--cluster-secret", "s", "--cluster-join", "nohost"},
 	} { // settings the node refuses (TestClusterNodeFromSettings) parse
 		if _, _, err := parseArgs(args, &bytes.Buffer{}); err != nil {
