@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 )
 
@@ -132,6 +133,12 @@ var settings = []setting{
 		set: memSetting(func(c *Config, n int64) { c.QueryBufferLimit = n }),
 		check: func(c *Config) error {
 			return between(c.QueryBufferLimit, 1<<20, 1<<40)
+		}},
+	{name: "max-key-size", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxKeySize, 10) },
+		set: memSetting(func(c *Config, n int64) { c.MaxKeySize = n }),
+		check: func(c *Config) error {
+			return between(c.MaxKeySize, 1, commands.MaxMaxKeySize)
 		}},
 	{name: "loglevel", mutable: true,
 		get: func(c *Config) string { return c.LogLevel },
