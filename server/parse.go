@@ -26,7 +26,18 @@ type parser struct {
 	spans  []span // the arguments read so far
 	args   [][]byte
 	inline []byte // unescaped inline arguments
+	// need, while a large bulk string's payload is awaited, is the
+	// bytes from the request's start to the end of that payload; 0
+	// otherwise. The connection sizes its buffer by it (bigBulk).
+	need int
 }
+
+// bigBulk is the length from which a bulk string's payload is read into a
+// buffer sized for it once its header has arrived, as Redis reads
+// arguments of 32 KiB or more (PROTO_MBULK_BIG_ARG), rather than into one
+// that doubles as bytes arrive: doubling to hold n bytes allocates up to
+// 4n in all and holds up to 3n at once, and keeps a buffer of up to 2n.
+const bigBulk = 32 << 10
 
 // bounds are the limits a request is read under.
 type bounds struct {
@@ -98,6 +109,9 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 			return nil, 0, protocolError("invalid bulk length")
 		}
 		if int64(len(b)-end) < n+2 {
+			if n >= bigBulk {
+				p.need = end + int(n) + 2
+			}
 			return nil, 0, nil // the payload is not all here; the header is kept
 		}
 		if b[end+int(n)] != '\r' || b[end+int(n)+1] != '\n' {
@@ -113,7 +127,7 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 // reset readies the parser for the next request, keeping small slices for
 // reuse and dropping large ones, and never keeping slices of the buffer.
 func (p *parser) reset(args [][]byte) {
-	p.want, p.scan = 0, 0
+	p.want, p.scan, p.need = 0, 0, 0
 	if cap(p.spans) > 1024 {
 		p.spans = nil
 	} else {
