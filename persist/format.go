@@ -11,8 +11,14 @@ import (
 )
 
 // FormatVersion is the version of the on-disk format this package writes
-// and reads. Open refuses a store of any other version.
-const FormatVersion = 1
+// and reads. Version 2 leaves a record's key out of its value, since the
+// store's key (dataKey) holds it: a key's bytes are on disk once, not
+// twice. Open reads a version 1 store too (its values hold their keys)
+// and marks it version 2; it refuses a store of any other version.
+const FormatVersion = 2
+
+// formatV1 is the version before FormatVersion, which Open still reads.
+const formatV1 = 1
 
 // Keys of the store's own facts; data keys start with a slot < 0x4000.
 var (
@@ -45,8 +51,16 @@ func (s *Store) checkFormat(db *pebble.DB) error {
 	if len(v) != 4 {
 		return fmt.Errorf("%w: %s: bad format version marker", ErrUnknownFormat, s.dir)
 	}
-	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
-		return fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
+	switch got := binary.BigEndian.Uint32(v); got {
+	case FormatVersion:
+	case formatV1:
+		// Its records read as they are; the snapshots from now on write
+		// values without keys, which a build of version 1 would not read.
+		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("persist: mark store %s version %d: %w", s.dir, FormatVersion, err)
+		}
+	default:
+		return fmt.Errorf("%w: %s has version %d, this build reads versions %d and %d", ErrUnknownFormat, s.dir, got, formatV1, FormatVersion)
 	}
 	return nil
 }

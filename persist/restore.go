@@ -121,6 +121,9 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 			return p
 		}
 		r, n, err := engine.DecodeRecord(v)
+		if err == nil && len(r.Key) == 0 && len(k) >= 2 {
+			r.Key = k[2:] // a value without its key (FormatVersion 2); Load copies it
+		}
 		if err != nil || n != len(v) || !isDataKeyOf(k, r.Key) {
 			p.err = fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
 			return p
