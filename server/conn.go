@@ -103,7 +103,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.cl.Mark()
 		c.cl.CountInput(m)
 	}
-	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
+	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load(), table: c.s.table}
 	c.la.reset(r)
 	for r < n {
 		lim.authed = c.cl.Authenticated() // AUTH may come in this very batch

@@ -1,6 +1,10 @@
 package server
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/cellserver/cellserver/commands"
+)
 
 // The request parser. It reads RESP multibulk requests and inline (telnet)
 // lines as Redis does, and is built for a server that must not be brought
@@ -44,6 +48,10 @@ type bounds struct {
 	maxBulk  int64 // proto-max-bulk-len
 	maxQuery int64 // client-query-buffer-limit
 	authed   bool  // false: Redis's limits for a client that has not authenticated
+	// table, when set, says which commands create keys: a bulk string
+	// of theirs longer than max-key-size is refused once read, and is
+	// not given a buffer of its size ahead of its bytes (bigBulk).
+	table *commands.Table
 }
 
 // Redis's limits before AUTH, when a password is required.
@@ -109,7 +117,7 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 			return nil, 0, protocolError("invalid bulk length")
 		}
 		if int64(len(b)-end) < n+2 {
-			if n >= bigBulk {
+			if n >= bigBulk && !p.refused(b, n, lim.table) {
 				p.need = end + int(n) + 2
 			}
 			return nil, 0, nil // the payload is not all here; the header is kept
@@ -122,6 +130,19 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 	}
 	used = p.scan
 	return p.fromSpans(b, p.spans), used, nil
+}
+
+// refused reports whether a bulk string of n bytes, the next argument of
+// the request in b, is one Dispatch will refuse for its length: an
+// argument longer than max-key-size of a command that creates keys. Such a
+// command's other arguments are integers and words, so a long one is a key
+// or refused anyway.
+func (p *parser) refused(b []byte, n int64, t *commands.Table) bool {
+	if t == nil || len(p.spans) == 0 || n <= t.MaxKeySize() {
+		return false
+	}
+	cmd := t.Lookup(p.spans[0].of(b))
+	return cmd != nil && cmd.Flags&commands.FlagNewKeys != 0
 }
 
 // reset readies the parser for the next request, keeping small slices for
