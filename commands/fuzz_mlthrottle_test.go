@@ -10,6 +10,19 @@ import (
 // the fuzzer names one twice, or one holding another kind, often.
 var mlKeyNames = []string{"a", "b", "c", "d"}
 
+// mlFuzzMaxKey is the max-key-size FuzzMLThrottle runs under: longer
+// than its keys, shorter than many words the fuzzer makes.
+const mlFuzzMaxKey = 4
+
+// toBytes returns words as a command's arguments.
+func toBytes(words []string) [][]byte {
+	args := make([][]byte, len(words))
+	for i, w := range words {
+		args[i] = []byte(w)
+	}
+	return args
+}
+
 // mlErrors returns every error text docs/commands.md allows ML.THROTTLE
 // to answer: its own, and each kind's argument errors in Redis's words.
 func mlErrors() map[string]bool {
@@ -31,6 +44,7 @@ func mlErrors() map[string]bool {
 //
 //   - no panic, and the reply is one well-formed RESP value;
 //   - it is one of the documented error texts, and then no key changed;
+//   - a key longer than max-key-size is refused;
 //   - or an array of numlimits + 1 elements: the index of the first limit
 //     that refused (0 to numlimits), then a five-integer reply per limit
 //     within its bounds, the one at that index limited; and a refused
@@ -47,6 +61,7 @@ func FuzzMLThrottle(f *testing.F) {
 		{0, "1001 FW a 5 60"}, {0, "1 CL a 5 60 1 MS"}, {0, "1 FW a 5 60 EXACT"}, {0, "1 SW a 0 60"},
 		{1, "1 FW a 0 60"}, {5, "2 sw c 100001 1 exact fw a 9223372036854775807 1"}, {0, "x FW a 5 60"},
 		{6, "1 TB b 5 1 60 6"}, {7, "2 CL a 0 1 1 FW b 1 1 0"}, {0, "1 FW"}, {0, "2 FW a 5 60 FW"},
+		{0, "2 FW a 5 60 FW long 5 60"}, {0, "1 FW 12345 5 60 long"},
 	} {
 		f.Add(s.pre, s.args)
 	}
@@ -57,6 +72,7 @@ func FuzzMLThrottle(f *testing.F) {
 			return
 		}
 		h := newHarness(t, "")
+		h.table.SetMaxKeySize(mlFuzzMaxKey)
 		// Keys present before the call, of one kind or another.
 		prep := [][]string{
 			{"FW.INCR", "a", "5", "60"}, {"TB.TAKE", "b", "5", "1", "60"},
@@ -95,6 +111,11 @@ func FuzzMLThrottle(f *testing.F) {
 				t.Fatalf("%q answered %q but changed keys:\n before %s\n after  %s", call, e, before, after)
 			}
 			return
+		}
+		for _, k := range mlKeys(toBytes(call)) {
+			if len(k) > mlFuzzMaxKey {
+				t.Fatalf("%q succeeded with a key of %d bytes, over max-key-size %d", call, len(k), mlFuzzMaxKey)
+			}
 		}
 		a, ok := v.([]any)
 		n, _ := strconv.ParseInt(words[0], 10, 64) // the call succeeded: it parses
