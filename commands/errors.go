@@ -72,6 +72,7 @@ const (
 	errBackupInProgress = "ERR a backup is already in progress: wait for it to end (the server's log says when)"
 	errBackupExists     = "ERR the backup path already exists: BACKUP writes into a new directory"
 	errBackupInStore    = "ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"
+	errBackupOutsideDir = "ERR the backup path is outside the dir setting (symlinks resolved): enable-protected-configs allows only paths under dir"
 
 	errMultiNested = "ERR MULTI calls can not be nested"
 	errExecNoMulti = "ERR EXEC without MULTI"

@@ -139,6 +139,7 @@ type fakePersistence struct {
 	info           PersistenceInfo
 	backups        []string // the paths Backup was given
 	backupErr      error    // what Backup returns
+	backupLocal    []bool   // the local argument of each Backup
 }
 
 func (p *fakePersistence) Save() error {
@@ -160,8 +161,9 @@ func (p *fakePersistence) BGSave(schedule bool) (bool, error) {
 	return false, nil
 }
 
-func (p *fakePersistence) Backup(path string) error {
+func (p *fakePersistence) Backup(path string, local bool) error {
 	p.backups = append(p.backups, path)
+	p.backupLocal = append(p.backupLocal, local)
 	return p.backupErr
 }
 

@@ -48,8 +48,9 @@ func New(cfg Config) (*Daemon, error) {
 		}
 	}
 	var store *persist.Store
+	storeLog := &earlyLog{}
 	if scfg.Dir != "" {
-		if store, err = openStore(scfg.Dir); err != nil {
+		if store, err = openStore(scfg.Dir, scfg.StoreDamaged, storeLog.Logf); err != nil {
 			return nil, err
 		}
 	}
@@ -69,6 +70,7 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
+	storeLog.attach(srv.Logf)
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)

@@ -50,7 +50,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		return SnapshotStats{}, errWedged
 	}
 	if s.db == nil { // a commit failed: Pebble may have given up on its log
-		if err := s.open(); err != nil {
+		if err := s.open(false); err != nil {
 			return SnapshotStats{}, err
 		}
 	}
@@ -90,6 +90,11 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	}
 	if err = finish(err); err != nil {
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
+	}
+	if err := s.writeGenFile(st.Generation); err != nil {
+		// The snapshot is committed: a file left at an earlier
+		// generation only weakens the check at the next start.
+		s.opts.Logf("warning", "persist: recording snapshot %d in %s: %v", st.Generation, genName, err)
 	}
 	s.pending.reset()
 	s.pendingN.Store(0)

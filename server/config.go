@@ -63,6 +63,17 @@ type Config struct {
 	// loopback address or a unix socket run DEBUG (enable-debug-command
 	// local); others get Redis's refusal. Default: false.
 	DebugLocalOnly bool
+	// ProtectedConfigs is enable-protected-configs, as in Redis 7: "no"
+	// (BACKUP writes only under Dir, symlinks resolved), "yes" (anywhere
+	// the server may write), "local" (anywhere for clients on a loopback
+	// address or a unix socket, under Dir for others). Default: "no".
+	ProtectedConfigs string
+	// StoreDamaged is store-damaged: what a start does with a snapshot
+	// store that is damaged (package persist's ErrCorrupt at open):
+	// "refuse" stops it with the file and the reason; "move-aside"
+	// renames the store to <store>.damaged-<UTC time> and starts with no
+	// keys, logging why. Default: "refuse".
+	StoreDamaged string
 	// DebugClockStart, when not 0, freezes DEBUG CLOCK's clock at this
 	// Unix ns from the start, before the keys are restored from disk (for
 	// tests that restart a server); without EnableDebugCommand it is

@@ -196,6 +196,38 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{name: "enable-protected-configs",
+		get: func(c *Config) string {
+			if c.ProtectedConfigs == "" {
+				return "no"
+			}
+			return c.ProtectedConfigs
+		},
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(v); v {
+			case "yes", "local", "no":
+				c.ProtectedConfigs = v
+			default:
+				return errors.New("argument must be 'yes', 'local' or 'no'")
+			}
+			return nil
+		}},
+	{name: "store-damaged",
+		get: func(c *Config) string {
+			if c.StoreDamaged == "" {
+				return "refuse"
+			}
+			return c.StoreDamaged
+		},
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(v); v {
+			case "refuse", "move-aside":
+				c.StoreDamaged = v
+			default:
+				return errors.New("argument must be 'refuse' or 'move-aside'")
+			}
+			return nil
+		}},
 	{name: "debug-clock-start",
 		get: func(c *Config) string { return strconv.FormatInt(c.DebugClockStart, 10) },
 		set: intSetting(func(c *Config, n int64) { c.DebugClockStart = n })},
@@ -298,7 +330,7 @@ var settings = []setting{
 		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
 		set: func(c *Config, v string) error {
 			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || w < 0 || w > 1e6 {
+			if err != nil || !(w >= 0 && w <= 1e6) { // NaN too
 				return errors.New("argument must be a number from 0 to 1000000")
 			}
 			c.ClusterWeight = w

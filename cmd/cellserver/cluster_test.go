@@ -26,7 +26,9 @@ func TestClusterSettings(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 	}
-	if _, _, err := parseArgs([]string{"--cluster-weight", "-1"}, &bytes.Buffer{}); err == nil {
-		t.Errorf("a negative weight was taken")
+	for _, w := range []string{"-1", "1000001", "nan", "NaN", "inf"} {
+		if _, _, err := parseArgs([]string{"--cluster-weight", w}, &bytes.Buffer{}); err == nil {
+			t.Errorf("weight %s was taken", w)
+		}
 	}
 }
