@@ -2,10 +2,13 @@ package commands
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 func TestReplies(t *testing.T) {
@@ -311,5 +314,95 @@ func TestLimiterTop(t *testing.T) {
 		if !strings.Contains(info, line) {
 			t.Errorf("INFO limiter lacks %q:\n%s", line, info)
 		}
+	}
+}
+
+// TestMaxKeySize checks that every command that creates a key refuses one
+// longer than max-key-size before it runs, and that commands that only
+// read or remove keys take any key.
+func TestMaxKeySize(t *testing.T) {
+	h := newHarness(t, "")
+	long := strings.Repeat("k", DefaultMaxKeySize+1)
+	most := strings.Repeat("m", DefaultMaxKeySize)
+	tooLarge := errReply(errKeyTooLarge)
+	var calls [][]string
+	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
+		if !k.Base() {
+			continue
+		}
+		spec := k.Spec()
+		args := []string{spec.Command, long}
+		for range spec.Params {
+			args = append(args, "10")
+		}
+		calls = append(calls, args)
+		calls = append(calls, []string{"ML.THROTTLE", "1", spec.Word, long}, []string{"ML.THROTTLE", "2", "FW", "a", "5", "60", spec.Word, long})
+		calls[len(calls)-2] = append(calls[len(calls)-2], args[2:]...)
+		calls[len(calls)-1] = append(calls[len(calls)-1], args[2:]...)
+	}
+	for _, call := range calls {
+		if got := h.do(call...); got != tooLarge {
+			t.Errorf("%s with a key of %d bytes: got %.80q, want %q", call[0], len(long), got, tooLarge)
+		}
+		if fine := h.do(slices.Replace(slices.Clone(call), slices.Index(call, long), slices.Index(call, long)+1, most)...); strings.HasPrefix(fine, "-") {
+			t.Errorf("%s with a key of max-key-size bytes: %q", call[0], fine)
+		}
+		h.do("FLUSHALL")
+	}
+	if got := h.do("DBSIZE"); got != ":0\r\n" {
+		t.Fatalf("DBSIZE after refusals: %q", got)
+	}
+	// Inside MULTI the refusal comes at once and fails the transaction.
+	for _, s := range [][2]string{{"MULTI", "+OK\r\n"}, {"FW.INCR " + long + " 5 60", tooLarge}, {"EXEC", errReply(errExecAbort)}} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Fatalf("%.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+	// Reading and removing take any key; a larger max-key-size admits it.
+	for _, s := range [][2]string{
+		{"EXISTS " + long, ":0\r\n"}, {"TYPE " + long, "+none\r\n"}, {"DEL " + long, ":0\r\n"},
+	} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Errorf("%.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+	h.table.SetMaxKeySize(DefaultMaxKeySize + 1)
+	if got, want := h.do("FW.INCR", long, "5", "60"), ints(0, 5, 4, -1, 40); got != want {
+		t.Fatalf("FW.INCR after max-key-size raised: %q, want %q", got, want)
+	}
+	h.table.SetMaxKeySize(DefaultMaxKeySize)
+	for _, s := range [][2]string{{"EXISTS " + long, ":1\r\n"}, {"FW.INCR " + long + " 5 60", tooLarge}, {"DEL " + long, ":1\r\n"}} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Errorf("after max-key-size lowered, %.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+}
+
+// TestMLThrottleMaxLimits checks the bound on the limits of one
+// ML.THROTTLE call.
+func TestMLThrottleMaxLimits(t *testing.T) {
+	if !strings.Contains(errMLTooMany, "at most "+strconv.Itoa(mlMaxLimits)+")") {
+		t.Fatalf("errMLTooMany %q does not name mlMaxLimits %d", errMLTooMany, mlMaxLimits)
+	}
+	h := newHarness(t, "")
+	call := func(n int) []string {
+		words := []string{"ML.THROTTLE", strconv.Itoa(n)}
+		for i := range n {
+			words = append(words, "FW", "k"+strconv.Itoa(i), "5", "60")
+		}
+		return words
+	}
+	got := h.do(call(mlMaxLimits)...)
+	if want := "*" + strconv.Itoa(mlMaxLimits+1) + "\r\n:0\r\n" + ints(0, 5, 4, -1, 40); !strings.HasPrefix(got, want) {
+		t.Fatalf("%d limits: got %.80q…, want %q…", mlMaxLimits, got, want)
+	}
+	if got := h.do(call(mlMaxLimits + 1)...); got != errReply(errMLTooMany) {
+		t.Fatalf("%d limits: got %.80q, want %q", mlMaxLimits+1, got, errReply(errMLTooMany))
+	}
+	if got := h.do("ML.THROTTLE", "1000000", "FW", "a", "5", "60"); got != errReply(errMLTooMany) {
+		t.Fatalf("numlimits 1000000: got %q", got)
+	}
+	if got := h.do("DBSIZE"); got != ":"+strconv.Itoa(mlMaxLimits)+"\r\n" {
+		t.Fatalf("DBSIZE: %q", got)
 	}
 }

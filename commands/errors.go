@@ -38,12 +38,17 @@ const (
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
 	// not serve (enable-debug-command local, a remote client).
 	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
-	errShardFull       = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
+	// errKeyTooLarge refuses a command that would create a key longer
+	// than max-key-size, in the words of Redis's refusal of a string over
+	// proto-max-bulk-len.
+	errKeyTooLarge = "ERR key exceeds maximum allowed size (max-key-size)"
+	errShardFull   = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	// ML.THROTTLE.
 	errMLCount   = "ERR numlimits does not match the number of limits given"
 	errMLShort   = "ERR wrong number of arguments for a limit of 'ml.throttle'"
 	errMLDupKey  = "ERR the same key appears twice in one 'ml.throttle' call"
+	errMLTooMany = "ERR too many limits in one 'ml.throttle' call (at most 1000)" // mlMaxLimits
 	errGetKeys   = "ERR Invalid command specified"
 	errGetKeysNo = "ERR The command has no key arguments"
 	errGetKeysN  = "ERR Invalid number of arguments specified for command"

@@ -33,6 +33,13 @@ const (
 	// MULTI instead of being queued (MULTI, EXEC, DISCARD, QUIT). COMMAND
 	// does not show it: Redis has no such flag.
 	FlagRunsInMulti
+	// FlagNewKeys marks a command that creates the keys it names (the
+	// limiter commands, ML.THROTTLE): Dispatch refuses it when one of its
+	// keys is longer than max-key-size (Table.SetMaxKeySize). Commands
+	// that only read or remove keys take any key, so that a key stored
+	// under a larger max-key-size can still be read and deleted. COMMAND
+	// does not show it: Redis has no such flag.
+	FlagNewKeys
 )
 
 var flagNames = []struct {
@@ -101,7 +108,28 @@ type Table struct {
 	slow    slowlog
 	router  Router            // nil when cluster mode is off
 	secret  func(string) bool // Options.Secret
+	// maxKeySize is max-key-size: the longest key a FlagNewKeys command
+	// may name.
+	maxKeySize atomic.Int64
 }
+
+// The bounds of max-key-size.
+const (
+	// DefaultMaxKeySize is max-key-size's default: a limiter key is an
+	// id (a user, an address, a route), not a payload.
+	DefaultMaxKeySize = 64 << 10
+	// MaxMaxKeySize is the largest max-key-size, Redis's largest string
+	// (proto-max-bulk-len's default).
+	MaxMaxKeySize = 512 << 20
+)
+
+// SetMaxKeySize sets max-key-size: from then on a command that creates
+// keys (FlagNewKeys) is refused when one of its keys is longer than n
+// bytes. n must be between 1 and MaxMaxKeySize.
+func (t *Table) SetMaxKeySize(n int64) { t.maxKeySize.Store(n) }
+
+// MaxKeySize returns max-key-size (SetMaxKeySize).
+func (t *Table) MaxKeySize() int64 { return t.maxKeySize.Load() }
 
 // SetLoading sets whether the server is loading its keys from disk: while
 // it is, every command without FlagStale (every limiter and keyspace
@@ -169,6 +197,7 @@ func NewTable(host Host, opt Options) *Table {
 		t.sleep = sleepUnlessKilled
 	}
 	t.SetSlowlog(DefaultSlowlogSlowerThan, DefaultSlowlogMaxLen)
+	t.SetMaxKeySize(DefaultMaxKeySize)
 	registerLimiter(t)
 	registerTop(t)
 	registerMultiLimit(t)

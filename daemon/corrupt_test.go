@@ -162,7 +162,8 @@ func TestNewerStoreIsNotMovedAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Set([]byte("\xffformat"), []byte{0, 0, 0, 2}, pebble.Sync); err != nil {
+	newer := persist.FormatVersion + 1
+	if err := db.Set([]byte("\xffformat"), []byte{0, 0, 0, byte(newer)}, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -170,8 +171,8 @@ func TestNewerStoreIsNotMovedAside(t *testing.T) {
 	cfg.Port = testkit.FreePort(t)
 	cfg.Dir, cfg.StoreDamaged = dir, "move-aside"
 	_, err = New(Config{Server: cfg})
-	if !errors.Is(err, persist.ErrUnknownFormat) || !strings.Contains(err.Error(), "has format version 2, written by a newer cellserver") {
-		t.Fatalf("New = %v, want an error wrapping persist.ErrUnknownFormat naming version 2", err)
+	if !errors.Is(err, persist.ErrUnknownFormat) || !strings.Contains(err.Error(), "has format version "+strconv.Itoa(newer)+", written by a newer cellserver") {
+		t.Fatalf("New = %v, want an error wrapping persist.ErrUnknownFormat naming version %d", err, newer)
 	}
 	if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) != 0 {
 		t.Fatalf("the newer store was moved aside: %q", aside)

@@ -17,9 +17,16 @@ import (
 // newer cellserver, by name. A build that raises it must still read every
 // lower version, converting the store when it opens it: the store written
 // by version 1's code in testdata/store-v1 must restore exactly
-// (TestFormatV1Fixture), and so on for each version. Today no lower
-// version exists, and Open refuses one as unknown.
-const FormatVersion = 1
+// (TestFormatV1Fixture), and so on for each version.
+//
+// Version 2 leaves a record's key out of its value, since the store's key
+// (dataKey) holds it: a key's bytes are on disk once, not twice. A version
+// 1 store's values hold their keys and read as they are; Open marks the
+// store version 2, after which a build of version 1 refuses it by name.
+const FormatVersion = 2
+
+// formatV1 is the version before FormatVersion, which Open still reads.
+const formatV1 = 1
 
 // pebbleFormat is the Pebble format major version the store is written in,
 // fixed rather than Pebble's default (its oldest supported, which a newer
@@ -69,6 +76,15 @@ func (s *Store) checkFormat(db *pebble.DB, note *fatalNote, readOnly bool) error
 	case got > FormatVersion:
 		return fmt.Errorf("%w: %s has format version %d, written by a newer cellserver; this build reads version %d and older: run the newer build (or move the store aside to start empty)",
 			ErrUnknownFormat, s.dir, got, FormatVersion)
+	case got == formatV1:
+		// Its records read as they are; the snapshots from now on write
+		// values without keys, which a build of version 1 would not read.
+		if readOnly {
+			return nil
+		}
+		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("persist: mark store %s version %d: %w", s.dir, FormatVersion, err)
+		}
 	case got != FormatVersion:
 		return fmt.Errorf("%w: %s has format version %d, which no cellserver wrote; this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
 	}

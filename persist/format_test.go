@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -47,7 +48,7 @@ func TestOpenChecksFormat(t *testing.T) {
 	db.Set(formatKey, binary.BigEndian.AppendUint32(nil, 99), pebble.Sync)
 	db.Close()
 	_, err = Open("db", Options{FS: fs})
-	if want := "persist: unknown store format version: db has format version 99, written by a newer cellserver; this build reads version 1 and older: run the newer build (or move the store aside to start empty)"; !errors.Is(err, ErrUnknownFormat) || err.Error() != want {
+	if want := "persist: unknown store format version: db has format version 99, written by a newer cellserver; this build reads version 2 and older: run the newer build (or move the store aside to start empty)"; !errors.Is(err, ErrUnknownFormat) || err.Error() != want {
 		t.Fatalf("Open = %v, want %q", err, want)
 	}
 
@@ -172,5 +173,88 @@ func TestFormatV1Fixture(t *testing.T) {
 	}
 	if got := strings.Join(dump(e), "\n") + "\n"; got != string(want) {
 		t.Fatalf("the version 1 store restored\n%s\nwant (%s)\n%s", got, keys, want)
+	}
+}
+
+// A large key is on disk about once: the store's key holds it, and the
+// record under it no longer repeats it (FormatVersion 2). With the key
+// in the value too, a 1 MiB key took 2 MiB of tables.
+func TestLargeKeyOnDiskOnce(t *testing.T) { bothWays(t, testLargeKeyOnDiskOnce) }
+
+func testLargeKeyOnDiskOnce(t *testing.T) {
+	fs := vfs.NewMem()
+	s := openStore(t, fs)
+	e, _ := newEngine(t, now0)
+	key := []byte(strings.Repeat("k", 1<<20))
+	if _, err := e.Apply(key, limiter.FixedWindowRequest{Limit: 10, Window: 3600, Cost: 1}.Request(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Snapshot(e, saveTime); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil { // the batch's way: into a table
+		t.Fatal(err)
+	}
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables, manifests int64
+	for _, n := range names {
+		st, err := fs.Stat(fs.PathJoin("db", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasSuffix(n, ".sst"):
+			tables += st.Size()
+		case strings.HasPrefix(n, "MANIFEST"):
+			manifests += st.Size()
+		}
+	}
+	// Pebble's manifest records each table's first and last keys: one
+	// more copy of a key that is a table's bounds.
+	t.Logf("a key of %d bytes: tables %d bytes, manifest %d", len(key), tables, manifests)
+	if limit := int64(len(key)) + 64<<10; tables > limit {
+		t.Fatalf("a key of %d bytes took %d bytes of tables, want at most %d", len(key), tables, limit)
+	}
+	s.Close()
+	// Not restoredAs: its walk of every slot hashes every key of a shard
+	// once per slot.
+	e2, rst := restored(t, fs, now0)
+	slot := engine.Slot(key)
+	if got, want := e2.ExportSlot(slot), e.ExportSlot(slot); rst.Loaded != 1 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored %+v: %d records, want %d", rst, len(got), len(want))
+	}
+}
+
+// A store of version 1, whose records hold their keys, reads as before,
+// and is marked version 2 by Open.
+func TestOpenReadsVersion1(t *testing.T) {
+	fs := vfs.NewMem()
+	e, _ := newEngine(t, now0)
+	fill(t, e, 3)
+	db, err := pebble.Open("db", &pebble.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Set(formatKey, binary.BigEndian.AppendUint32(nil, formatV1), pebble.Sync)
+	for slot := range engine.SlotCount {
+		for _, r := range e.ExportSlot(slot) {
+			db.Set(dataKey(nil, r.Key), r.AppendBinary(nil), nil) // the key in the value too
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restoredAs(t, fs, now0, e)
+	s := openStore(t, fs)
+	v, closer, err := s.db.Get(formatKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
+		t.Fatalf("format version %d after Open, want %d", got, FormatVersion)
 	}
 }

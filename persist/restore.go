@@ -136,6 +136,9 @@ func (s *Store) restoreRange(p *restorePart, dst Sink, lo, hi []byte, stop *atom
 			return
 		}
 		r, n, err := engine.DecodeRecord(v)
+		if err == nil && len(r.Key) == 0 && len(k) >= 2 {
+			r.Key = k[2:] // a value without its key (FormatVersion 2); Load copies it
+		}
 		if err != nil || n != len(v) || !isDataKeyOf(k, r.Key) {
 			p.err = fmt.Errorf("%w: %s: record under key %q", ErrCorrupt, s.dir, k)
 			return

@@ -127,6 +127,7 @@ func (s *Store) take(src Source) {
 				return
 			}
 			key = dataKey(key[:0], r.Key)
+			r.Key = nil // the store's key holds it (FormatVersion)
 			if c == engine.Removed {
 				s.part.add(opDelete, key, nil)
 			} else {

@@ -47,6 +47,11 @@ type Config struct {
 	// QueryBufferLimit is the most bytes one request may take in all.
 	// Default: 1 GiB.
 	QueryBufferLimit int64
+	// MaxKeySize is the longest key, in bytes, a command that creates
+	// keys (the limiter commands, ML.THROTTLE) may name; a longer one is
+	// refused. Default: 64 KiB (commands.DefaultMaxKeySize); at most
+	// 512 MiB.
+	MaxKeySize int64
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
 	// Dir is the directory of the snapshot store, used when save is set
@@ -218,6 +223,7 @@ func DefaultConfig() Config {
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  512 << 20,
 		QueryBufferLimit: 1 << 30,
+		MaxKeySize:       commands.DefaultMaxKeySize,
 		LogLevel:         "notice",
 		Shards:           engine.DefaultShards,
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/commands"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -148,6 +150,25 @@ func TestServerConfigSetAllOrNone(t *testing.T) {
 	}
 	if get("requirepass") != Redacted || get("timeout") != "7" || s.RequirePass() != "newpass" {
 		t.Fatal("a valid CONFIG SET of two pairs did not apply both")
+	}
+}
+
+// TestServerConfigSetMaxKeySize: max-key-size reads, checks its bounds
+// and reaches the command table at once.
+func TestServerConfigSetMaxKeySize(t *testing.T) {
+	s := newTestServer(t)
+	if got := s.ConfigGet("max-key-size"); len(got) != 1 || got[0][1] != "65536" || s.table.MaxKeySize() != commands.DefaultMaxKeySize {
+		t.Fatalf("default: CONFIG GET %q, table %d", got, s.table.MaxKeySize())
+	}
+	for _, v := range []string{"0", "513mb", "-1", "lots"} {
+		if _, err := s.ConfigSet([][2]string{{"max-key-size", v}}); err == nil {
+			t.Errorf("CONFIG SET max-key-size %s accepted", v)
+		}
+	}
+	for v, n := range map[string]int64{"1mb": 1 << 20, "512mb": commands.MaxMaxKeySize, "1": 1} {
+		if _, err := s.ConfigSet([][2]string{{"max-key-size", v}}); err != nil || s.table.MaxKeySize() != n {
+			t.Errorf("CONFIG SET max-key-size %s: %v; table %d, want %d", v, err, s.table.MaxKeySize(), n)
+		}
 	}
 }
 

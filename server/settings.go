@@ -200,6 +200,12 @@ var settings = []setting{
 		check: func(c *Config) error {
 			return between(c.QueryBufferLimit, 1<<20, 1<<40)
 		}},
+	{name: "max-key-size", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxKeySize, 10) },
+		set: memSetting(func(c *Config, n int64) { c.MaxKeySize = n }),
+		check: func(c *Config) error {
+			return between(c.MaxKeySize, 1, commands.MaxMaxKeySize)
+		}},
 	{name: "loglevel", mutable: true,
 		get: func(c *Config) string { return c.LogLevel },
 		set: func(c *Config, v string) error { c.LogLevel = strings.ToLower(v); return nil },
