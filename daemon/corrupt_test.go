@@ -169,7 +169,7 @@ func TestNewerStoreIsNotMovedAside(t *testing.T) {
 	db.Close()
 	cfg := server.DefaultConfig()
 	cfg.Port = testkit.FreePort(t)
-	cfg.Dir, cfg.StoreDamaged = dir, "move-aside"
+	cfg.Dir, cfg.Save, cfg.SaveSet, cfg.StoreDamaged = dir, "", true, "move-aside"
 	_, err = New(Config{Server: cfg})
 	if !errors.Is(err, persist.ErrUnknownFormat) || !strings.Contains(err.Error(), "has format version "+strconv.Itoa(newer)+", written by a newer cellserver") {
 		t.Fatalf("New = %v, want an error wrapping persist.ErrUnknownFormat naming version %d", err, newer)

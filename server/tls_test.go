@@ -18,7 +18,7 @@ import (
 func TestTLSHandshakeFailureLogged(t *testing.T) {
 	var out testkit.SyncBuffer
 	cfg := DefaultConfig()
-	cfg.Port, cfg.LogLevel, cfg.LogOutput = 0, "notice", &out
+	cfg.Port, cfg.LogLevel, cfg.LogOutput = testkit.FreePort(t), "notice", &out
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
