@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -45,9 +46,15 @@ type Config struct {
 	// Weight is this node's share of the slots relative to the others'
 	// (1 each by default); 0 owns none.
 	Weight float64
-	// Password is what the hand-off connection sends with AUTH to a peer
-	// (requirepass; every node is assumed to share it). Default: none.
-	Password string
+	// TLS, when set, makes every link to a peer (hand-offs and forwarded
+	// commands; see link.go) a TLS connection to the peer's TLS port
+	// (tls-cluster), with this configuration: the node's own certificate
+	// as its client certificate, and the peers' certificates checked
+	// against its CAs. Default: nil, links in clear to the client port.
+	TLS *tls.Config
+	// TLSPort is this node's TLS port, announced to the peers for their
+	// links when they use TLS (tls-port). Default: 0, none.
+	TLSPort int
 	// Forward makes the node relay a command for a slot it does not serve
 	// to the slot's owner and return the owner's reply unchanged, instead
 	// of answering MOVED (cluster-forward). Default: false.
@@ -122,6 +129,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Secret == "" {
 		return bad("a cluster secret is required")
+	}
+	if c.TLS != nil && (c.TLSPort <= 0 || c.TLSPort > 65535) {
+		return bad("links over TLS need the TLS port")
 	}
 	if c.Weight < 0 {
 		return bad("weight %v is negative", c.Weight)

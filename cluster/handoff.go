@@ -116,7 +116,7 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 		}
 		return
 	}
-	addr := net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
+	addr := n.linkAddr(md)
 	deadline := time.Now().Add(n.cfg.HandoffTimeout)
 	for _, s := range slots {
 		for !restored && n.slots[s].inflight.Load() != 0 {
@@ -199,9 +199,23 @@ func (n *Node) send(addr, to string, payload []byte, restored bool) error {
 	p := n.handoffClients[addr]
 	if p == nil {
 		p = redis.NewClient(&redis.Options{
-			Addr: addr, Password: n.cfg.Password, Protocol: 2, MaxRetries: -1,
+			Addr: addr, Protocol: 2, MaxRetries: -1,
 			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
-			DisableIdentity: true, PoolSize: 2,
+			DisableIdentity: true, PoolSize: 2, TLSConfig: n.cfg.TLS,
+			// Every new connection is a link (link.go) before it is used.
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+				return n.linkDial(func(args ...string) ([]string, error) {
+					a := make([]any, len(args))
+					for i, s := range args {
+						a[i] = s
+					}
+					cmd := cn.Do(ctx, a...)
+					if args[2] == "PROOF" {
+						return nil, cmd.Err()
+					}
+					return cmd.StringSlice()
+				})
+			},
 		})
 		n.handoffClients[addr] = p
 	}

@@ -17,7 +17,8 @@ type memberMeta struct {
 	BusPort int     `json:"bus"`
 	Weight  float64 `json:"w"`
 	Leaving bool    `json:"leaving,omitempty"`
-	Started int64   `json:"started"` // Unix ms the node started at
+	Started int64   `json:"started"`       // Unix ms the node started at
+	TLSPort int     `json:"tls,omitempty"` // its TLS port, for links over TLS
 }
 
 // delegate is Node as memberlist's Delegate and EventDelegate.

@@ -52,6 +52,7 @@ type Node struct {
 	selfMeta   memberMeta            // what this node gossips of itself
 
 	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
+	linkKey        []byte                   // HMAC key of the link handshake (link.go), from the cluster secret
 	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
 	handoffClients map[string]*redis.Client // hand-off connections, by member client address
 	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address
@@ -87,11 +88,12 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
+	lk := sha256.Sum256([]byte("cellserver link\x00" + cfg.Secret))
 	n := &Node{
 		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
-		handoffKey: k[:], reconcileNow: make(chan struct{}, 1),
+		handoffKey: k[:], linkKey: lk[:], reconcileNow: make(chan struct{}, 1),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
+		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	return n, nil
