@@ -75,7 +75,10 @@ func (n *Node) Link(state []byte, args [][]byte) (reply []string, next []byte, o
 	}
 	switch strings.ToLower(string(args[0])) {
 	case "hello":
-		if _, err := hex.DecodeString(string(args[1])); err != nil || len(args) != 3 || len(args[1]) != 40 || !validNonce(string(args[2])) {
+		if len(args) != 3 || len(args[1]) != 40 || !validNonce(string(args[2])) {
+			return nil, nil, false, ErrLinkStep
+		}
+		if _, err := hex.DecodeString(string(args[1])); err != nil {
 			return nil, nil, false, ErrLinkStep
 		}
 		from, theirs, mine := string(args[1]), string(args[2]), newNonce()

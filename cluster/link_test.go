@@ -83,6 +83,8 @@ func TestLinkHandshake(t *testing.T) {
 		{[]byte("hello"), []byte("short"), []byte(strings.Repeat("ab", nonceLen))},
 		{[]byte("hello"), []byte(d.ID()), []byte("zz")},
 		{[]byte("nope")},
+		{[]byte("hello")},
+		{[]byte("HELLO"), []byte(strings.Repeat("g", 40)), []byte(strings.Repeat("ab", nonceLen))},
 	} {
 		if _, _, ok, err := s.Link(nil, args); ok || err == nil {
 			t.Errorf("%q: %v %v", args, ok, err)
