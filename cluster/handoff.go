@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -138,6 +139,15 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 		}
 		err := n.send(addr, to, payload, restored)
 		if err != nil {
+			if strings.Contains(err.Error(), ErrLeaving.Error()) {
+				// to is leaving too: it owns nothing from now on. A
+				// node whose peers are all leaving stops waiting for
+				// them (Leave).
+				n.mu.Lock()
+				n.leavers[to] = true
+				n.mu.Unlock()
+				n.poke()
+			}
 			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
 			return false
 		}
@@ -253,6 +263,11 @@ func (n *Node) Import(args [][]byte) error {
 	}
 	if _, ok := n.seenMACs[msg.mac]; ok {
 		return ErrHandoffStale
+	}
+	if n.leaving {
+		// The sender's view lags: it learns from this that this node
+		// is leaving (handoff), ahead of gossip.
+		return ErrLeaving
 	}
 	members := n.membersLocked()
 	sender, ok := members[from]

@@ -244,7 +244,12 @@ func (n *Node) Leave() error {
 			break
 		}
 		if n.routes.Load().m.Owner[0] < 0 {
-			// Every other member is leaving too: nobody can take the slots.
+			// Every other member is leaving too: nobody can take the
+			// slots. Say so at once rather than let the others wait to
+			// see this node fail: each of them may be waiting for the
+			// same.
+			n.logf("warning", "cluster: every other member is leaving too; leaving with %d slots not handed over", n.servedSlots())
+			_ = n.ml.Leave(n.cfg.HandoffTimeout)
 			return ErrAlone
 		}
 		if time.Now().After(deadline) {

@@ -82,6 +82,7 @@ var (
 	ErrHandoffStale = errors.New("cluster: hand-off message too old or replayed")
 	ErrNotOwner     = errors.New("cluster: hand-off of a slot this node does not own")
 	ErrUnknownPeer  = errors.New("cluster: hand-off from a node that is not a live member")
+	ErrLeaving      = errors.New("cluster: hand-off to a node that is leaving")
 )
 
 // appendSlot appends slot's section of a hand-off payload.
