@@ -153,8 +153,9 @@ func (n *testNode) serve(conn redcon.Conn, cmd redcon.Command) {
 // member names n as cluster-join does: client address and gossip port.
 func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
 
-// settled waits until the nodes all see the same members and map, and
-// every slot is served by exactly one of them, its owner in the map.
+// settled waits until the nodes all see the same members and map, no
+// hand-off is under way, and every slot is served by exactly one of them,
+// its owner in the map.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
 	testkit.Until(t, 15*time.Second, fmt.Sprintf("the %d nodes to settle", len(nodes)), func() error {
@@ -167,6 +168,9 @@ func settled(t *testing.T, nodes ...*testNode) {
 		for s := range engine.SlotCount {
 			serving := 0
 			for _, n := range nodes {
+				if st := n.slots[s].state.Load(); st == moving || st == pending {
+					return fmt.Errorf("slot %d is still being handed over (%s: state %d)", s, n.addr, st)
+				}
 				if st, _ := n.Peek(s); st == commands.RouteLocal {
 					serving++
 					// Not the previous owner, still serving it because its

@@ -163,7 +163,7 @@ func clusterInfo(c *Client, _ *Request) {
 		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(top.Nodes)},
 		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
-		{"total_cluster_links_buffer_limit_exceeded", 0},
+		{"total_cluster_links_buffer_limit_exceeded", 0}, {"cluster_slots_held", top.SlotsHeld},
 	} {
 		field(&b, f.name, f.v)
 	}

@@ -67,6 +67,9 @@ type ClusterTopology struct {
 	// KeysOut and KeysIn count the keys this node has handed to other
 	// nodes and received from them, for INFO.
 	KeysOut, KeysIn int64
+	// SlotsHeld is how many slots this node serves although another owns
+	// them, because their keys could not be handed over to it.
+	SlotsHeld int
 }
 
 // ClusterNode is one member of the cluster.
