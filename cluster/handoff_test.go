@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -19,8 +20,7 @@ import (
 // served by a, b sends its clients there (MOVED) instead of serving it
 // empty, a reports it, and every other slot moves.
 func TestHandoffInChunks(t *testing.T) {
-	var g testkit.Gossip
-	a := startGossipNode(t, &g)
+	a := startNode(t) // on UDP: the leave at the end needs it (see TestHandoffOnJoinAndLeave)
 	var keys []string
 	for i := range 4000 {
 		k := fmt.Sprintf("user:%d:%s", i, strings.Repeat("x", 200))
@@ -37,7 +37,7 @@ func TestHandoffInChunks(t *testing.T) {
 		keys = append(keys, k)
 		exhaust(t, a, k)
 	}
-	b := startGossipNode(t, &g)
+	b := startNode(t)
 	a.chunk = 16 << 10 // maxChunk and a receiver's least limit, scaled down
 	b.maxBulk.Store(20 << 10)
 	if err := b.Meet("127.0.0.1", a.cfg.Port, a.cfg.BusPort); err != nil {
@@ -90,4 +90,19 @@ func TestHandoffInChunks(t *testing.T) {
 	if onB < len(keys)/4 {
 		t.Errorf("%d of %d keys moved to b, want about half", onB, len(keys))
 	}
+	// a cannot leave with the held slots' keys: it says so at once, not
+	// at its leave timeout, and b serves them (empty) once a has gone.
+	began := time.Now()
+	if err := a.Leave(); !errors.Is(err, ErrLeaveTime) || time.Since(began) > 10*time.Second {
+		t.Fatalf("Leave with %d held slots: %v after %v; want %v at once", len(held), err, time.Since(began), ErrLeaveTime)
+	}
+	_ = a.Close() // as package daemon does after Leave
+	testkit.Until(t, 15*time.Second, "b to serve every slot", func() error {
+		for s := range engine.SlotCount {
+			if r, _ := b.Peek(s); r != commands.RouteLocal {
+				return fmt.Errorf("slot %d: %v", s, r)
+			}
+		}
+		return nil
+	})
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -251,6 +252,12 @@ func (n *Node) Leave() error {
 			n.logf("warning", "cluster: every other member is leaving too; leaving with %d slots not handed over", n.servedSlots())
 			_ = n.ml.Leave(n.cfg.HandoffTimeout)
 			return ErrAlone
+		}
+		if held := int(n.nHeld.Load()); held > 0 && n.servedSlots() == held && n.staleSlots() == 0 {
+			// What is left could not move (handoff.go's held slots): say
+			// so now rather than at the leave timeout.
+			_ = n.ml.Leave(n.cfg.HandoffTimeout)
+			return fmt.Errorf("%w: %d slots whose keys their owners did not take", ErrLeaveTime, held)
 		}
 		if time.Now().After(deadline) {
 			return ErrLeaveTime
