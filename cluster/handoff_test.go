@@ -13,23 +13,24 @@ import (
 )
 
 // A hand-off goes in messages a receiver takes whatever its client
-// limits: b's client port takes no argument over 20 KiB (as
+// limits: b's client port takes no argument over 5 KiB (as
 // proto-max-bulk-len does, at 1 MiB or more; a's messages are bounded at
-// 16 KiB here, scaled down as b's limit is), and a's keys, nearly 1 MB of
-// them, reach it all the same, each with its state. A slot with a record b will not take cannot move: it stays
+// 4 KiB here, scaled down as b's limit is, so that the test is quick),
+// and a's keys, 250 KB of them, reach it all the same, each with its
+// state. A slot with a record b will not take cannot move: it stays
 // served by a, b sends its clients there (MOVED) instead of serving it
 // empty, a reports it, and every other slot moves.
 func TestHandoffInChunks(t *testing.T) {
 	a := startNode(t) // on UDP: the leave at the end needs it (see TestHandoffOnJoinAndLeave)
 	var keys []string
-	for i := range 4000 {
-		k := fmt.Sprintf("user:%d:%s", i, strings.Repeat("x", 200))
+	for i := range 2000 {
+		k := fmt.Sprintf("user:%d:%s", i, strings.Repeat("x", 100))
 		keys = append(keys, k)
 		exhaust(t, a, k)
 	}
 	bigSlots := map[int]bool{}
 	for i := 0; len(bigSlots) < 16; i++ {
-		k := fmt.Sprintf("big%d:%s", i, strings.Repeat("y", 24<<10))
+		k := fmt.Sprintf("big%d:%s", i, strings.Repeat("y", 6<<10))
 		if bigSlots[engine.Slot([]byte(k))] {
 			continue
 		}
@@ -38,13 +39,13 @@ func TestHandoffInChunks(t *testing.T) {
 		exhaust(t, a, k)
 	}
 	b := startNode(t)
-	a.chunk = 16 << 10 // maxChunk and a receiver's least limit, scaled down
-	b.maxBulk.Store(20 << 10)
+	a.chunk = 4 << 10 // maxChunk and a receiver's least limit, scaled down
+	b.maxBulk.Store(5 << 10)
 	if err := b.Meet("127.0.0.1", a.cfg.Port, a.cfg.BusPort); err != nil {
 		t.Fatal(err)
 	}
 	var held []int // the big keys' slots b owns
-	testkit.Until(t, 15*time.Second, "the slots to move but those with a big key", func() error {
+	testkit.Until(t, 30*time.Second, "the slots to move but those with a big key", func() error {
 		ta, tb := a.routes.Load(), b.routes.Load()
 		if len(ta.members) != 2 || len(tb.members) != 2 || ta.m.Owner != tb.m.Owner {
 			return fmt.Errorf("the nodes do not agree on the map yet")
