@@ -214,7 +214,12 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 			if len(enc) > n.chunk {
 				// Alone in its message: one the receiver may refuse.
 				if err := flush(s); err != nil {
-					if restored || !n.hold(addr, to, s, len(enc), err) {
+					switch {
+					case restored && isReply(err):
+						// Its restored keys stay here, and are dropped
+						// at the pending timeout; the other slots' go on.
+						n.logf("warning", "cluster: slot %d: %s did not take a restored record of %d bytes (%v)", s, addr, len(enc), err)
+					case restored || !n.hold(addr, to, s, len(enc), err):
 						n.logf("verbose", "cluster: handing slots to %s: %v; retrying", addr, err)
 						n.keepServing(slots)
 						return

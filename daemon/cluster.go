@@ -71,7 +71,13 @@ func linkTLS(srv *tls.Config) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return srv.GetCertificate(nil)
+			if srv.GetCertificate != nil {
+				return srv.GetCertificate(nil)
+			}
+			if len(srv.Certificates) > 0 {
+				return &srv.Certificates[0], nil
+			}
+			return &tls.Certificate{}, nil // none: the peer may not ask for one
 		},
 		// Checked below without the host name.
 		InsecureSkipVerify: true, //nolint:gosec
