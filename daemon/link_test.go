@@ -91,3 +91,35 @@ func TestClusterIgnoresClientPassword(t *testing.T) {
 	}
 	limited(a, "after B left")
 }
+
+// A connection that cannot prove the cluster secret gets nothing: its
+// CLUSTER LINK proof is refused, and it may neither run commands without
+// AUTH nor, with it, take a hand-off.
+func TestClusterLinkRefusesWithoutSecret(t *testing.T) {
+	port := testkit.FreePair(t, cluster.BusPortOffset)
+	cfg := clusterConfig(port)
+	cfg.RequirePass = "pw"
+	start(t, cfg)
+	c := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MaxRetries: -1, PoolSize: 1})
+	t.Cleanup(func() { _ = c.Close() })
+	testkit.WaitFor(t, "the node", func() bool { return fmt.Sprint(c.Ping(ctx).Err()) == "NOAUTH Authentication required." })
+	hello, err := c.Do(ctx, "CLUSTER", "LINK", "HELLO", strings.Repeat("c", 40), strings.Repeat("0", 32)).StringSlice()
+	if err != nil || len(hello) != 3 {
+		t.Fatalf("HELLO: %q %v", hello, err)
+	}
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"CLUSTER", "LINK", "PROOF", strings.Repeat("0", 64)}, "ERR cluster link refused: cluster: link not authenticated"},
+		{[]any{"PING"}, "NOAUTH Authentication required."},
+		{[]any{"CLUSTER", "IMPORT", hello[0], hello[0], "0", "-", "", "00"}, "NOAUTH Authentication required."},
+		{[]any{"AUTH", "pw"}, ""},
+		{[]any{"CLUSTER", "IMPORT", hello[0], hello[0], "0", "-", "", "00"}, "ERR CLUSTER IMPORT is taken on a cluster link only (CLUSTER LINK)"},
+	} {
+		err := c.Do(ctx, tc.args...).Err()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
