@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -47,9 +48,15 @@ type Config struct {
 	// counts no member's weight for more than MaxWeightRatio times the
 	// members' median (see Assign). Default: 1.
 	Weight float64
-	// Password is what the hand-off connection sends with AUTH to a peer
-	// (requirepass; every node is assumed to share it). Default: none.
-	Password string
+	// TLS, when set, makes every link to a peer (hand-offs and forwarded
+	// commands; see link.go) a TLS connection to the peer's TLS port
+	// (tls-cluster), with this configuration: the node's own certificate
+	// as its client certificate, and the peers' certificates checked
+	// against its CAs. Default: nil, links in clear to the client port.
+	TLS *tls.Config
+	// TLSPort is this node's TLS port, announced to the peers for their
+	// links when they use TLS (tls-port). Default: 0, none.
+	TLSPort int
 	// Forward makes the node relay a command for a slot it does not serve
 	// to the slot's owner and return the owner's reply unchanged, instead
 	// of answering MOVED (cluster-forward). Default: false.
@@ -148,6 +155,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GossipMaxStreams < 0 || c.GossipMaxStreamBytes < 0 {
 		return bad("gossip limits must not be negative")
+	}
+	if c.TLS != nil && (c.TLSPort <= 0 || c.TLSPort > 65535) {
+		return bad("links over TLS need the TLS port")
 	}
 	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 {
 		return bad("timeouts must be positive")

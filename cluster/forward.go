@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -71,23 +73,94 @@ func (n *Node) fwdGet(addr string) (*fwdConn, error) {
 		return fc, nil
 	default:
 	}
-	c, err := net.DialTimeout("tcp", addr, n.cfg.HandoffTimeout)
+	c, err := n.dialLink(addr)
 	if err != nil {
 		return nil, err
 	}
 	fc := &fwdConn{c: c, r: bufio.NewReader(c)}
-	if n.cfg.Password != "" {
-		_ = c.SetDeadline(time.Now().Add(n.cfg.HandoffTimeout))
-		if _, err := c.Write(appendCommand(nil, [][]byte{[]byte("AUTH"), []byte(n.cfg.Password)})); err != nil {
-			c.Close()
+	_ = c.SetDeadline(time.Now().Add(n.cfg.HandoffTimeout))
+	err = n.linkDial(func(args ...string) ([]string, error) {
+		req := make([][]byte, len(args))
+		for i, a := range args {
+			req[i] = []byte(a)
+		}
+		if _, err := c.Write(appendCommand(nil, req)); err != nil {
 			return nil, err
 		}
-		if r, err := readReply(fc.r, nil); err != nil || len(r) == 0 || r[0] == '-' {
-			c.Close()
-			return nil, fmt.Errorf("cluster: AUTH to %s failed: %q %v", addr, r, err)
-		}
+		return readStrings(fc.r)
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("cluster: link to %s: %w", addr, err)
 	}
 	return fc, nil
+}
+
+// dialLink connects to the member whose client address is addr: there,
+// or with Config.TLS to its TLS port over TLS.
+func (n *Node) dialLink(addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: n.cfg.HandoffTimeout}
+	if n.cfg.TLS == nil {
+		return d.Dial("tcp", addr)
+	}
+	for _, md := range n.routes.Load().members {
+		if net.JoinHostPort(md.IP, strconv.Itoa(md.Port)) == addr {
+			return tls.DialWithDialer(d, "tcp", n.linkAddr(md), n.cfg.TLS)
+		}
+	}
+	return nil, fmt.Errorf("cluster: no member at %s", addr)
+}
+
+// linkAddr is where a link to the member md goes: its client port, or
+// its TLS port with Config.TLS.
+func (n *Node) linkAddr(md memberMeta) string {
+	if n.cfg.TLS != nil {
+		return net.JoinHostPort(md.IP, strconv.Itoa(md.TLSPort))
+	}
+	return net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
+}
+
+// readStrings reads one reply of the link handshake: an array of bulk
+// strings, +OK (nil), or an error.
+func readStrings(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	switch {
+	case line == "+OK":
+		return nil, nil
+	case strings.HasPrefix(line, "-"):
+		return nil, errors.New(line[1:])
+	case !strings.HasPrefix(line, "*"):
+		return nil, ErrForwardReply
+	}
+	count, err := strconv.Atoi(line[1:])
+	if err != nil || count < 0 || count > 8 {
+		return nil, ErrForwardReply
+	}
+	out := make([]string, 0, count)
+	for range count {
+		h, err := r.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		h = strings.TrimSuffix(h, "\r\n")
+		if !strings.HasPrefix(h, "$") {
+			return nil, ErrForwardReply
+		}
+		size, err := strconv.Atoi(h[1:])
+		if err != nil || size < 0 || size > 256 {
+			return nil, ErrForwardReply
+		}
+		b := make([]byte, size+2)
+		if _, err := ioReadFull(r, b); err != nil {
+			return nil, err
+		}
+		out = append(out, string(b[:size]))
+	}
+	return out, nil
 }
 
 func (n *Node) fwdPut(addr string, fc *fwdConn) {

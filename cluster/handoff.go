@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,6 +58,11 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 				} else {
 					sl.state.Store(serving)
 				}
+			case away:
+				if h := n.prevOwner[s]; !isMember(members, h) {
+					n.logf("warning", "cluster: slot %d: %s, which kept it, is gone; serving it empty", s, h)
+					sl.state.Store(serving)
+				}
 			case pending:
 				h := n.prevOwner[s]
 				if _, alive := members[h]; !alive {
@@ -69,11 +77,14 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 		}
 		switch st {
 		case serving:
+			if h, ok := n.held[s]; ok && h.owner == owner && now.Before(h.until) {
+				continue // it could not move: retried later
+			}
 			if owner != "" {
 				sl.state.Store(moving)
 				plan[owner] = append(plan[owner], s)
 			}
-		case pending:
+		case pending, away:
 			// Lost before its hand-off came: the keys it holds already
 			// (restored, or restored copies from others) go to the owner.
 			if n.eng.NewView().CountKeysInSlot(s) > 0 {
@@ -95,18 +106,50 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	if dropped > 0 {
 		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
 	}
+	for s, h := range n.held {
+		if o := m.OwnerID(s); o != h.owner || now.After(h.until) {
+			delete(n.held, s) // the slot's owner changed, or it is time to try again
+		}
+	}
+	n.nHeld.Store(int32(len(n.held)))
 	n.prevMap = m
 	return plan, fill
 }
 
+// maxChunk bounds a hand-off message's payload: under the least
+// proto-max-bulk-len and client-query-buffer-limit a node can be set to
+// (1 MiB), so that the receiver's client limits never refuse a message,
+// and the receiver holds at most this much of a hand-off at a time. A
+// slot's keys span as many messages as they need; a record larger than
+// maxChunk goes alone.
+const maxChunk = 256 << 10
+
+// maxSections bounds the slots of one hand-off message, and so the
+// receiver's work on it, under its lock.
+const maxSections = 1024
+
+// heldRetry is how long a slot that could not be handed over stays with
+// its owner before the hand-off is tried again.
+const heldRetry = time.Minute
+
+// heldSlot is a slot this node serves although another owns it, because
+// its keys could not be handed over: a record the owner refused.
+type heldSlot struct {
+	owner string    // the member that refused it
+	until time.Time // when to try again
+}
+
 // handoff streams slots (all in state moving) to the member to: it waits
 // for the commands running on each to finish, sends their records in
-// authenticated batches, and on each batch's success deletes them here
-// and lets the slots go; a batch that fails is served here again and
-// retried at the next reconcile. With restored, the slots are stale ones
-// (served by to, not here): their keys go as restored copies, which to
-// takes only where it holds no live key; a batch that fails stays stale
-// and is retried.
+// authenticated messages of at most maxChunk bytes, and on each message's
+// success deletes the slots it completed here and lets them go; a message
+// that fails on the way is served here again and retried at the next
+// reconcile. A slot whose record the receiver refuses (one larger than
+// its limits) cannot move: it stays served here, reported, and the
+// receiver is told to send its clients here (the "held" flag); the other
+// slots go on. With restored, the slots are stale ones (served by to, not
+// here): their keys go as restored copies, which to takes only where it
+// holds no live key; a message that fails stays stale and is retried.
 func (n *Node) handoff(to string, slots []int, restored bool) {
 	t := n.routes.Load()
 	md, ok := t.members[to]
@@ -116,7 +159,7 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 		}
 		return
 	}
-	addr := net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
+	addr := n.linkAddr(md)
 	deadline := time.Now().Add(n.cfg.HandoffTimeout)
 	for _, s := range slots {
 		for !restored && n.slots[s].inflight.Load() != 0 {
@@ -128,60 +171,176 @@ func (n *Node) handoff(to string, slots []int, restored bool) {
 		}
 	}
 	v := n.eng.NewView()
-	const maxBatch = 4 << 20
-	var payload []byte
-	var batch []int
-	keys := 0
-	flush := func() bool {
-		if len(batch) == 0 {
-			return true
+	var (
+		payload []byte // the sections of the slots completed, for the next message
+		done    []int  // those slots
+		sec     []byte // the records of the slot being read
+		secN    int    // how many
+		keys    int    // keys in payload and sec
+		enc     []byte
+	)
+	// flush sends payload, and sec as the part of slot s that more
+	// messages continue (the flag "more"); it reports the error.
+	flush := func(s int) error {
+		more := secN > 0
+		msg := payload
+		if more {
+			msg = appendSection(msg, s, secN, sec)
 		}
-		err := n.send(addr, to, payload, restored)
-		if err != nil {
-			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(batch), addr, err)
-			return false
+		if err := n.send(addr, to, msg, formatFlags(n.isLeaving(), restored, more, false)); err != nil {
+			n.refused(to, err)
+			return err
 		}
-		if restored {
-			// Under mu, as Import: a slot a hand-off has made this node
-			// serve meanwhile keeps its keys.
-			n.mu.Lock()
-			for _, s := range batch {
-				if n.slots[s].state.CompareAndSwap(stale, notMine) {
-					v.DeleteSlot(s)
+		n.completed(v, done, restored)
+		n.keysOut.Add(int64(keys))
+		payload, done, sec, secN, keys = payload[:0], done[:0], sec[:0], 0, 0
+		return nil
+	}
+	for _, s := range slots {
+		recs := v.ExportSlot(s)
+		failed := false
+		for _, r := range recs {
+			enc = r.AppendBinary(enc[:0])
+			if len(payload)+len(sec)+len(enc) > n.chunk && (len(payload) > 0 || secN > 0) {
+				if err := flush(s); err != nil {
+					n.logf("verbose", "cluster: handing slots to %s: %v; retrying", addr, err)
+					n.keepServing(slots)
+					return
 				}
 			}
-			n.mu.Unlock()
-		} else {
-			for _, s := range batch {
-				v.DeleteSlot(s)
-				n.slots[s].state.Store(notMine)
+			sec = append(sec, enc...)
+			secN++
+			keys++
+			if len(enc) > n.chunk {
+				// Alone in its message: one the receiver may refuse.
+				if err := flush(s); err != nil {
+					switch {
+					case restored && isReply(err):
+						// Its restored keys stay here, and are dropped
+						// at the pending timeout; the other slots' go on.
+						n.logf("warning", "cluster: slot %d: %s did not take a restored record of %d bytes (%v)", s, addr, len(enc), err)
+					case restored || !n.hold(addr, to, s, len(enc), err):
+						n.logf("verbose", "cluster: handing slots to %s: %v; retrying", addr, err)
+						n.keepServing(slots)
+						return
+					}
+					sec, secN, keys, failed = sec[:0], 0, 0, true
+					break
+				}
 			}
 		}
-		n.keysOut.Add(int64(keys))
-		payload, batch, keys = payload[:0], batch[:0], 0
-		return true
-	}
-	for i, s := range slots {
-		recs := v.ExportSlot(s)
-		payload = appendSlot(payload, s, recs)
-		batch = append(batch, s)
-		keys += len(recs)
-		if len(payload) >= maxBatch || len(batch) >= 1024 {
-			if !flush() {
-				n.keepServing(slots[i+1-len(batch):])
+		if failed {
+			continue
+		}
+		payload = appendSection(payload, s, secN, sec)
+		done = append(done, s)
+		sec, secN = sec[:0], 0
+		if len(done) == maxSections {
+			if err := flush(-1); err != nil {
+				n.logf("verbose", "cluster: handing slots to %s: %v; retrying", addr, err)
+				n.keepServing(slots)
 				return
 			}
 		}
 	}
-	if !flush() {
-		n.keepServing(batch)
-		return
+	if len(done) > 0 {
+		if err := flush(-1); err != nil {
+			n.logf("verbose", "cluster: handing %d slots to %s: %v; retrying", len(done), addr, err)
+			n.keepServing(done)
+			return
+		}
 	}
 	if restored {
 		n.logf("verbose", "cluster: sent the restored keys of %d slots to %s", len(slots), addr)
 		return
 	}
 	n.logf("verbose", "cluster: handed %d slots to %s", len(slots), addr)
+}
+
+func isMember(members map[string]memberMeta, id string) bool {
+	_, ok := members[id]
+	return ok
+}
+
+// isReply reports whether err is the receiver's answer, not a failure to
+// reach it.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// completed lets go of the slots a hand-off message has delivered whole.
+func (n *Node) completed(v *engine.View, slots []int, restored bool) {
+	if restored {
+		// Under mu, as Import: a slot a hand-off has made this node
+		// serve meanwhile keeps its keys.
+		n.mu.Lock()
+		for _, s := range slots {
+			if n.slots[s].state.CompareAndSwap(stale, notMine) {
+				v.DeleteSlot(s)
+			}
+		}
+		n.mu.Unlock()
+		return
+	}
+	for _, s := range slots {
+		v.DeleteSlot(s)
+		n.slots[s].state.Store(notMine)
+	}
+}
+
+// refused learns from a hand-off's failure: a receiver that refuses it
+// because it is leaving too owns nothing from now on, whatever gossip
+// says yet (a node whose peers are all leaving stops waiting for them:
+// Leave).
+func (n *Node) refused(to string, err error) {
+	if !strings.Contains(err.Error(), ErrLeaving.Error()) {
+		return
+	}
+	n.mu.Lock()
+	n.leavers[to] = true
+	n.mu.Unlock()
+	n.poke()
+}
+
+// hold keeps serving slot s, whose record of size bytes the member to
+// did not take (err), and tells to so; the hand-off is tried again after
+// heldRetry, or when the slot's owner changes. It reports whether the
+// slot is held: when to cannot be told, the hand-off is retried as any
+// that failed on the way. If to serves the slot already (it waited too
+// long), the slot's keys are dropped here, so that one node only serves
+// it.
+func (n *Node) hold(addr, to string, s, size int, err error) bool {
+	notice := appendSection(nil, s, 0, nil)
+	nerr := n.send(addr, to, notice, formatFlags(n.isLeaving(), false, false, true))
+	if nerr != nil && !isReply(nerr) {
+		// A receiver that refused a message for its size may have closed
+		// the connection it came on: the notice goes again on another.
+		nerr = n.send(addr, to, notice, formatFlags(n.isLeaving(), false, false, true))
+	}
+	switch {
+	case nerr != nil && strings.Contains(nerr.Error(), ErrServing.Error()):
+		dropped := n.eng.NewView().DeleteSlot(s)
+		n.slots[s].state.CompareAndSwap(moving, notMine)
+		n.logf("warning", "cluster: slot %d: %s did not take a record of %d bytes (%v) and serves the slot already; dropped its %d keys here", s, addr, size, err, dropped)
+		return true
+	case nerr != nil:
+		return false
+	}
+	n.mu.Lock()
+	n.held[s] = heldSlot{owner: to, until: time.Now().Add(heldRetry)}
+	n.nHeld.Store(int32(len(n.held)))
+	n.mu.Unlock()
+	n.slots[s].state.CompareAndSwap(moving, serving)
+	n.logf("warning", "cluster: slot %d cannot move to %s, which did not take a record of %d bytes (%v); serving it here, and trying again in %v", s, addr, size, err, heldRetry)
+	return true
+}
+
+// isLeaving reports whether Leave has begun.
+func (n *Node) isLeaving() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leaving
 }
 
 // keepServing serves slots again after a hand-off that did not happen
@@ -192,25 +351,35 @@ func (n *Node) keepServing(slots []int) {
 	}
 }
 
-// send delivers one hand-off message to the member to at addr; restored
-// marks its keys as restored copies.
-func (n *Node) send(addr, to string, payload []byte, restored bool) error {
+// send delivers one hand-off message, with its flag field, to the
+// member to at addr.
+func (n *Node) send(addr, to string, payload []byte, flag string) error {
 	n.connsMu.Lock()
 	p := n.handoffClients[addr]
 	if p == nil {
 		p = redis.NewClient(&redis.Options{
-			Addr: addr, Password: n.cfg.Password, Protocol: 2, MaxRetries: -1,
+			Addr: addr, Protocol: 2, MaxRetries: -1,
 			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
-			DisableIdentity: true, PoolSize: 2,
+			DisableIdentity: true, PoolSize: 2, TLSConfig: n.cfg.TLS,
+			// Every new connection is a link (link.go) before it is used.
+			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+				return n.linkDial(func(args ...string) ([]string, error) {
+					a := make([]any, len(args))
+					for i, s := range args {
+						a[i] = s
+					}
+					cmd := cn.Do(ctx, a...)
+					if args[2] == "PROOF" {
+						return nil, cmd.Err()
+					}
+					return cmd.StringSlice()
+				})
+			},
 		})
 		n.handoffClients[addr] = p
 	}
 	n.connsMu.Unlock()
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	n.mu.Lock()
-	leaving := n.leaving
-	n.mu.Unlock()
-	flag := formatFlags(leaving, restored)
 	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
 	defer cancel()
@@ -230,6 +399,7 @@ func (n *Node) Import(args [][]byte) error {
 		return err
 	}
 	from, leaving, restored, sections := msg.from, msg.leaving, msg.restored, msg.sections
+	more, held := msg.more, msg.held
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for k, t := range n.seenMACs {
@@ -239,6 +409,11 @@ func (n *Node) Import(args [][]byte) error {
 	}
 	if _, ok := n.seenMACs[msg.mac]; ok {
 		return ErrHandoffStale
+	}
+	if n.leaving {
+		// The sender's view lags: it learns from this that this node
+		// is leaving (handoff), ahead of gossip.
+		return ErrLeaving
 	}
 	members := n.membersLocked()
 	sender, ok := members[from]
@@ -261,11 +436,25 @@ func (n *Node) Import(args [][]byte) error {
 		if m.OwnerID(sec.slot) != n.cfg.ID || st == moving || restored && st != serving && st != pending {
 			return fmt.Errorf("%w: slot %d", ErrNotOwner, sec.slot)
 		}
+		if held && st != pending && st != away {
+			return fmt.Errorf("%w: slot %d", ErrServing, sec.slot)
+		}
 	}
 	n.seenMACs[msg.mac] = msg.ms
+	if held {
+		// The sender keeps these slots: their clients go there.
+		addr := net.JoinHostPort(sender.IP, strconv.Itoa(sender.Port))
+		for _, sec := range sections {
+			n.prevOwner[sec.slot] = from
+			n.awayAddr[sec.slot].Store(&addr)
+			n.slots[sec.slot].state.Store(away)
+			n.logf("warning", "cluster: slot %d stays with %s, which could not hand it over", sec.slot, addr)
+		}
+		return nil
+	}
 	v := n.eng.NewView()
 	keys := 0
-	for _, sec := range sections {
+	for i, sec := range sections {
 		for _, r := range sec.recs {
 			if restored {
 				ok, err := v.ImportIfAbsent(r)
@@ -282,7 +471,7 @@ func (n *Node) Import(args [][]byte) error {
 			}
 			keys++
 		}
-		if !restored {
+		if !restored && !(more && i == len(sections)-1) {
 			n.slots[sec.slot].state.Store(serving)
 		}
 	}

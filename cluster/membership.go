@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -17,7 +18,8 @@ type memberMeta struct {
 	BusPort int     `json:"bus"`
 	Weight  float64 `json:"w"`
 	Leaving bool    `json:"leaving,omitempty"`
-	Started int64   `json:"started"` // Unix ms the node started at
+	Started int64   `json:"started"`       // Unix ms the node started at
+	TLSPort int     `json:"tls,omitempty"` // its TLS port, for links over TLS
 }
 
 // delegate is Node as memberlist's Delegate and EventDelegate.
@@ -286,8 +288,19 @@ func (n *Node) Leave() error {
 			break
 		}
 		if n.routes.Load().m.Owner[0] < 0 {
-			// Every other member is leaving too: nobody can take the slots.
+			// Every other member is leaving too: nobody can take the
+			// slots. Say so at once rather than let the others wait to
+			// see this node fail: each of them may be waiting for the
+			// same.
+			n.logf("warning", "cluster: every other member is leaving too; leaving with %d slots not handed over", n.servedSlots())
+			_ = n.ml.Leave(n.cfg.HandoffTimeout)
 			return ErrAlone
+		}
+		if held := int(n.nHeld.Load()); held > 0 && n.servedSlots() == held && n.staleSlots() == 0 {
+			// What is left could not move (handoff.go's held slots): say
+			// so now rather than at the leave timeout.
+			_ = n.ml.Leave(n.cfg.HandoffTimeout)
+			return fmt.Errorf("%w: %d slots whose keys their owners did not take", ErrLeaveTime, held)
 		}
 		if time.Now().After(deadline) {
 			return ErrLeaveTime

@@ -27,12 +27,18 @@ type Node struct {
 
 	slots  [engine.SlotCount]slotState
 	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
+	// awayAddr is, for a slot in state away, its previous owner's client
+	// address, which serves it.
+	awayAddr [engine.SlotCount]atomic.Pointer[string]
+	nHeld    atomic.Int32 // len(held)
+	chunk    int          // a hand-off message's payload bound: maxChunk, less in tests
 
 	mu         sync.Mutex                  // guards the fields below
 	prevMap    *SlotMap                    // the map of the previous reconcile
 	prevOwner  [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
 	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
+	held       map[int]heldSlot            // the slots this node serves though it owns them not: they could not move
 	// seenMACs holds the MACs of the hand-offs accepted, with their time,
 	// against replays.
 	seenMACs map[string]int64
@@ -52,6 +58,7 @@ type Node struct {
 	selfMeta   memberMeta            // what this node gossips of itself
 
 	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
+	linkKey        []byte                   // HMAC key of the link handshake (link.go), from the cluster secret
 	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
 	handoffClients map[string]*redis.Client // hand-off connections, by member client address
 	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address
@@ -88,11 +95,12 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
+	lk := sha256.Sum256([]byte("cellserver link\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
-		handoffKey: k[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
+		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		handoffKey: k[:], linkKey: lk[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
-		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
+		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	return n, nil

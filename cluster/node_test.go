@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ const t0 = int64(1_700_000_040_000_000_000)
 // cellserver's would.
 type testNode struct {
 	*Node
-	eng  *engine.Engine
-	addr string
+	eng     *engine.Engine
+	addr    string
+	maxBulk atomic.Int64 // the longest argument its client port takes; 0: any
 }
 
 func startNode(t *testing.T, join ...string) *testNode {
@@ -74,17 +76,8 @@ func startNodeOn(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAware
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := redcon.NewServer("", func(conn redcon.Conn, cmd redcon.Command) {
-		if len(cmd.Args) >= 2 && strings.EqualFold(string(cmd.Args[0]), "cluster") && strings.EqualFold(string(cmd.Args[1]), "import") {
-			if err := n.Import(cmd.Args[2:]); err != nil {
-				conn.WriteError("ERR " + err.Error())
-				return
-			}
-			conn.WriteString("OK")
-			return
-		}
-		conn.WriteError("ERR unknown command")
-	}, nil, nil)
+	tn := &testNode{Node: n, eng: eng, addr: ln.Addr().String()}
+	srv := redcon.NewServer("", tn.serve, nil, nil)
 	go func() { _ = srv.Serve(ln) }()
 	if err := n.Start(eng); err != nil {
 		t.Fatal(err)
@@ -94,14 +87,75 @@ func startNodeOn(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAware
 		_ = srv.Close()
 		_ = eng.Close()
 	})
-	return &testNode{Node: n, eng: eng, addr: ln.Addr().String()}
+	return tn
+}
+
+// linkConn is a test server connection's link state.
+type linkConn struct {
+	state []byte
+	peer  bool
+}
+
+// serve is the test node's client port: CLUSTER LINK and, on a link,
+// CLUSTER IMPORT, whose arguments may be no longer than maxBulk when it is
+// set (proto-max-bulk-len: cellserver's parser closes the connection with
+// a protocol error).
+func (n *testNode) serve(conn redcon.Conn, cmd redcon.Command) {
+	lc, _ := conn.Context().(*linkConn)
+	if lc == nil {
+		lc = &linkConn{}
+		conn.SetContext(lc)
+	}
+	if max := n.maxBulk.Load(); max > 0 {
+		for _, a := range cmd.Args {
+			if int64(len(a)) > max {
+				conn.WriteError("ERR Protocol error: invalid bulk length")
+				conn.Close()
+				return
+			}
+		}
+	}
+	if len(cmd.Args) < 2 || !strings.EqualFold(string(cmd.Args[0]), "cluster") {
+		conn.WriteError("ERR unknown command")
+		return
+	}
+	switch strings.ToLower(string(cmd.Args[1])) {
+	case "link":
+		reply, next, ok, err := n.Link(lc.state, cmd.Args[2:])
+		lc.state = next
+		switch {
+		case err != nil:
+			conn.WriteError("ERR " + err.Error())
+		case ok:
+			lc.peer = true
+			conn.WriteString("OK")
+		default:
+			conn.WriteArray(len(reply))
+			for _, r := range reply {
+				conn.WriteBulkString(r)
+			}
+		}
+	case "import":
+		if !lc.peer {
+			conn.WriteError("ERR not a link")
+			return
+		}
+		if err := n.Import(cmd.Args[2:]); err != nil {
+			conn.WriteError("ERR " + err.Error())
+			return
+		}
+		conn.WriteString("OK")
+	default:
+		conn.WriteError("ERR unknown command")
+	}
 }
 
 // member names n as cluster-join does: client address and gossip port.
 func (n *testNode) member() string { return fmt.Sprintf("%s@%d", n.addr, n.cfg.BusPort) }
 
-// settled waits until the nodes all see the same members and map, and
-// every slot is served by exactly one of them, its owner in the map.
+// settled waits until the nodes all see the same members and map, no
+// hand-off is under way, and every slot is served by exactly one of them,
+// its owner in the map.
 func settled(t *testing.T, nodes ...*testNode) {
 	t.Helper()
 	testkit.Until(t, 15*time.Second, fmt.Sprintf("the %d nodes to settle", len(nodes)), func() error {
@@ -114,6 +168,9 @@ func settled(t *testing.T, nodes ...*testNode) {
 		for s := range engine.SlotCount {
 			serving := 0
 			for _, n := range nodes {
+				if st := n.slots[s].state.Load(); st == moving || st == pending {
+					return fmt.Errorf("slot %d is still being handed over (%s: state %d)", s, n.addr, st)
+				}
 				if st, _ := n.Peek(s); st == commands.RouteLocal {
 					serving++
 					// Not the previous owner, still serving it because its

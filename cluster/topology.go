@@ -15,6 +15,7 @@ const (
 	pending               // this node owns it and waits for its previous owner's hand-off
 	moving                // this node is handing it to its new owner
 	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
+	away                  // this node owns it, and its previous owner serves it, having failed to hand it over (held)
 )
 
 // slotState is one slot's state and the number of commands running on it.
@@ -54,6 +55,10 @@ func (n *Node) Peek(slot int) (commands.Route, string) {
 		return commands.RouteLocal, ""
 	case pending, moving:
 		return commands.RouteTryAgain, ""
+	case away:
+		if a := n.awayAddr[slot].Load(); a != nil {
+			return commands.RouteMoved, *a
+		}
 	}
 	t := n.routes.Load() // notMine or stale
 	o := t.m.Owner[slot]
@@ -72,11 +77,15 @@ type Stats struct {
 	KeysIn      int64 // keys this node has received from them
 	SlotsServed int   // slots this node answers for now
 	Members     int   // live members this node knows, itself included
+	// SlotsHeld counts the slots this node serves although another owns
+	// them: their keys could not be handed over (a record the owner did
+	// not take), and the hand-off is tried again later.
+	SlotsHeld int
 }
 
 // Stats reads the node's counters: atomic loads only, no lock.
 func (n *Node) Stats() Stats {
-	st := Stats{KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), Members: len(n.routes.Load().members)}
+	st := Stats{KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), Members: len(n.routes.Load().members), SlotsHeld: int(n.nHeld.Load())}
 	for s := range n.slots {
 		if n.slots[s].state.Load() == serving {
 			st.SlotsServed++
@@ -136,7 +145,7 @@ func (n *Node) reconcile() {
 // this node has handed over and received.
 func (n *Node) Topology() commands.ClusterTopology {
 	t := n.routes.Load()
-	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load()}
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load())}
 	for id, md := range t.members {
 		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
 			Myself: id == n.cfg.ID, Leaving: md.Leaving})

@@ -40,39 +40,54 @@ const maxSkew = 60 * time.Second
 const (
 	flagLeaving  = "leaving"
 	flagRestored = "restored"
+	flagMore     = "more"
+	flagHeld     = "held"
 )
 
+// flags are a hand-off message's flags, as parseFlags reads them.
+type flags struct{ leaving, restored, more, held bool }
+
 // formatFlags writes a hand-off message's flag field.
-func formatFlags(leaving, restored bool) string {
-	var flags []string
-	if leaving {
-		flags = append(flags, flagLeaving)
+func formatFlags(leaving, restored, more, held bool) string {
+	var out []string
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{leaving, flagLeaving}, {restored, flagRestored}, {more, flagMore}, {held, flagHeld}} {
+		if f.on {
+			out = append(out, f.name)
+		}
 	}
-	if restored {
-		flags = append(flags, flagRestored)
-	}
-	if len(flags) == 0 {
+	if len(out) == 0 {
 		return "-"
 	}
-	return strings.Join(flags, ",")
+	return strings.Join(out, ",")
 }
 
 // parseFlags reads a hand-off message's flag field.
-func parseFlags(flag string) (leaving, restored bool, err error) {
+func parseFlags(flag string) (flags, error) {
+	var f flags
 	if flag == "-" {
-		return false, false, nil
+		return f, nil
 	}
-	for _, f := range strings.Split(flag, ",") {
-		switch f {
+	for _, w := range strings.Split(flag, ",") {
+		switch w {
 		case flagLeaving:
-			leaving = true
+			f.leaving = true
 		case flagRestored:
-			restored = true
+			f.restored = true
+		case flagMore:
+			f.more = true
+		case flagHeld:
+			f.held = true
 		default:
-			return false, false, ErrBadHandoff
+			return flags{}, ErrBadHandoff
 		}
 	}
-	return leaving, restored, nil
+	if f.held && (f.restored || f.more) {
+		return flags{}, ErrBadHandoff
+	}
+	return f, nil
 }
 
 // Errors Import returns.
@@ -82,6 +97,8 @@ var (
 	ErrHandoffStale = errors.New("cluster: hand-off message too old or replayed")
 	ErrNotOwner     = errors.New("cluster: hand-off of a slot this node does not own")
 	ErrUnknownPeer  = errors.New("cluster: hand-off from a node that is not a live member")
+	ErrLeaving      = errors.New("cluster: hand-off to a node that is leaving")
+	ErrServing      = errors.New("cluster: hand-off of a slot this node serves already")
 )
 
 // appendSlot appends slot's section of a hand-off payload.
@@ -92,6 +109,14 @@ func appendSlot(b []byte, slot int, recs []engine.Record) []byte {
 		b = r.AppendBinary(b)
 	}
 	return b
+}
+
+// appendSection appends slot's section of a hand-off payload: its count
+// records, encoded in recs.
+func appendSection(b []byte, slot, count int, recs []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(slot))
+	b = binary.AppendUvarint(b, uint64(count))
+	return append(b, recs...)
 }
 
 // slotRecords is one slot's section of a decoded payload.
@@ -140,11 +165,11 @@ func (n *Node) sign(from, to, ts, flag string, payload []byte) string {
 
 // message is a hand-off message as parseMessage read it.
 type message struct {
-	from              string
-	ms                int64 // unix-ms
-	leaving, restored bool  // its flags
-	mac               string
-	sections          []slotRecords
+	from string
+	ms   int64 // unix-ms
+	flags
+	mac      string
+	sections []slotRecords
 }
 
 // parseMessage reads a hand-off message (CLUSTER IMPORT's arguments after
@@ -166,7 +191,7 @@ func (n *Node) parseMessage(args [][]byte, now time.Time) (message, error) {
 	if err != nil || now.Sub(time.UnixMilli(ms)).Abs() > maxSkew {
 		return message{}, ErrHandoffStale
 	}
-	leaving, restored, err := parseFlags(flag)
+	f, err := parseFlags(flag)
 	if err != nil {
 		return message{}, err
 	}
@@ -174,5 +199,10 @@ func (n *Node) parseMessage(args [][]byte, now time.Time) (message, error) {
 	if err != nil {
 		return message{}, err
 	}
-	return message{from: from, ms: ms, leaving: leaving, restored: restored, mac: string(mac), sections: sections}, nil
+	for _, sec := range sections {
+		if f.held && len(sec.recs) > 0 {
+			return message{}, ErrBadHandoff
+		}
+	}
+	return message{from: from, ms: ms, flags: f, mac: string(mac), sections: sections}, nil
 }

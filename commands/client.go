@@ -99,6 +99,8 @@ type Client struct {
 	runN          int      // fast commands in run, run since mark and not timed yet
 	runArgs       [][]byte // the arguments of the one in run, while runN is 1
 	asking        bool     // ASKING was the previous command (cluster mode)
+	peer          bool     // a cluster link: a peer node proved the cluster secret (CLUSTER LINK)
+	linkState     []byte   // the link handshake's state between its steps (Router.Link)
 	multiSlot     int      // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
 
 	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers

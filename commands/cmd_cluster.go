@@ -9,7 +9,7 @@ import (
 
 func registerCluster(t *Table) {
 	rows := []Command{
-		{Name: "cluster", Arity: -2, Flags: FlagStale, Handler: cluster, Group: "cluster",
+		{Name: "cluster", Arity: -2, Flags: FlagStale, Handler: cluster, Group: "cluster", AuthExempt: isClusterLink,
 			Summary: "Cluster mode: the slot map (SLOTS, SHARDS, NODES), INFO, MYID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT, MEET, LEAVE.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 		{Name: "readonly", Arity: 1, Flags: FlagFast, Handler: readWrite, Group: "cluster",
@@ -75,6 +75,13 @@ var clusterSubs = map[string]struct {
 	"meet":            {-4, false, true, clusterMeet},
 	"leave":           {2, false, true, clusterLeave},
 	"import":          {-3, false, true, clusterImport},
+	"link":            {-3, false, false, clusterLink},
+}
+
+// isClusterLink reports whether args are CLUSTER LINK's, which a peer
+// sends before it has authenticated: the handshake is its authentication.
+func isClusterLink(args [][]byte) bool {
+	return len(args) >= 2 && strings.EqualFold(string(args[1]), "link")
 }
 
 func cluster(c *Client, req *Request) {
@@ -156,7 +163,7 @@ func clusterInfo(c *Client, _ *Request) {
 		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(top.Nodes)},
 		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
-		{"total_cluster_links_buffer_limit_exceeded", 0},
+		{"total_cluster_links_buffer_limit_exceeded", 0}, {"cluster_slots_held", top.SlotsHeld},
 	} {
 		field(&b, f.name, f.v)
 	}
@@ -294,9 +301,35 @@ func clusterLeave(c *Client, _ *Request) {
 	c.writeOK()
 }
 
-// clusterImport takes a peer's hand-off (see package cluster).
+// clusterLink is a step of a peer's handshake (see package cluster):
+// once the peer has proved the cluster secret, the connection is a
+// cluster link, authenticated, that may run CLUSTER IMPORT.
+func clusterLink(c *Client, req *Request) {
+	reply, next, ok, err := c.table.router.Link(c.linkState, req.Args[2:])
+	c.linkState = next
+	if err != nil {
+		c.fail(errLink(err))
+		return
+	}
+	if ok {
+		c.peer, c.authenticated = true, true
+		c.writeOK()
+		return
+	}
+	c.W.WriteArray(len(reply))
+	for _, s := range reply {
+		c.W.WriteBulkString(s)
+	}
+}
+
+// clusterImport takes a peer's hand-off (see package cluster), on a
+// cluster link only.
 func clusterImport(c *Client, req *Request) {
 	args := req.Args
+	if !c.peer {
+		c.fail(errNotLink)
+		return
+	}
 	if err := c.table.router.Import(args[2:]); err != nil {
 		c.fail(errImport(err))
 		return

@@ -70,6 +70,17 @@ func (r *fakeRouter) Import(args [][]byte) error {
 	return nil
 }
 
+// Link takes "HELLO x" then "PROOF good".
+func (r *fakeRouter) Link(state []byte, args [][]byte) ([]string, []byte, bool, error) {
+	switch {
+	case len(args) == 2 && string(args[0]) == "HELLO":
+		return []string{"a", "b"}, []byte("hello"), false, nil
+	case len(args) == 2 && string(args[0]) == "PROOF" && string(state) == "hello" && string(args[1]) == "good":
+		return nil, nil, true, nil
+	}
+	return nil, nil, false, errors.New("bad step")
+}
+
 func newClusterHarness(t *testing.T) (*harness, *fakeRouter) {
 	t.Helper()
 	h := newHarness(t, "")
@@ -256,5 +267,51 @@ func TestClusterWhileLoading(t *testing.T) {
 	h.table.SetLoading(false)
 	if got := h.do("CLUSTER", "SLOTS"); !strings.HasPrefix(got, "*4\r\n") {
 		t.Errorf("CLUSTER SLOTS once loaded: %q", got)
+	}
+}
+
+// TestClusterLink: CLUSTER LINK runs before AUTH, and a connection whose
+// handshake succeeded is a cluster link, authenticated without the
+// password, that may run CLUSTER IMPORT; no other connection may, with
+// the password or without.
+func TestClusterLink(t *testing.T) {
+	h := newHarness(t, "pw")
+	r := &fakeRouter{mine: map[int]bool{}, moving: map[int]bool{}, down: map[int]bool{}, held: map[int]int{}}
+	h.table = NewTable(h.host, Options{Router: r})
+	client := func() {
+		h.c = h.table.NewClient(ClientOptions{ID: 9, Writer: NewWriter(h.out)})
+	}
+	client()
+	for _, tc := range []struct{ args, want string }{
+		{"CLUSTER IMPORT a b", errReply(errNoAuth)},
+		{"CLUSTER MYID", errReply(errNoAuth)},
+		{"CLUSTER LINK PROOF good", errReply("ERR cluster link refused: bad step")}, // no HELLO first
+		{"CLUSTER LINK HELLO x", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{"CLUSTER LINK PROOF bad", errReply("ERR cluster link refused: bad step")},
+		{"CLUSTER LINK PROOF good", errReply("ERR cluster link refused: bad step")}, // the failure ended it
+		{"PING", errReply(errNoAuth)},
+		{"AUTH pw", "+OK\r\n"},
+		{"CLUSTER IMPORT a b", errReply(errNotLink)},
+	} {
+		if got := h.do(strings.Fields(tc.args)...); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if len(r.imported) != 0 {
+		t.Fatalf("CLUSTER IMPORT ran on a client's connection: %q", r.imported)
+	}
+	client()
+	for _, tc := range []struct{ args, want string }{
+		{"CLUSTER LINK HELLO x", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+		{"CLUSTER LINK PROOF good", "+OK\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"CLUSTER IMPORT a b", "+OK\r\n"},
+	} {
+		if got := h.do(strings.Fields(tc.args)...); got != tc.want {
+			t.Errorf("on a link, %s: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if len(r.imported) != 1 {
+		t.Fatalf("CLUSTER IMPORT on a link: imported %q", r.imported)
 	}
 }

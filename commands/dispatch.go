@@ -77,7 +77,7 @@ func (t *Table) admit(c *Client, cmd *Command, args [][]byte) string {
 	switch {
 	case cmd.Flags&FlagLocalOnly != 0 && !c.local && cmd.arityOK(len(args)):
 		return errDebugNotAllowed // Redis checks this before authentication, after arity
-	case !c.authenticated && cmd.Flags&FlagNoAuth == 0:
+	case !c.authenticated && cmd.Flags&FlagNoAuth == 0 && (cmd.AuthExempt == nil || !cmd.AuthExempt(args)):
 		return errNoAuth
 	case !cmd.arityOK(len(args)):
 		return cmd.arityError()

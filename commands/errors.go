@@ -215,6 +215,7 @@ const (
 	errClusterDisabled   = "ERR This instance has cluster support disabled"
 	errInvalidSlot       = "ERR Invalid slot"
 	errInvalidSlotOrKeys = "ERR Invalid slot or number of keys"
+	errNotLink           = "ERR CLUSTER IMPORT is taken on a cluster link only (CLUSTER LINK)"
 )
 
 func errMoved(slot int, addr string) string { return "MOVED " + strconv.Itoa(slot) + " " + addr }
@@ -224,5 +225,7 @@ func errInvalidPort(b []byte) string { return "ERR Invalid base port specified: 
 func errMeet(host string, port int, err error) string {
 	return "ERR Invalid node address specified: " + host + ":" + strconv.Itoa(port) + " (" + err.Error() + ")"
 }
+
+func errLink(err error) string { return "ERR cluster link refused: " + err.Error() }
 
 func errImport(err error) string { return "ERR cluster import refused: " + err.Error() }

@@ -45,8 +45,16 @@ type Router interface {
 	// answered MOVED, as it is when forwarding fails.
 	Forward(addr string, args [][]byte) ([]byte, error)
 	// Import takes a hand-off message from a peer: CLUSTER IMPORT's
-	// arguments after the subcommand.
+	// arguments after the subcommand. Dispatch calls it only on a
+	// connection that Link has authenticated.
 	Import(args [][]byte) error
+	// Link takes one step of a peer's handshake on this connection
+	// (CLUSTER LINK's arguments after the subcommand), which proves that
+	// the peer holds the cluster secret. state is what the connection's
+	// previous step returned (nil at first); reply is the strings to
+	// answer with (none: +OK); ok says that the peer has proved itself,
+	// and the connection is then a cluster link, authenticated.
+	Link(state []byte, args [][]byte) (reply []string, next []byte, ok bool, err error)
 }
 
 // ClusterTopology is the cluster as one node sees it.
@@ -59,6 +67,9 @@ type ClusterTopology struct {
 	// KeysOut and KeysIn count the keys this node has handed to other
 	// nodes and received from them, for INFO.
 	KeysOut, KeysIn int64
+	// SlotsHeld is how many slots this node serves although another owns
+	// them, because their keys could not be handed over to it.
+	SlotsHeld int
 }
 
 // ClusterNode is one member of the cluster.

@@ -86,6 +86,10 @@ type Command struct {
 	// handler; limiter.KindNone for any other command.
 	Kind    limiter.Kind
 	Handler func(c *Client, req *Request)
+	// AuthExempt, when set, reports whether a call may run before the
+	// client has authenticated although the command may not (CLUSTER
+	// LINK, which authenticates a peer by other means than AUTH).
+	AuthExempt func(args [][]byte) bool
 
 	id       int    // index in the table, for per-command statistics
 	origName string // Name as registered, before any Rename: arity errors use it, as Redis's do

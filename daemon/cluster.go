@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 
@@ -38,7 +40,13 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 		cc.BusPort = cfg.Port + cluster.BusPortOffset
 	}
 	cc.Join, cc.Secret, cc.Weight = cfg.ClusterJoin, cfg.ClusterSecret, cfg.ClusterWeight
-	cc.Password, cc.Forward = cfg.RequirePass, cfg.ClusterForward
+	cc.Forward = cfg.ClusterForward
+	if cfg.TLSCluster {
+		if cfg.TLSConfig == nil {
+			return nil, errors.New("cluster mode: tls-cluster needs tls-port and its certificate")
+		}
+		cc.TLS, cc.TLSPort = linkTLS(cfg.TLSConfig), cfg.TLSPort
+	}
 	cc.Local = isLoopback(cc.IP)
 	cc.Logf = logf
 	n, err := cluster.New(cc)
@@ -50,6 +58,53 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	redis.SetLogger(redisLogger(logf))
 	cfg.Router = n
 	return n, nil
+}
+
+// linkTLS is the TLS configuration of the node's links to its peers
+// (tls-cluster), from the server's: the server's certificate is the
+// link's client certificate, and the peer's certificate must chain to the
+// server's CAs (tls-ca-cert-file) when there are some. Peers are dialed
+// at the address they announce, which their certificate need not name:
+// the chain is checked without the host name, as Redis checks its
+// cluster bus, and the link handshake proves the cluster secret besides.
+func linkTLS(srv *tls.Config) *tls.Config {
+	roots := srv.ClientCAs
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if srv.GetCertificate != nil {
+				return srv.GetCertificate(nil)
+			}
+			if len(srv.Certificates) > 0 {
+				return &srv.Certificates[0], nil
+			}
+			return &tls.Certificate{}, nil // none: the peer may not ask for one
+		},
+		// Checked below without the host name.
+		InsecureSkipVerify: true, //nolint:gosec
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if roots == nil {
+				return nil
+			}
+			certs := make([]*x509.Certificate, len(raw))
+			for i, r := range raw {
+				c, err := x509.ParseCertificate(r)
+				if err != nil {
+					return err
+				}
+				certs[i] = c
+			}
+			if len(certs) == 0 {
+				return errors.New("cluster link: the peer sent no certificate")
+			}
+			inter := x509.NewCertPool()
+			for _, c := range certs[1:] {
+				inter.AddCert(c)
+			}
+			_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+			return err
+		},
+	}
 }
 
 // redisLogger is go-redis's logger writing to the server's log, at

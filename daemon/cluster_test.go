@@ -42,6 +42,7 @@ func TestClusterNodeFromSettings(t *testing.T) {
 		{"bind 0.0.0.0", func(c *server.Config) { c.Bind = []string{"0.0.0.0"} }, "set cluster-announce-ip"},
 		{"port 0", func(c *server.Config) { c.Port = 0 }, "port 0 cannot be announced"},
 		{"join nohost", func(c *server.Config) { c.ClusterJoin = []string{"nohost"} }, "member \"nohost\""},
+		{"tls-cluster without tls-port", func(c *server.Config) { c.TLSCluster = true }, "tls-cluster needs tls-port"},
 	} {
 		cfg := clusterConfig(7000)
 		c.edit(&cfg)

@@ -191,6 +191,10 @@ type Config struct {
 	// ClusterForward makes a node relay commands for slots it does not
 	// serve to their owners instead of answering MOVED. Default: false.
 	ClusterForward bool
+	// TLSCluster makes the cluster's links between nodes (hand-offs and
+	// forwarded commands) TLS connections to the peers' TLS ports, with
+	// this node's certificate and CAs; it needs TLSPort. Default: false.
+	TLSCluster bool
 	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
@@ -261,6 +265,9 @@ func (c *Config) Validate() error {
 // validateTLS checks the tls-* settings together, once all are read: a
 // config file may give them in any order.
 func (c *Config) validateTLS() error {
+	if c.TLSCluster && c.ClusterEnabled && c.TLSPort == 0 {
+		return errors.New("tls-cluster: needs tls-port")
+	}
 	if c.TLSPort == 0 || c.TLSConfig != nil {
 		return nil
 	}

@@ -407,6 +407,9 @@ var settings = []setting{
 	{name: "cluster-forward",
 		get: func(c *Config) string { return yesNo(c.ClusterForward) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
+	{name: "tls-cluster",
+		get: func(c *Config) string { return yesNo(c.TLSCluster) },
+		set: boolSetting(func(c *Config, b bool) { c.TLSCluster = b })},
 	{name: "cluster-weight",
 		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
 		set: func(c *Config, v string) error {

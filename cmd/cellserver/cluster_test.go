@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,13 @@ func TestClusterSettings(t *testing.T) {
 		if _, _, err := parseArgs(args, &bytes.Buffer{}); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
+	}
+	if cfg, _, err := parseArgs([]string{"--tls-cluster", "yes"}, &bytes.Buffer{}); err != nil || !cfg.TLSCluster {
+		t.Errorf("--tls-cluster yes: %v, %v", cfg.TLSCluster, err)
+	}
+	// In cluster mode it needs a TLS port.
+	if _, _, err := parseArgs([]string{"--cluster-enabled", "yes", "--cluster-secret", "s", "--tls-cluster", "yes"}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "tls-cluster: needs tls-port") {
+		t.Errorf("tls-cluster without tls-port: %v", err)
 	}
 	for _, w := range []string{"-1", "1000001", "nan", "NaN", "inf"} {
 		if _, _, err := parseArgs([]string{"--cluster-weight", w}, &bytes.Buffer{}); err == nil {

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
+)
+
+// fuzzPeer is the live member FuzzImport's messages come from; it owns no
+// slot (weight 0), so the node under test owns every one.
+var fuzzPeer = strings.Repeat("b", 40)
+
+// importNode returns a node that has not started gossip, with an engine
+// whose clock is frozen at t0, fuzzPeer as its one other member, and
+// every slot pending (waiting for a hand-off), as after a join.
+func importNode(t testing.TB) *Node {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.Secret, cfg.ID = "127.0.0.1", 7000, "s3cret", strings.Repeat("a", 40)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(engine.Config{Shards: 4, Clock: engine.NewManualClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	n.eng = eng
+	n.gossiped[fuzzPeer] = memberMeta{IP: "127.0.0.1", Port: 7001, BusPort: 17001, Weight: 0}
+	for s := range n.slots {
+		n.slots[s].state.Store(pending)
+		n.prevOwner[s] = fuzzPeer
+	}
+	return n
+}
+
+// importSeeds are payloads of each kind's records, as hand-offs carry
+// them: one slot, two slots, a slot with no record.
+func importSeeds(t testing.TB) [][]byte {
+	eng, err := engine.New(engine.Config{Shards: 4, Clock: engine.NewManualClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	v := eng.NewView()
+	reqs := []*limiter.Request{
+		limiter.GCRAParams{Interval: 6e9, Tolerance: 36e9, Limit: 6, Increment: 6e9}.Request(),
+		limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 60, Cost: 2}.Request(),
+		limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1}.Request(),
+		limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1, Exact: true}.Request(),
+		limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 3}.Request(),
+	}
+	for i, r := range reqs {
+		if _, err := v.Apply([]byte("{k}"+strconv.Itoa(i)), r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.Apply([]byte("other"), reqs[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	ks, os := engine.Slot([]byte("{k}")), engine.Slot([]byte("other"))
+	one := appendSlot(nil, ks, v.ExportSlot(ks))
+	two := appendSlot(appendSlot(nil, ks, v.ExportSlot(ks)), os, v.ExportSlot(os))
+	return [][]byte{one, two, appendSlot(nil, 7, nil), one[:len(one)-3], nil}
+}
+
+// FuzzImport hands Import messages whose flag and payload the fuzzer
+// chooses, signed with the cluster's key (unsigned, they stop at the
+// MAC), from a live member: whatever they hold, Import does not panic,
+// and takes a message only if its payload decodes.
+func FuzzImport(f *testing.F) {
+	for _, p := range importSeeds(f) {
+		for _, flag := range []string{"-", "restored", "more", "held", "leaving,more", "held,more", "x"} {
+			f.Add(flag, p)
+		}
+	}
+	n := importNode(f)
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	f.Fuzz(func(t *testing.T, flag string, payload []byte) {
+		mac := n.sign(fuzzPeer, n.ID(), ts, flag, payload)
+		err := n.Import([][]byte{[]byte(fuzzPeer), []byte(n.ID()), []byte(ts), []byte(flag), payload, []byte(mac)})
+		if _, derr := decodePayload(payload); err == nil && derr != nil {
+			t.Fatalf("Import took a payload that does not decode: %v", derr)
+		}
+	})
+}
+
+// FuzzImport's seeds reach past Import's checks: a payload of records is
+// taken, and a held slot is left to its sender.
+func TestImportSeeds(t *testing.T) {
+	n := importNode(t)
+	seeds := importSeeds(t)
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	for _, c := range []struct {
+		flag    string
+		payload []byte
+		slot    int
+		state   uint32
+	}{
+		{"-", seeds[1], engine.Slot([]byte("{k}")), serving},
+		{"held", seeds[2], 7, away},
+	} {
+		mac := n.sign(fuzzPeer, n.ID(), ts, c.flag, c.payload)
+		if err := n.Import([][]byte{[]byte(fuzzPeer), []byte(n.ID()), []byte(ts), []byte(c.flag), c.payload, []byte(mac)}); err != nil {
+			t.Fatalf("%s: %v", c.flag, err)
+		}
+		if st := n.slots[c.slot].state.Load(); st != c.state {
+			t.Errorf("%s: slot %d in state %d, want %d", c.flag, c.slot, st, c.state)
+		}
+	}
+	if got := n.eng.NewView().DBSize(); got != 6 {
+		t.Errorf("%d keys imported, want 6", got)
+	}
+}

@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testkit"
+)
+
+// A hand-off goes in messages a receiver takes whatever its client
+// limits: b's client port takes no argument over 5 KiB (as
+// proto-max-bulk-len does, at 1 MiB or more; a's messages are bounded at
+// 4 KiB here, scaled down as b's limit is, so that the test is quick),
+// and a's keys, 250 KB of them, reach it all the same, each with its
+// state. A slot with a record b will not take cannot move: it stays
+// served by a, b sends its clients there (MOVED) instead of serving it
+// empty, a reports it, and every other slot moves.
+func TestHandoffInChunks(t *testing.T) {
+	a := startNode(t) // on UDP: the leave at the end needs it (see TestHandoffOnJoinAndLeave)
+	var keys []string
+	for i := range 2000 {
+		k := fmt.Sprintf("user:%d:%s", i, strings.Repeat("x", 100))
+		keys = append(keys, k)
+		exhaust(t, a, k)
+	}
+	bigSlots := map[int]bool{}
+	for i := 0; len(bigSlots) < 16; i++ {
+		k := fmt.Sprintf("big%d:%s", i, strings.Repeat("y", 6<<10))
+		if bigSlots[engine.Slot([]byte(k))] {
+			continue
+		}
+		bigSlots[engine.Slot([]byte(k))] = true
+		keys = append(keys, k)
+		exhaust(t, a, k)
+	}
+	b := startNode(t)
+	a.chunk = 4 << 10 // maxChunk and a receiver's least limit, scaled down
+	b.maxBulk.Store(5 << 10)
+	if err := b.Meet("127.0.0.1", a.cfg.Port, a.cfg.BusPort); err != nil {
+		t.Fatal(err)
+	}
+	var held []int // the big keys' slots b owns
+	testkit.Until(t, 30*time.Second, "the slots to move but those with a big key", func() error {
+		ta, tb := a.routes.Load(), b.routes.Load()
+		if len(ta.members) != 2 || len(tb.members) != 2 || ta.m.Owner != tb.m.Owner {
+			return fmt.Errorf("the nodes do not agree on the map yet")
+		}
+		held = held[:0]
+		for s := range engine.SlotCount {
+			for _, n := range []*testNode{a, b} {
+				if st := n.slots[s].state.Load(); st == moving || st == pending {
+					return fmt.Errorf("slot %d: still being handed over", s)
+				}
+			}
+			ra, _ := a.Peek(s)
+			rb, addr := b.Peek(s)
+			switch {
+			case bigSlots[s] && ta.m.OwnerID(s) == b.ID():
+				held = append(held, s)
+				if ra != commands.RouteLocal || rb != commands.RouteMoved || addr != a.addr {
+					return fmt.Errorf("slot %d, which cannot move: a %v, b %v %s; want a serving it, b sending its clients there", s, ra, rb, addr)
+				}
+			case (ra == commands.RouteLocal) == (rb == commands.RouteLocal):
+				return fmt.Errorf("slot %d: served by a %v, by b %v", s, ra == commands.RouteLocal, rb == commands.RouteLocal)
+			case ta.m.OwnerID(s) == b.ID() && rb != commands.RouteLocal:
+				return fmt.Errorf("slot %d: b owns it and does not serve it", s)
+			}
+		}
+		return nil
+	})
+	if len(held) == 0 {
+		t.Fatal("b owns none of the big keys' slots: the test needs some")
+	}
+	if got := a.Stats().SlotsHeld; got != len(held) {
+		t.Errorf("a reports %d slots it could not hand over, want %d", got, len(held))
+	}
+	if top := a.Topology(); top.SlotsHeld != len(held) {
+		t.Errorf("a's topology reports %d slots it could not hand over, want %d", top.SlotsHeld, len(held))
+	}
+	onB := 0
+	for _, o := range spentOnOwners(t, keys, a, b) {
+		if o == b {
+			onB++
+		}
+	}
+	if onB < len(keys)/4 {
+		t.Errorf("%d of %d keys moved to b, want about half", onB, len(keys))
+	}
+	// a cannot leave with the held slots' keys: it says so at once, not
+	// at its leave timeout, and b serves them (empty) once a has gone.
+	began := time.Now()
+	if err := a.Leave(); !errors.Is(err, ErrLeaveTime) || time.Since(began) > 10*time.Second {
+		t.Fatalf("Leave with %d held slots: %v after %v; want %v at once", len(held), err, time.Since(began), ErrLeaveTime)
+	}
+	_ = a.Close() // as package daemon does after Leave
+	testkit.Until(t, 15*time.Second, "b to serve every slot", func() error {
+		for s := range engine.SlotCount {
+			if r, _ := b.Peek(s); r != commands.RouteLocal {
+				return fmt.Errorf("slot %d: %v", s, r)
+			}
+		}
+		return nil
+	})
+}
