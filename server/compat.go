@@ -207,7 +207,6 @@ var directives = map[string]directive{
 	"tls-session-cache-size":    accept,
 	"tls-session-cache-timeout": accept,
 	"tls-replication":           accept,
-	"tls-cluster":               only("cellserver's cluster traffic does not run over TLS", "no"),
 	// Encodings of Redis's data types, which cellserver does not have.
 	"hash-max-listpack-entries": accept,
 	"hash-max-listpack-value":   accept,

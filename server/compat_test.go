@@ -118,7 +118,6 @@ func TestRedisConfEnabledForms(t *testing.T) {
 		{"aclfile /etc/redis/users.acl", "no ACL users"},
 		{"user alice on >s3cret ~* +@all", "no ACL users"},
 		{"tls-key-file-pass s3cret", "unencrypted private key"},
-		{"tls-cluster yes", "does not run over TLS"},
 		{"min-replicas-to-write 1", "no replicas"},
 		{"maxmemory-clients 1g", "does not evict clients"},
 		{"syslog-enabled yes", "not syslog"},
