@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/persist"
@@ -32,6 +33,11 @@ type Daemon struct {
 	srv  *server.Server
 	node *cluster.Node // nil: cluster mode off
 	p    *persistence  // nil: persistence off
+
+	ready    chan struct{} // Ready
+	stopping chan struct{} // Stopping
+	stopOnce sync.Once
+	http     httpConfig // the metrics' HTTP server's bounds
 }
 
 // New builds the parts cfg asks for and wires them together: it reads the
@@ -53,7 +59,7 @@ func New(cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{}
+	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig()}
 	node, err := newClusterNode(&scfg, func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
 	if err != nil {
 		if store != nil {
@@ -101,8 +107,10 @@ func (d *Daemon) Run() error {
 			startNode = nil
 		}
 	}
+	loaded := make(chan struct{})
+	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(metricsSource{srv, d.p, node}, d.cfg.MetricsAddr)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -111,8 +119,17 @@ func (d *Daemon) Run() error {
 	}
 	loadErr := make(chan error, 1)
 	if d.p != nil {
-		d.p.restore(srv, d.cfg, startNode, loadErr)
+		restored := make(chan error, 1)
+		d.p.restore(srv, d.cfg, startNode, restored)
+		go func() {
+			err := <-restored
+			if err == nil && !srv.Loading() {
+				close(loaded)
+			}
+			loadErr <- err
+		}()
 	} else {
+		close(loaded)
 		loadErr <- nil
 	}
 	err := srv.ListenAndServe()
@@ -135,6 +152,7 @@ func (d *Daemon) Run() error {
 // shuts down (server.Server.Shutdown: the last snapshot, with persistence
 // on). It returns ctx's error if ctx ends first.
 func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.markStopping()
 	if d.node != nil {
 		if err := d.node.Leave(); err != nil && !errors.Is(err, cluster.ErrNotStarted) {
 			d.srv.Logf("warning", "cluster: leaving: %v", err)
@@ -147,6 +165,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 // Close stops the daemon without waiting: the node closes without handing
 // its slots off, and the server closes (server.Server.Close).
 func (d *Daemon) Close() error {
+	d.markStopping()
 	if d.node != nil {
 		_ = d.node.Close()
 	}

@@ -72,6 +72,7 @@ func (s *Server) ListenAndServe() error {
 			}
 		}
 	}
+	s.listenOnce.Do(func() { close(s.listening) })
 	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
 	if tlsPort != 0 {
 		s.log.Logf("notice", "Ready to accept connections tls on %s port %d", binds, tlsPort)
@@ -201,6 +202,7 @@ func (s *Server) release(c *conn) {
 // for the first to finish.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
+		close(s.stopping)
 		go func() {
 			s.mu.Lock()
 			s.closing = true
@@ -242,6 +244,13 @@ func (s *Server) Close() error {
 
 // Done is closed once a shutdown (Shutdown, Close or SHUTDOWN) is complete.
 func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Stopping is closed when a shutdown (Shutdown, Close or SHUTDOWN) begins.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+// Listening is closed once ListenAndServe listens on every address it
+// was given: from then on the ports accept connections.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
 
 // Addrs returns the addresses the server is listening on.
 func (s *Server) Addrs() []net.Addr {
