@@ -92,6 +92,7 @@ func New(cfg Config) (*Daemon, error) {
 // first error starting a part or listening. It stops the metrics' HTTP
 // server and closes the node before it returns.
 func (d *Daemon) Run() error {
+	defer d.markStopping()
 	srv, node := d.srv, d.node
 	var startNode func() error
 	if node != nil {

@@ -34,7 +34,6 @@ func only(why string, values ...string) directive {
 
 var directives = map[string]directive{
 	"daemonize":                   only("cellserver does not daemonize; run it in the foreground under a supervisor (systemd, a container)", "no"),
-	"supervised":                  accept,
 	"databases":                   only("cellserver has one database, 0", "1"),
 	"tcp-keepalive":               accept, // Go keeps TCP connections alive (15 s probes)
 	"tcp-backlog":                 accept,
