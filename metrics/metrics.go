@@ -101,6 +101,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	describeCluster(ch)
 	describeSnapshots(ch)
+	describeMemory(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -143,6 +144,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
+	collectMemory(c.src.Engine().UsedMemory(), st.MaxMemory, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime
