@@ -86,8 +86,9 @@ func New(cfg Config) (*Daemon, error) {
 // SHUTDOWN: the cluster node joins its cluster (with persistence, once
 // the keys are restored, so that it joins knowing which keys it holds;
 // until then the server answers -LOADING), the metrics' HTTP server
-// listens, the keys are restored in the background, and the server listens
-// on its ports. After a shutdown Run returns nil, or the error that made
+// listens (/metrics, /healthz, /readyz), the keys are restored in the
+// background, and the server listens on its ports; Ready is closed once it
+// serves. After a shutdown Run returns nil, or the error that made
 // restoring the keys or starting the node fail; otherwise it returns the
 // first error starting a part or listening. It stops the metrics' HTTP
 // server and closes the node before it returns.

@@ -1,7 +1,8 @@
 // Package metrics owns cellserver's Prometheus exposition: a
 // prometheus.Collector that reads, when Prometheus scrapes, the counters
-// engine/, commands/ and server/ already keep, and the HTTP handler that
-// serves them with the Go and process collectors. Nothing on the request
+// engine/, commands/ and server/ already keep, the HTTP handler that
+// serves them with the Go and process collectors, and the health
+// endpoints' handlers (/healthz, /readyz; health.go). Nothing on the request
 // path calls into this package or client_golang: commands and connections
 // bump plain per-client and per-shard counters, and Collect sums them.
 //
