@@ -112,7 +112,6 @@ type cmdHarness struct {
 
 func newServer(tb testing.TB) *server.Server {
 	cfg := server.DefaultConfig()
-	cfg.Port = 0
 	cfg.LogLevel = "nothing"
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -119,16 +119,22 @@ type Client struct {
 	opt   Options
 	br    *breaker
 	local *local
+	dials *dialNotes
 }
 
-// New returns a Client over rdb, which it does not close.
+// New returns a Client over rdb, which it does not close. It adds a hook
+// to rdb (to each node's client of a ClusterClient or Ring created from
+// then on) that notes failed dials, so that a call that timed out while
+// go-redis retried a refused connection reports the dial's error.
 func New(rdb redis.UniversalClient, opt Options) (*Client, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
 	opt.EnsureDefaults()
-	return &Client{rdb: rdb, opt: opt, local: newLocal(opt.LocalMaxKeys),
-		br: &breaker{threshold: opt.FailureThreshold, openFor: opt.OpenFor, now: opt.Now, emit: opt.OnEvent}}, nil
+	c := &Client{rdb: rdb, opt: opt, local: newLocal(opt.LocalMaxKeys), dials: &dialNotes{},
+		br: &breaker{threshold: opt.FailureThreshold, openFor: opt.OpenFor, now: opt.Now, emit: opt.OnEvent}}
+	c.dials.watch(rdb)
+	return c, nil
 }
 
 // BreakerState returns the circuit breaker's state.
@@ -227,8 +233,20 @@ func isReplyError(err error) bool {
 	return errors.As(err, &re) || errors.Is(err, errReply)
 }
 
-// remote sends the checks to the server within the call timeout.
+// remote sends the checks to the server within the call timeout. When
+// the timeout ends the call after a failed dial, the error names the
+// dial's error first (dialNotes).
 func (c *Client) remote(ctx context.Context, checks []Check) (Decision, error) {
+	mark := c.dials.mark()
+	d, err := c.send(ctx, checks)
+	if err != nil && ctx.Err() == nil {
+		err = c.dials.explain(err, mark)
+	}
+	return d, err
+}
+
+// send sends the checks to the server within the call timeout.
+func (c *Client) send(ctx context.Context, checks []Check) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
 	defer cancel()
 	if len(checks) == 1 {

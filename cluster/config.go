@@ -43,7 +43,9 @@ type Config struct {
 	// authenticates hand-offs. Required.
 	Secret string
 	// Weight is this node's share of the slots relative to the others'
-	// (1 each by default); 0 owns none.
+	// (1 each by default), from 0 (owns none) to MaxWeight; the slot map
+	// counts no member's weight for more than MaxWeightRatio times the
+	// members' median (see Assign). Default: 1.
 	Weight float64
 	// Password is what the hand-off connection sends with AUTH to a peer
 	// (requirepass; every node is assumed to share it). Default: none.
@@ -68,6 +70,15 @@ type Config struct {
 	// Logf, when set, receives the node's log lines at a level ("debug",
 	// "verbose", "notice", "warning"). Default: nil, discarded.
 	Logf func(level, format string, args ...any)
+	// GossipMaxStreams is how many inbound gossip streams (memberlist's
+	// TCP connections: state exchanges, joins, fallback pings) a node
+	// serves at once; one over that is closed unread. Default: 32.
+	GossipMaxStreams int
+	// GossipMaxStreamBytes is the most a gossip stream may carry, read
+	// before the cluster secret authenticates it; a longer one is
+	// dropped. A state exchange carries about 250 bytes per member, so
+	// the default, 512 KiB, holds about 2,000 members. Default: 512 KiB.
+	GossipMaxStreamBytes int
 	// Transport, when set, carries the gossip in place of memberlist's own
 	// TCP and UDP transport on BindAddr:BusPort: tests run several nodes
 	// in one process on a memberlist.MockNetwork (internal/testkit's
@@ -84,15 +95,24 @@ func DefaultConfig() Config {
 		HandoffTimeout: 10 * time.Second,
 		PendingTimeout: 30 * time.Second,
 		LeaveTimeout:   30 * time.Second,
+
+		GossipMaxStreams:     32,
+		GossipMaxStreamBytes: 512 << 10,
 	}
 }
 
 // ErrConfig is wrapped by every error Validate returns.
 var ErrConfig = errors.New("cluster: bad configuration")
 
-// EnsureDefaults fills in the settings whose defaults derive from others:
-// ID, BindAddr and BusPort.
+// EnsureDefaults fills in the settings whose defaults derive from others
+// (ID, BindAddr and BusPort), and the gossip limits left at 0.
 func (c *Config) EnsureDefaults() {
+	if c.GossipMaxStreams == 0 {
+		c.GossipMaxStreams = DefaultConfig().GossipMaxStreams
+	}
+	if c.GossipMaxStreamBytes == 0 {
+		c.GossipMaxStreamBytes = DefaultConfig().GossipMaxStreamBytes
+	}
 	if c.ID == "" {
 		var b [20]byte
 		_, _ = rand.Read(b[:])
@@ -123,8 +143,11 @@ func (c *Config) Validate() error {
 	if c.Secret == "" {
 		return bad("a cluster secret is required")
 	}
-	if c.Weight < 0 {
-		return bad("weight %v is negative", c.Weight)
+	if !(c.Weight >= 0 && c.Weight <= MaxWeight) { // NaN too
+		return bad("weight %v is not from 0 to %d", c.Weight, MaxWeight)
+	}
+	if c.GossipMaxStreams < 0 || c.GossipMaxStreamBytes < 0 {
+		return bad("gossip limits must not be negative")
 	}
 	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 {
 		return bad("timeouts must be positive")

@@ -6,6 +6,42 @@
 // holds when it joins (a restored snapshot) go to their slots' owners as
 // restored copies, taken where no live copy is.
 //
+// A member's weight (cluster-weight) is what it gossips, so the slot map
+// does not take it on its word: Assign counts a weight from 0 to
+// MaxWeight, and at most MaxWeightRatio (4) times the lower median of the
+// weights of the members that own slots. The median is what the members
+// agree on without a vote: every node computes it from the same
+// gossiped set, and one node, or any minority, cannot move it, so a node
+// advertising 1e9 (misconfigured, or joined by whoever holds the secret)
+// owns what a node of four times the median would: 4/5 of the slots
+// beside one ordinary node, 4/7 beside three, 4/(N+3) among N-1. A
+// cluster whose weights differ by more than that ratio gets the ratio.
+// The bound limits one node's share, not the secret's power: whoever
+// holds the secret can still join many nodes.
+//
+// The gossip port answers anyone before the secret authenticates them:
+// memberlist reads a whole encrypted stream message, up to 20 MB, before
+// it decrypts it, and serves every connection at once, with no setting
+// for either (its keyring and label authenticate only what it has read;
+// its TCPTimeout bounds a stream's time, not its bytes). So the node
+// gossips through limitedTransport (gossipnet.go), a wrapper around the
+// transport as memberlist's own label wrapper is: at most
+// Config.GossipMaxStreams (32) inbound streams are open at once, one more
+// being closed unread, and a stream reads at most
+// Config.GossipMaxStreamBytes (512 KiB, a state exchange of about 2,000
+// members) before it is dropped. Connections to the gossip port hold at
+// most about 32 x 1 MiB (the buffers grow by doubling), not 20 MB each.
+// The wrapper is written here because nothing fits: x/net's
+// netutil.LimitListener needs the listener, which memberlist's
+// NetTransport makes and keeps, and it stalls Accept rather than closing
+// the extra connection; io.LimitReader is no net.Conn, and its io.EOF at
+// the limit would read as a peer that hung up, where memberlist logs the
+// wrapper's own error as a stream refused.
+//
+// Meet (CLUSTER MEET) returns once the address parses and joins in the
+// background, logging a failure, as Redis does: its reply is the same
+// whether anything answers at the address, so it is no port scanner.
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and

@@ -127,8 +127,22 @@ func (n *Node) dropPeer(addr string) {
 	}
 }
 
-// Meet joins the cluster of the member whose client port is port at host;
-// its gossip port is busPort, or port+BusPortOffset when busPort is 0.
+// maxPendingMeets bounds the CLUSTER MEETs waiting for meetLoop.
+const maxPendingMeets = 16
+
+// meetReq is one CLUSTER MEET waiting for meetLoop.
+type meetReq struct {
+	member string // as given: host:port[@busport]
+	addr   string // its gossip address
+}
+
+// Meet starts joining the cluster of the member whose client port is port
+// at host; its gossip port is busPort, or port+BusPortOffset when busPort
+// is 0. It returns once the address is checked, before anything is
+// dialed, as Redis's CLUSTER MEET does: the join runs in meetLoop, which
+// logs its failure, so that the reply says nothing of what answers at
+// the address (CLUSTER MEET is no port scanner). Up to maxPendingMeets
+// wait their turn; one more is dropped, with a warning in the log.
 func (n *Node) Meet(host string, port, busPort int) error {
 	if n.closed.Load() {
 		return ErrClosed
@@ -144,12 +158,38 @@ func (n *Node) Meet(host string, port, busPort int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := n.ml.Join([]string{a}); err != nil {
-		return err
+	select {
+	case n.meets <- meetReq{member: m, addr: a}:
+	default:
+		n.logf("warning", "cluster: CLUSTER MEET %s dropped: %d meets already waiting", m, maxPendingMeets)
 	}
-	n.syncMembers([]string{a})
-	n.poke()
 	return nil
+}
+
+// meetLoop runs the CLUSTER MEETs, one at a time, until Close. Close
+// does not wait for a meet under way, whose dial of an address that never
+// answers would hold a shutdown for memberlist's TCP timeout (10 s); such
+// a meet ends within that time, and does nothing once Close has begun.
+func (n *Node) meetLoop() {
+	for {
+		var m meetReq
+		select {
+		case <-n.stop:
+			return
+		case m = <-n.meets:
+		}
+		_, err := n.ml.Join([]string{m.addr})
+		if n.stopping() {
+			return
+		}
+		if err != nil {
+			n.logf("warning", "cluster: CLUSTER MEET %s: %v", m.member, err)
+			continue
+		}
+		n.syncMembers([]string{m.addr})
+		n.logf("notice", "cluster: met %s", m.member)
+		n.poke()
+	}
 }
 
 // syncMembers exchanges state with every member this node knows of
@@ -165,13 +205,16 @@ func (n *Node) syncMembers(done []string) {
 	for _, a := range done {
 		skip[a] = true
 	}
+	// The members as the events copied them: memberlist's Members()
+	// returns nodes it changes in place, racing with a read here.
 	var addrs []string
-	for _, m := range n.ml.Members() {
-		a := m.Address()
-		if m.Name != n.cfg.ID && !skip[a] {
+	n.gossipedMu.Lock()
+	for _, md := range n.gossiped {
+		if a := net.JoinHostPort(md.IP, strconv.Itoa(md.BusPort)); !skip[a] {
 			addrs = append(addrs, a)
 		}
 	}
+	n.gossipedMu.Unlock()
 	if len(addrs) == 0 {
 		return
 	}

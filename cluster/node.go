@@ -58,6 +58,7 @@ type Node struct {
 
 	lifeMu       sync.Mutex     // serializes Start and Close
 	rejoining    sync.WaitGroup // the rejoin goroutine, when Start could not join
+	meets        chan meetReq   // CLUSTER MEETs waiting for meetLoop
 	started      atomic.Bool
 	keysOut      atomic.Int64  // keys handed to other nodes
 	keysIn       atomic.Int64  // keys received from other nodes
@@ -89,7 +90,7 @@ func New(cfg Config) (*Node, error) {
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	n := &Node{
 		cfg: cfg, seenMACs: map[string]int64{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
-		handoffKey: k[:], reconcileNow: make(chan struct{}, 1),
+		handoffKey: k[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, Weight: cfg.Weight, Started: time.Now().UnixMilli()},
 	}
@@ -133,11 +134,14 @@ func (n *Node) Start(eng *engine.Engine) error {
 	mc.Delegate = (*delegate)(n)
 	mc.Events = (*delegate)(n)
 	mc.Logger = log.New(logWriter{n}, "", 0)
-	if n.cfg.Transport != nil {
-		mc.Transport = n.cfg.Transport
+	tr, err := n.gossipTransport(mc)
+	if err != nil {
+		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
+	mc.Transport = tr
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		_ = tr.Shutdown()
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	n.ml = ml
@@ -189,6 +193,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.reconcile()
 	n.started.Store(true)
 	go n.loop()
+	go n.meetLoop()
 	if rejoin != nil {
 		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
@@ -211,6 +216,7 @@ func (n *Node) Close() error {
 		close(n.stop)
 		<-n.stopped
 		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
+		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}
 	n.connsMu.Lock()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -111,5 +112,46 @@ func TestAssignEmpty(t *testing.T) {
 	one := Assign(members(1))
 	if c := one.Count(); c[one.Members[0].ID] != engine.SlotCount {
 		t.Fatalf("a single node owns %v, want every slot", c)
+	}
+}
+
+// TestAssignBoundsWeight: a member advertising a weight of 1e9 owns no
+// more than a member of MaxWeightRatio times the median weight would,
+// MaxWeightRatio/(MaxWeightRatio+N-1) of the slots among N-1 ordinary
+// ones, whatever the cluster size; a weight that is not a number owns
+// nothing, and honest weights within the ratio keep their shares.
+func TestAssignBoundsWeight(t *testing.T) {
+	for _, n := range []int{2, 4, 10} {
+		ms := members(n)
+		greedy := ms[n-1].ID
+		ms[n-1].Weight = 1e9
+		got := Assign(ms).Count()[greedy]
+		bound := float64(engine.SlotCount) * MaxWeightRatio / float64(MaxWeightRatio+n-1)
+		if float64(got) > bound*1.05 {
+			t.Errorf("%d members: weight 1e9 owns %d slots, want at most about %.0f", n, got, bound)
+		}
+		ms[n-1].Weight = MaxWeightRatio // the cap itself: the same share
+		if capped := Assign(ms).Count()[greedy]; capped != got {
+			t.Errorf("%d members: weight 1e9 owns %d slots, weight %d owns %d; want the same", n, got, MaxWeightRatio, capped)
+		}
+	}
+	// Two members over the ratio are bounded by the median too: the
+	// lower median of {1, 1, 1e9, 1e9} is 1.
+	ms := members(4)
+	ms[2].Weight, ms[3].Weight = 1e9, 1e9
+	c := Assign(ms).Count()
+	if got := c[ms[2].ID] + c[ms[3].ID]; float64(got) > float64(engine.SlotCount)*8/10*1.05 {
+		t.Errorf("two members of weight 1e9 among 4 own %d slots, want at most about 8/10", got)
+	}
+	ms = members(3)
+	ms[2].Weight = math.NaN()
+	if got := Assign(ms).Count()[ms[2].ID]; got != 0 {
+		t.Errorf("weight NaN owns %d slots, want 0", got)
+	}
+	// Every member at MaxWeight (or over it) splits the slots evenly.
+	ms = members(2)
+	ms[0].Weight, ms[1].Weight = MaxWeight, 2*MaxWeight
+	if got := Assign(ms).Count()[ms[1].ID]; got < 7700 || got > 8700 {
+		t.Errorf("weights %d and %d: the larger owns %d slots, want about half (both count as MaxWeight)", MaxWeight, 2*MaxWeight, got)
 	}
 }

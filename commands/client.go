@@ -82,7 +82,7 @@ type Client struct {
 	flushFunc func() bool  // ClientOptions.Flush
 
 	authenticated bool
-	authFailures  int           // failed AUTH in a row (authguard.go)
+	authFailures  int           // failed AUTH in a row (cmd_connection.go)
 	inExec        bool          // running EXEC's queue, its keys' shard locks held
 	done          chan struct{} // closed by Kill
 	resp          int           // 2 or 3
@@ -141,6 +141,9 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 		done: make(chan struct{}),
+	}
+	if o.Writer != nil {
+		o.Writer.errs = &t.errors // INFO errorstats counts its error replies
 	}
 	c.view = t.host.Engine().NewView()
 	n := len(t.list)

@@ -31,12 +31,18 @@ func registerConnection(t *Table) {
 			Args:    []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 		{Name: "select", Arity: 2, Flags: FlagFast, Handler: selectDB,
 			Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
+		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti, Handler: reset,
+			Summary: "Resets the connection as if it had just connected: RESP2, no MULTI, no name, not authenticated when a password is set.",
+			Since:   "6.2.0"},
 		{Name: "client", Arity: -2, Handler: client,
 			Summary: "Connection management: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, MAINT_NOTIFICATIONS.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 	}
 	for _, r := range rows {
-		r.Group, r.Since, r.Complexity = "connection", "1.0.0", "O(1)"
+		r.Group, r.Complexity = "connection", "O(1)"
+		if r.Since == "" {
+			r.Since = "1.0.0"
+		}
 		t.Register(r)
 	}
 }
@@ -55,6 +61,26 @@ func echo(c *Client, req *Request) { c.W.WriteBulk(req.Args[1]) }
 func quit(c *Client, _ *Request) {
 	c.writeOK()
 	c.closeAfter = true
+}
+
+// reset is Redis 6.2's RESET: the connection's state as a new
+// connection's. It drops a MULTI block (cellserver has no WATCH, pub/sub,
+// MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
+// the connection's name (not its CLIENT SETINFO library, as Redis keeps
+// it), goes back to RESP2 and database 0, and, when a password is set,
+// to unauthenticated. The failed-AUTH count of the connection is kept,
+// so that RESET cannot start a guesser's delays afresh.
+func reset(c *Client, _ *Request) {
+	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
+	c.multiSlot = -1
+	c.asking = false
+	c.resp = 2
+	c.authenticated = c.host.RequirePass() == ""
+	c.mu.Lock()
+	c.respShared = 2
+	c.name = ""
+	c.mu.Unlock()
+	c.W.WriteString("RESET")
 }
 
 func selectDB(c *Client, req *Request) {
@@ -83,9 +109,8 @@ func auth(c *Client, req *Request) {
 			return
 		}
 	}
-	if !c.checkPassword(user, hasUser, pass) {
-		c.authFailed(user, hasUser)
-		c.fail(errWrongPass)
+	if msg := c.authenticate(user, hasUser, pass); msg != "" {
+		c.fail(msg)
 		return
 	}
 	c.authOK()
@@ -114,9 +139,8 @@ func hello(c *Client, req *Request) {
 	for ; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "auth") && i+2 < len(args):
-			if !c.checkPassword(args[i+1], true, args[i+2]) {
-				c.authFailed(args[i+1], true)
-				c.fail(errWrongPass)
+			if msg := c.authenticate(args[i+1], true, args[i+2]); msg != "" {
+				c.fail(msg)
 				return
 			}
 			authed = true
@@ -428,7 +452,8 @@ func (c *Client) kill(cl *Client) {
 	cl.Kill()
 }
 
-// Failed AUTH is logged and slowed down:
+// Failed AUTH is limited per address and in total (authguard.go), and
+// logged and slowed down per connection:
 //
 //   - Each failure (AUTH or HELLO … AUTH) is logged at warning level, at
 //     most one line per authLogEvery server-wide; a line counts the

@@ -73,6 +73,7 @@ func TestCheckPassword(t *testing.T) {
 // sleeps.
 func TestAuthFailuresAreLoggedAndSlowed(t *testing.T) {
 	h := newHarness(t, "pw")
+	h.table.SetAuthLimits(AuthLimits{}) // this connection's slow-down alone: no budget refuses (TestAuthBudget)
 	ms := time.Millisecond
 	for range 10 {
 		if got := h.do("AUTH", "wrong"); got != errReply(errWrongPass) {
@@ -202,5 +203,56 @@ func TestClientCommands(t *testing.T) {
 	// Killing oneself answers first, then closes.
 	if got := h.do("CLIENT", "KILL", "ID", "7", "SKIPME", "no"); got != ":1\r\n" || !h.c.CloseAfterReply() {
 		t.Fatalf("self-kill: %q, close after reply %v", got, h.c.CloseAfterReply())
+	}
+}
+
+// TestReset: RESET (Redis 6.2) leaves the connection as a new one: MULTI
+// dropped, RESP2, no name (CLIENT SETINFO's library kept, as Redis keeps
+// it), ASKING forgotten, and unauthenticated when a password is set. It
+// needs no AUTH and runs at once inside MULTI.
+func TestReset(t *testing.T) {
+	h := newHarness(t, "pw")
+	if got := h.do("RESET"); got != "+RESET\r\n" {
+		t.Fatalf("RESET before AUTH: %q", got)
+	}
+	if got := h.do("HELLO", "3", "AUTH", "default", "pw", "SETNAME", "app"); !strings.HasPrefix(got, "%7\r\n") {
+		t.Fatalf("HELLO 3: %q", got)
+	}
+	h.do("CLIENT", "SETINFO", "LIB-NAME", "mylib")
+	h.do("ASKING")
+	h.do("MULTI")
+	if got := h.do("PING"); got != "+QUEUED\r\n" {
+		t.Fatalf("PING in MULTI: %q", got)
+	}
+	if got := h.do("RESET"); got != "+RESET\r\n" {
+		t.Fatalf("RESET in MULTI: %q", got)
+	}
+	if h.c.multi || h.c.queue != nil || h.c.asking || h.c.resp != 2 {
+		t.Fatalf("after RESET: multi %v queue %v asking %v resp %d", h.c.multi, h.c.queue, h.c.asking, h.c.resp)
+	}
+	if got := h.do("EXEC"); got != errReply(errNoAuth) {
+		t.Fatalf("after RESET a password is needed again: %q", got)
+	}
+	h.do("AUTH", "pw")
+	if got := h.do("EXEC"); got != errReply(errExecNoMulti) {
+		t.Fatalf("EXEC after RESET: %q", got)
+	}
+	if got := h.do("CLIENT", "GETNAME"); got != "$-1\r\n" {
+		t.Fatalf("the name after RESET (RESP2 null): %q", got)
+	}
+	if info := h.do("CLIENT", "INFO"); !strings.Contains(info, " name= ") || !strings.Contains(info, " resp=2 ") || !strings.Contains(info, "lib-name=mylib ") {
+		t.Fatalf("CLIENT INFO after RESET: %q", info)
+	}
+
+	// With no password, RESET leaves the connection authenticated.
+	h = newHarness(t, "")
+	if got := h.do("RESET"); got != "+RESET\r\n" {
+		t.Fatal(got)
+	}
+	if got := h.do("PING"); got != "+PONG\r\n" {
+		t.Fatalf("PING after RESET without a password: %q", got)
+	}
+	if got := h.do("RESET", "x"); got != errReply(errArity("reset")) {
+		t.Fatalf("RESET x: %q", got)
 	}
 }

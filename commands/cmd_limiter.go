@@ -21,7 +21,7 @@ func registerLimiter(t *Table) {
 		n := 2 + len(spec.Params) // the name, the key, the integers
 		cmd := Command{
 			Name: spec.Command, Arity: -n, ArityError: spec.ArityError,
-			Flags: FlagWrite | FlagFast, FirstKey: 1, LastKey: 1, Step: 1,
+			Flags: FlagWrite | FlagFast | FlagNewKeys, FirstKey: 1, LastKey: 1, Step: 1,
 			Group: "rate-limit", Since: "1.0.0", Complexity: spec.Complexity, Summary: spec.Summary,
 			Args:    append([]Arg{{Name: "key", Type: "key"}}, limiterArgs(spec)...),
 			Kind:    k,
@@ -103,7 +103,9 @@ var errorTexts = []struct {
 
 // errorText returns the reply for an engine or limiter error; cell
 // selects redis-cell's wording, in which a word that is not what its
-// place takes is always "Couldn't parse as integer".
+// place takes is always "Couldn't parse as integer". In Redis's wording a
+// syntax error says what is wrong and how the call is written
+// (errSyntaxHint).
 func errorText(err error, cell bool) string {
 	i := 0
 	if cell {
@@ -111,6 +113,9 @@ func errorText(err error, cell bool) string {
 		if ae := (*limiter.ArgError)(nil); errors.As(err, &ae) {
 			return errCellParseInt + ae.Arg
 		}
+	}
+	if ae := (*limiter.ArgError)(nil); !cell && errors.As(err, &ae) && ae.Err == limiter.ErrSyntax && ae.Kind.Valid() {
+		return errSyntaxHint(ae)
 	}
 	for _, e := range errorTexts {
 		if errors.Is(err, e.err) && e.texts[i] != "" {
@@ -140,9 +145,9 @@ func registerMultiLimit(t *Table) {
 		}
 	}
 	t.Register(Command{
-		Name: "ml.throttle", Arity: -6, Flags: FlagWrite | FlagMovableKeys,
+		Name: "ml.throttle", Arity: -6, Flags: FlagWrite | FlagMovableKeys | FlagNewKeys,
 		FirstKey: 3, LastKey: 3, Step: 1, Keys: mlKeys,
-		Group: "rate-limit", Since: "1.1.0", Complexity: "O(N) for N limits",
+		Group: "rate-limit", Since: "1.1.0", Complexity: "O(N log N) for N limits",
 		Summary: "Applies several limits of any kinds all or nothing: if one refuses, none is charged.",
 		Args:    []Arg{{Name: "numlimits", Type: "integer"}, {Name: "limit", Type: "oneof", Multiple: true, Args: kinds}},
 		Handler: mlThrottle,
@@ -162,6 +167,12 @@ var errMLKind = func() string {
 	return "ERR unknown limit kind: each limit starts with " + strings.Join(words[:last], ", ") + " or " + words[last]
 }()
 
+// mlMaxLimits is the most limits one ML.THROTTLE call may apply
+// (errMLTooMany). The call holds the locks of its keys' shards while it
+// runs, so its length bounds how long others wait for them; a request's
+// limits are a handful (a user, a route, a tenant…), far below it.
+const mlMaxLimits = 1000
+
 // mlSpan is one limit of ML.THROTTLE: its kind and its words, the key
 // first.
 type mlSpan struct {
@@ -180,6 +191,9 @@ func mlSplit(args [][]byte) ([]mlSpan, string) {
 	}
 	if n < 1 {
 		return nil, errPositive("numlimits")
+	}
+	if n > mlMaxLimits {
+		return nil, errMLTooMany
 	}
 	if n > int64(len(args)) {
 		return nil, errMLCount

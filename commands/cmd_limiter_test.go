@@ -2,10 +2,13 @@ package commands
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
 )
 
 func TestReplies(t *testing.T) {
@@ -34,10 +37,11 @@ func TestReplies(t *testing.T) {
 		{"sw arity", []string{"SW.HIT", "k", "1"}, errReply("ERR wrong number of arguments for 'sw.hit' command")},
 		{"fw arity", []string{"FW.INCR", "k"}, errReply("ERR wrong number of arguments for 'fw.incr' command")},
 		{"tb not integer", []string{"TB.TAKE", "k", "1", "x", "1"}, errReply(errNotInteger)},
-		{"tb syntax", []string{"TB.TAKE", "k", "1", "1", "1", "5", "FOO"}, errReply(errSyntax)},
-		{"tb flag twice", []string{"TB.TAKE", "k", "1", "1", "1", "ms", "MS"}, errReply(errSyntax)},
-		{"tb cost after flag", []string{"TB.TAKE", "k", "1", "1", "1", "MS", "5"}, errReply(errSyntax)},
-		{"tb exact not allowed", []string{"TB.TAKE", "k", "1", "1", "1", "EXACT"}, errReply(errSyntax)},
+		{"tb syntax", []string{"TB.TAKE", "k", "1", "1", "1", "5", "FOO"}, errReply(errSyntax + ": 'FOO' is not an option of TB.TAKE; usage: TB.TAKE key capacity refill period [cost] [MS]")},
+		{"tb flag twice", []string{"TB.TAKE", "k", "1", "1", "1", "ms", "MS"}, errReply(errSyntax + ": MS is given twice; usage: TB.TAKE key capacity refill period [cost] [MS]")},
+		{"tb cost after flag", []string{"TB.TAKE", "k", "1", "1", "1", "MS", "5"}, errReply(errSyntax + ": options (MS) come after the cost; usage: TB.TAKE key capacity refill period [cost] [MS]")},
+		{"tb two costs", []string{"TB.TAKE", "k", "1", "1", "1", "5", "5"}, errReply(errSyntax + ": one integer too many ('5'); usage: TB.TAKE key capacity refill period [cost] [MS]")},
+		{"tb exact not allowed", []string{"TB.TAKE", "k", "1", "1", "1", "EXACT"}, errReply(errSyntax + ": 'EXACT' is not an option of TB.TAKE; usage: TB.TAKE key capacity refill period [cost] [MS]")},
 		{"tb capacity", []string{"TB.TAKE", "k", "0", "1", "1"}, errReply("ERR capacity must be a positive integer")},
 		{"tb refill", []string{"TB.TAKE", "k", "1", "0", "1"}, errReply("ERR refill must be a positive integer")},
 		{"tb period", []string{"TB.TAKE", "k", "1", "1", "-1"}, errReply("ERR period must be a positive integer")},
@@ -220,8 +224,9 @@ func TestMLThrottle(t *testing.T) {
 		{[]string{"ML.THROTTLE", "1", "XX", "n", "5", "60"}, errReply(errMLKind)},
 		{[]string{"ML.THROTTLE", "2", "FW", "n", "5", "60", "TB", "b", "1", "1"}, errReply(errMLShort)},
 		{[]string{"ML.THROTTLE", "1", "FW", "n", "5", "x"}, errReply(errNotInteger)},
-		{[]string{"ML.THROTTLE", "1", "FW", "n", "5", "60", "EXACT"}, errReply(errSyntax)},
-		{[]string{"ML.THROTTLE", "1", "CL", "n", "5", "60", "1", "MS"}, errReply(errSyntax)},
+		{[]string{"ML.THROTTLE", "1", "FW", "n", "5", "60", "EXACT"}, errReply(errSyntax + ": 'EXACT' is not an option of FW.INCR; usage: FW.INCR key limit window [cost] [MS]")},
+		{[]string{"ML.THROTTLE", "1", "SW", "n", "5", "60", "MS", "2"}, errReply(errSyntax + ": options (EXACT, MS) come after the cost; usage: SW.HIT key limit window [cost] [EXACT] [MS]")},
+		{[]string{"ML.THROTTLE", "1", "CL", "n", "5", "60", "1", "MS"}, errReply(errSyntax + ": 'MS' is not an option of CL.THROTTLE; usage: CL.THROTTLE key max_burst count period [quantity]")},
 		{[]string{"ML.THROTTLE", "1", "FW", "n", "5"}, errReply(errArity("ml.throttle"))},
 		// Key positions for cluster clients.
 		{[]string{"COMMAND", "GETKEYS", "ML.THROTTLE", "3", "CL", "{u}a", "1", "1", "1", "TB", "{u}b", "1", "1", "1", "7", "MS", "FW", "{u}c", "1", "1"},
@@ -309,5 +314,95 @@ func TestLimiterTop(t *testing.T) {
 		if !strings.Contains(info, line) {
 			t.Errorf("INFO limiter lacks %q:\n%s", line, info)
 		}
+	}
+}
+
+// TestMaxKeySize checks that every command that creates a key refuses one
+// longer than max-key-size before it runs, and that commands that only
+// read or remove keys take any key.
+func TestMaxKeySize(t *testing.T) {
+	h := newHarness(t, "")
+	long := strings.Repeat("k", DefaultMaxKeySize+1)
+	most := strings.Repeat("m", DefaultMaxKeySize)
+	tooLarge := errReply(errKeyTooLarge)
+	var calls [][]string
+	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
+		if !k.Base() {
+			continue
+		}
+		spec := k.Spec()
+		args := []string{spec.Command, long}
+		for range spec.Params {
+			args = append(args, "10")
+		}
+		calls = append(calls, args)
+		calls = append(calls, []string{"ML.THROTTLE", "1", spec.Word, long}, []string{"ML.THROTTLE", "2", "FW", "a", "5", "60", spec.Word, long})
+		calls[len(calls)-2] = append(calls[len(calls)-2], args[2:]...)
+		calls[len(calls)-1] = append(calls[len(calls)-1], args[2:]...)
+	}
+	for _, call := range calls {
+		if got := h.do(call...); got != tooLarge {
+			t.Errorf("%s with a key of %d bytes: got %.80q, want %q", call[0], len(long), got, tooLarge)
+		}
+		if fine := h.do(slices.Replace(slices.Clone(call), slices.Index(call, long), slices.Index(call, long)+1, most)...); strings.HasPrefix(fine, "-") {
+			t.Errorf("%s with a key of max-key-size bytes: %q", call[0], fine)
+		}
+		h.do("FLUSHALL")
+	}
+	if got := h.do("DBSIZE"); got != ":0\r\n" {
+		t.Fatalf("DBSIZE after refusals: %q", got)
+	}
+	// Inside MULTI the refusal comes at once and fails the transaction.
+	for _, s := range [][2]string{{"MULTI", "+OK\r\n"}, {"FW.INCR " + long + " 5 60", tooLarge}, {"EXEC", errReply(errExecAbort)}} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Fatalf("%.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+	// Reading and removing take any key; a larger max-key-size admits it.
+	for _, s := range [][2]string{
+		{"EXISTS " + long, ":0\r\n"}, {"TYPE " + long, "+none\r\n"}, {"DEL " + long, ":0\r\n"},
+	} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Errorf("%.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+	h.table.SetMaxKeySize(DefaultMaxKeySize + 1)
+	if got, want := h.do("FW.INCR", long, "5", "60"), ints(0, 5, 4, -1, 40); got != want {
+		t.Fatalf("FW.INCR after max-key-size raised: %q, want %q", got, want)
+	}
+	h.table.SetMaxKeySize(DefaultMaxKeySize)
+	for _, s := range [][2]string{{"EXISTS " + long, ":1\r\n"}, {"FW.INCR " + long + " 5 60", tooLarge}, {"DEL " + long, ":1\r\n"}} {
+		if got := h.do(strings.Fields(s[0])...); got != s[1] {
+			t.Errorf("after max-key-size lowered, %.20s: got %.80q, want %q", s[0], got, s[1])
+		}
+	}
+}
+
+// TestMLThrottleMaxLimits checks the bound on the limits of one
+// ML.THROTTLE call.
+func TestMLThrottleMaxLimits(t *testing.T) {
+	if !strings.Contains(errMLTooMany, "at most "+strconv.Itoa(mlMaxLimits)+")") {
+		t.Fatalf("errMLTooMany %q does not name mlMaxLimits %d", errMLTooMany, mlMaxLimits)
+	}
+	h := newHarness(t, "")
+	call := func(n int) []string {
+		words := []string{"ML.THROTTLE", strconv.Itoa(n)}
+		for i := range n {
+			words = append(words, "FW", "k"+strconv.Itoa(i), "5", "60")
+		}
+		return words
+	}
+	got := h.do(call(mlMaxLimits)...)
+	if want := "*" + strconv.Itoa(mlMaxLimits+1) + "\r\n:0\r\n" + ints(0, 5, 4, -1, 40); !strings.HasPrefix(got, want) {
+		t.Fatalf("%d limits: got %.80q…, want %q…", mlMaxLimits, got, want)
+	}
+	if got := h.do(call(mlMaxLimits + 1)...); got != errReply(errMLTooMany) {
+		t.Fatalf("%d limits: got %.80q, want %q", mlMaxLimits+1, got, errReply(errMLTooMany))
+	}
+	if got := h.do("ML.THROTTLE", "1000000", "FW", "a", "5", "60"); got != errReply(errMLTooMany) {
+		t.Fatalf("numlimits 1000000: got %q", got)
+	}
+	if got := h.do("DBSIZE"); got != ":"+strconv.Itoa(mlMaxLimits)+"\r\n" {
+		t.Fatalf("DBSIZE: %q", got)
 	}
 }

@@ -105,6 +105,7 @@ func exec(c *Client, _ *Request) {
 	out := c.W
 	out.WriteArray(len(queue))
 	side := NewWriter(nil)
+	side.errs = out.errs            // the queued commands' errors count where they are written
 	ends := make([]int, len(queue)) // where each command's reply ends in side
 	if locked {
 		c.host.Engine().AtomicKeys(keys, all, func(tx *engine.View) {

@@ -27,11 +27,14 @@ type Persistence interface {
 	Info() PersistenceInfo
 	// Backup takes a snapshot, then writes a consistent copy of the store
 	// into the new directory path (relative: within the dir setting), to
-	// be started with --dir <path>, and returns once it is complete. It
-	// returns ErrBackupInProgress while another backup runs, and
-	// ErrBackupExists or ErrBackupInStore (wrapped or not) for a path
-	// that exists or lies inside the store's own directory.
-	Backup(path string) error
+	// be started with --dir <path>, and returns once it is complete; local
+	// says the client is on a loopback address or a unix socket (for
+	// enable-protected-configs local). It returns ErrBackupInProgress
+	// while another backup runs, and ErrBackupExists, ErrBackupInStore or
+	// ErrBackupOutsideDir (wrapped or not) for a path that exists, lies
+	// inside the store's own directory, or, unless enable-protected-configs
+	// allows it, outside the dir setting.
+	Backup(path string, local bool) error
 }
 
 // Errors Persistence returns (wrapped or not).
@@ -44,6 +47,9 @@ var (
 	ErrBackupExists = errors.New("the backup path exists")
 	// ErrBackupInStore is Backup's for a path inside the store's directory.
 	ErrBackupInStore = errors.New("the backup path is inside the store's directory")
+	// ErrBackupOutsideDir is Backup's for a path outside the dir setting
+	// (symlinks resolved) while enable-protected-configs forbids it.
+	ErrBackupOutsideDir = errors.New("the backup path is outside the dir setting")
 )
 
 // PersistenceInfo are the figures INFO persistence reports.
@@ -136,7 +142,7 @@ func backup(c *Client, req *Request) {
 		c.fail(errBackupEmptyPath)
 		return
 	}
-	err := p.Backup(string(args[1]))
+	err := p.Backup(string(args[1]), c.local)
 	switch {
 	case err == nil:
 		c.writeOK()
@@ -146,6 +152,8 @@ func backup(c *Client, req *Request) {
 		c.fail(errBackupExists)
 	case errors.Is(err, ErrBackupInStore):
 		c.fail(errBackupInStore)
+	case errors.Is(err, ErrBackupOutsideDir):
+		c.fail(errBackupOutsideDir)
 	default:
 		c.fail(errBackupFailed(err))
 	}

@@ -104,6 +104,7 @@ func TestBackup(t *testing.T) {
 		{ErrBackupInProgress, errReply(errBackupInProgress)},
 		{fmt.Errorf("mkdir: %w", ErrBackupExists), errReply(errBackupExists)},
 		{ErrBackupInStore, errReply(errBackupInStore)},
+		{fmt.Errorf("%w: /etc/x", ErrBackupOutsideDir), errReply(errBackupOutsideDir)},
 		{errors.New("persist: backup: no space left on device\r\n"), errReply(errBackupFailed(errors.New("persist: backup: no space left on device  ")))},
 	}
 	for _, c := range cases {
@@ -112,8 +113,15 @@ func TestBackup(t *testing.T) {
 			t.Errorf("BACKUP with Backup returning %v = %q, want %q", c.err, got, c.want)
 		}
 	}
-	if got, want := p.backups, []string{"backups/b1", "backups/b1", "backups/b1", "backups/b1", "backups/b1"}; !reflect.DeepEqual(got, want) {
+	if got, want := p.backups, []string{"backups/b1", "backups/b1", "backups/b1", "backups/b1", "backups/b1", "backups/b1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Backup got %q, want %q", got, want)
+	}
+	// Backup learns whether the client is local (enable-protected-configs
+	// local).
+	h.c.local = true
+	h.do("BACKUP", "x")
+	if got := p.backupLocal; got[len(got)-2] || !got[len(got)-1] {
+		t.Errorf("Backup's local = %v, want false for a remote client, then true", got)
 	}
 	p.backups = nil
 	for _, c := range []struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/rusage"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -185,6 +186,8 @@ func config(c *Client, req *Request) {
 		c.writeOK()
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.host.ResetStats()
+		c.table.resetAuthCounts()
+		c.table.errors.reset()
 		c.writeOK()
 	case equalFold(sub, "rewrite") && len(args) == 2:
 		if err := c.host.ConfigRewrite(); errors.Is(err, ErrNoConfigFile) {
@@ -224,6 +227,8 @@ var infoSections = []struct {
 	{"memory", true, infoMemory},
 	{"persistence", true, infoPersistence},
 	{"stats", true, infoStats},
+	{"cpu", true, infoCPU},
+	{"errorstats", true, infoErrorstats},
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
 	{"cluster", true, infoCluster},
@@ -252,10 +257,19 @@ func info(c *Client, req *Request) {
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(s.name[:1]) + s.name[1:] + "\r\n")
+		b.WriteString("# " + sectionTitle(s.name) + "\r\n")
 		s.section(c, &b, st, es)
 	}
 	c.writeVerbatim(b.String())
+}
+
+// sectionTitle is a section's heading as Redis writes it: the name with
+// a capital, "CPU" in capitals.
+func sectionTitle(name string) string {
+	if name == "cpu" {
+		return "CPU"
+	}
+	return strings.ToUpper(name[:1]) + name[1:]
 }
 
 // infoName returns the name of INFO's section (or group: all, everything,
@@ -334,6 +348,25 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "keyspace_hits", es.KeyspaceHits)
 	field(b, "keyspace_misses", es.KeyspaceMisses)
 	field(b, "total_error_replies", rejected)
+	failed, refused := c.table.AuthCounts()
+	field(b, "acl_access_denied_auth", failed+refused)
+	field(b, "auth_refused_over_budget", refused)
+}
+
+// infoCPU is Redis's CPU section: the processor time, in seconds, the
+// process has used in system and user mode, and its children that have
+// ended (none: cellserver starts no child process). Redis's
+// used_cpu_*_main_thread fields are left out: a Go program runs its
+// goroutines on any of its threads, so no thread does the main work.
+func infoCPU(_ *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
+	u, _ := rusage.Get() // zeros where the system does not tell
+	secs := func(d time.Duration) string {
+		return fmt.Sprintf("%d.%06d", d/time.Second, d%time.Second/time.Microsecond)
+	}
+	field(b, "used_cpu_sys", secs(u.Sys))
+	field(b, "used_cpu_user", secs(u.User))
+	field(b, "used_cpu_sys_children", secs(u.ChildSys))
+	field(b, "used_cpu_user_children", secs(u.ChildUser))
 }
 
 func infoCommandstats(c *Client, b *strings.Builder, st HostStats, _ engine.Stats) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,5 +166,24 @@ func TestConfigRewriteWithoutFile(t *testing.T) {
 	h := newHarness(t, "")
 	if got := h.do("CONFIG", "REWRITE"); got != errReply(errNoConfigFile) {
 		t.Fatalf("CONFIG REWRITE: %q", got)
+	}
+}
+
+// TestInfoCPU: INFO has Redis's CPU section, in the default sections and
+// on its own, each field seconds with six decimals; the process's own
+// times are not zero (the test has run), the children's are.
+func TestInfoCPU(t *testing.T) {
+	h := newHarness(t, "")
+	if info := h.do("INFO"); !strings.Contains(info, "\r\n# CPU\r\nused_cpu_sys:") {
+		t.Fatalf("INFO lacks the CPU section: %q", info)
+	}
+	cpu := h.do("INFO", "CPU")
+	m := regexp.MustCompile(`^\$\d+\r\n# CPU\r\nused_cpu_sys:(\d+\.\d{6})\r\nused_cpu_user:(\d+\.\d{6})\r\n` +
+		`used_cpu_sys_children:(\d+\.\d{6})\r\nused_cpu_user_children:(\d+\.\d{6})\r\n\r\n$`).FindStringSubmatch(cpu)
+	if m == nil {
+		t.Fatalf("INFO CPU: %q", cpu)
+	}
+	if runtime.GOOS == "linux" && m[1] == "0.000000" && m[2] == "0.000000" {
+		t.Errorf("INFO CPU: no time used by the process: %q", cpu)
 	}
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -67,7 +68,9 @@ func (s *slowlog) log(c *Client, args [][]byte, d int64) {
 			words[i] = "... (" + strconv.Itoa(len(args)-slowlogMaxArgs+1) + " more arguments)"
 			break
 		}
-		if len(a) > slowlogMaxArgLen {
+		if c.table.redacted(args, i) {
+			words[i] = redactedArg
+		} else if len(a) > slowlogMaxArgLen {
 			words[i] = string(a[:slowlogMaxArgLen]) + "... (" + strconv.Itoa(len(a)-slowlogMaxArgLen) + " more bytes)"
 		} else {
 			words[i] = string(a)
@@ -83,6 +86,30 @@ func (s *slowlog) log(c *Client, args [][]byte, d int64) {
 	s.nextID++
 	s.entries = append(s.entries, e)
 	s.trimLocked()
+}
+
+// redactedArg stands in the slow log for a password, as in Redis's.
+const redactedArg = "(redacted)"
+
+// redacted reports whether args[i] is a credential the slow log must not
+// keep, as Redis's slow log hides them: AUTH's arguments, HELLO's AUTH
+// user name and password, and CONFIG SET's value of a secret setting.
+func (t *Table) redacted(args [][]byte, i int) bool {
+	switch {
+	case i == 0:
+		return false
+	case equalFold(args[0], "auth"):
+		return true
+	case equalFold(args[0], "hello"):
+		for j := 2; j < i; j++ {
+			if equalFold(args[j], "auth") && i <= j+2 {
+				return true
+			}
+		}
+	case equalFold(args[0], "config") && len(args) > 1 && equalFold(args[1], "set"):
+		return i >= 3 && i%2 == 1 && t.secret != nil && t.secret(strings.ToLower(string(args[i-1])))
+	}
+	return false
 }
 
 func (s *slowlog) trimLocked() {

@@ -6,6 +6,33 @@ import (
 	"testing"
 )
 
+// SLOWLOG keeps no credential: AUTH's arguments, HELLO's AUTH user name
+// and password and a secret setting's value in CONFIG SET show as
+// (redacted), as in Redis.
+func TestSlowlogRedactsSecrets(t *testing.T) {
+	h := newHarness(t, "")
+	h.table.secret = func(name string) bool { return name == "requirepass" }
+	h.table.SetSlowlog(0, 10)
+	h.do("AUTH", "s3cret")
+	h.do("AUTH", "default", "s3cret")
+	h.do("HELLO", "2", "AUTH", "default", "s3cret", "SETNAME", "n")
+	h.do("CONFIG", "SET", "maxclients", "10", "REQUIREPASS", "s3cret")
+	got := h.do("SLOWLOG", "GET", "-1")
+	if strings.Contains(got, "s3cret") {
+		t.Fatalf("a password in SLOWLOG GET: %q", got)
+	}
+	for _, want := range []string{
+		"$4\r\nAUTH\r\n$10\r\n(redacted)\r\n",
+		"$4\r\nAUTH\r\n$10\r\n(redacted)\r\n$10\r\n(redacted)\r\n",
+		"$5\r\nHELLO\r\n$1\r\n2\r\n$4\r\nAUTH\r\n$10\r\n(redacted)\r\n$10\r\n(redacted)\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n",
+		"$10\r\nmaxclients\r\n$2\r\n10\r\n$11\r\nREQUIREPASS\r\n$10\r\n(redacted)\r\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("SLOWLOG GET lacks %q:\n%q", want, got)
+		}
+	}
+}
+
 // SLOWLOG keeps the newest slowlog-max-len commands at or above the
 // threshold, newest first, in Redis's six-field shape.
 func TestSlowlog(t *testing.T) {

@@ -22,7 +22,7 @@ type Request struct {
 
 // Dispatch runs one command for client c: it looks the command up, checks
 // local-only commands, authentication, arity, loading, commands refused
-// inside MULTI, routes keyed commands in cluster mode, queues inside
+// inside MULTI, the length of the keys a command creates, routes keyed commands in cluster mode, queues inside
 // MULTI, then calls the handler, which writes exactly one reply. It never
 // panics on anything a client sends: a handler that panics is answered
 // with an error and logged by the host.
@@ -85,8 +85,42 @@ func (t *Table) admit(c *Client, cmd *Command, args [][]byte) string {
 		return errLoading
 	case c.multi && cmd.Flags&FlagNoMulti != 0:
 		return errNotInMulti
+	case cmd.Flags&FlagNewKeys != 0 && t.keyTooLarge(cmd, args):
+		return errKeyTooLarge
 	}
 	return ""
+}
+
+// keyTooLarge reports whether one of the keys cmd names in args is longer
+// than max-key-size. For a command whose keys move (ML.THROTTLE) it looks
+// for the keys, which allocates, only when some argument is that long.
+func (t *Table) keyTooLarge(cmd *Command, args [][]byte) bool {
+	limit := t.maxKeySize.Load()
+	if cmd.Flags&FlagMovableKeys != 0 && cmd.Keys != nil {
+		long := false
+		for _, a := range args[1:] {
+			long = long || int64(len(a)) > limit
+		}
+		if long {
+			for _, k := range cmd.Keys(args) {
+				if int64(len(k)) > limit {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	last := cmd.LastKey
+	if last < 0 {
+		last += len(args) // -1 is the last argument
+	}
+	last = min(last, len(args)-1)
+	for i := cmd.FirstKey; i > 0 && i <= last; i += max(cmd.Step, 1) {
+		if int64(len(args[i])) > limit {
+			return true
+		}
+	}
+	return false
 }
 
 // call runs r's handler, turning a panic into an error reply so that no

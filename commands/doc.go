@@ -12,7 +12,8 @@
 // test file beside it: cmd_limiter.go (the limiter kinds' commands, all
 // derived from limiter.Kinds, ML.THROTTLE and LIMITER.TOP),
 // cmd_keyspace.go, cmd_connection.go, cmd_server.go, cmd_command.go,
-// cmd_slowlog.go, cmd_persistence.go, cmd_multi.go and cmd_cluster.go.
+// cmd_slowlog.go, cmd_persistence.go, cmd_multi.go and cmd_cluster.go;
+// authguard.go holds the failed-AUTH budgets per client address.
 //
 // Package commands knows nothing of sockets: it writes replies to a
 // *Writer and reaches server-wide state (clients, settings, stats,
@@ -23,5 +24,6 @@
 // without FlagStale with Redis's LOADING error. It imports engine, limiter
 // and packages under internal/ only; never server, cluster, nor any
 // package that wires in persistence or cluster mode (those reach it
-// through Host and Router).
+// through Host and Router). Beyond those it imports golang-lru's
+// simplelru, the failed-AUTH table's LRU.
 package commands

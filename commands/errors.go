@@ -3,6 +3,8 @@ package commands
 import (
 	"strconv"
 	"strings"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // Every reply error cellserver sends, with its prefix. Texts with a %s or
@@ -36,12 +38,17 @@ const (
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
 	// not serve (enable-debug-command local, a remote client).
 	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
-	errShardFull       = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
+	// errKeyTooLarge refuses a command that would create a key longer
+	// than max-key-size, in the words of Redis's refusal of a string over
+	// proto-max-bulk-len.
+	errKeyTooLarge = "ERR key exceeds maximum allowed size (max-key-size)"
+	errShardFull   = "ERR shard full: more than 4 GiB of keys in one shard (raise the shards setting)"
 
 	// ML.THROTTLE.
 	errMLCount   = "ERR numlimits does not match the number of limits given"
 	errMLShort   = "ERR wrong number of arguments for a limit of 'ml.throttle'"
 	errMLDupKey  = "ERR the same key appears twice in one 'ml.throttle' call"
+	errMLTooMany = "ERR too many limits in one 'ml.throttle' call (at most 1000)" // mlMaxLimits
 	errGetKeys   = "ERR Invalid command specified"
 	errGetKeysNo = "ERR The command has no key arguments"
 	errGetKeysN  = "ERR Invalid number of arguments specified for command"
@@ -67,6 +74,7 @@ const (
 	errBackupInProgress = "ERR a backup is already in progress: wait for it to end (the server's log says when)"
 	errBackupExists     = "ERR the backup path already exists: BACKUP writes into a new directory"
 	errBackupInStore    = "ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"
+	errBackupOutsideDir = "ERR the backup path is outside the dir setting (symlinks resolved): enable-protected-configs allows only paths under dir"
 
 	errMultiNested = "ERR MULTI calls can not be nested"
 	errExecNoMulti = "ERR EXEC without MULTI"
@@ -100,6 +108,28 @@ const (
 // it can.
 func ErrTextMaxClientsFit(n int) string {
 	return "The operating system is not able to handle the specified number of clients, try with " + strconv.Itoa(n)
+}
+
+// errSyntaxHint is a limiter call's syntax error (limiter.ArgError with
+// ErrSyntax): Redis's "ERR syntax error", then what is wrong with the
+// word and how the kind's command is written, both from its row of
+// limiter.Kinds, e.g. "ERR syntax error: options (MS) come after the
+// cost; usage: TB.TAKE key capacity refill period [cost] [MS]".
+func errSyntaxHint(ae *limiter.ArgError) string {
+	spec := ae.Kind.Spec()
+	name := strings.ToUpper(spec.Command)
+	var why string
+	switch ae.Reason {
+	case limiter.CostAfterOption:
+		why = "options (" + strings.Join(spec.OptionWords(), ", ") + ") come after the " + spec.Cost
+	case limiter.OptionTwice:
+		why = strings.ToUpper(ae.Arg) + " is given twice"
+	case limiter.ExtraInteger:
+		why = "one integer too many ('" + clip([]byte(ae.Arg), 128) + "')"
+	default:
+		why = "'" + clip([]byte(ae.Arg), 128) + "' is not an option of " + name
+	}
+	return errSyntax + ": " + why + "; usage: " + spec.Usage()
 }
 
 func errArity(name string) string {

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // argCommands are the limiter commands FuzzLimiterArgs drives: the name,
@@ -45,7 +47,19 @@ func argErrors(cmd string, words []string) map[string]bool {
 		return ok
 	}
 	ok[errArity(strings.ToLower(cmd))] = true
-	for _, e := range []string{errNotInteger, errSyntax, errExactLimit,
+	// A syntax error names the word at fault (or the options) and the
+	// command's usage (docs/commands.md#limiter-errors).
+	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
+		if !k.Base() || k.Spec().Command != strings.ToLower(cmd) {
+			continue
+		}
+		for _, w := range words {
+			for r := limiter.NotAnOption; r <= limiter.ExtraInteger; r++ {
+				ok[errSyntaxHint(&limiter.ArgError{Err: limiter.ErrSyntax, Arg: strings.NewReplacer("\r", " ", "\n", " ").Replace(w), Kind: k, Reason: r})] = true
+			}
+		}
+	}
+	for _, e := range []string{errNotInteger, errExactLimit,
 		errPositive("capacity"), errPositive("refill"), errPositive("period"), errPositive("limit"), errPositive("window"),
 		errRange("period"), errRange("window"), errRange("capacity")} {
 		ok[e] = true

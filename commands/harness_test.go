@@ -84,7 +84,7 @@ func (h *fakeHost) Logf(level, format string, args ...any) {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	host   *fakeHost
 	table  *Table
 	out    *bytes.Buffer
@@ -93,7 +93,7 @@ type harness struct {
 	sleeps []time.Duration // what the table asked to sleep (Options.Sleep), in order
 }
 
-func newHarness(t *testing.T, pass string) *harness {
+func newHarness(t testing.TB, pass string) *harness {
 	t.Helper()
 	clock := engine.NewManualClock(now0)
 	eng, err := engine.New(engine.Config{Shards: 4, Clock: clock})
@@ -139,6 +139,7 @@ type fakePersistence struct {
 	info           PersistenceInfo
 	backups        []string // the paths Backup was given
 	backupErr      error    // what Backup returns
+	backupLocal    []bool   // the local argument of each Backup
 }
 
 func (p *fakePersistence) Save() error {
@@ -160,8 +161,9 @@ func (p *fakePersistence) BGSave(schedule bool) (bool, error) {
 	return false, nil
 }
 
-func (p *fakePersistence) Backup(path string) error {
+func (p *fakePersistence) Backup(path string, local bool) error {
 	p.backups = append(p.backups, path)
+	p.backupLocal = append(p.backupLocal, local)
 	return p.backupErr
 }
 

@@ -76,6 +76,10 @@ type HostStats struct {
 	// OutputDropped counts the clients disconnected for their output
 	// limits (client-output-buffer-limit, or the write deadline).
 	OutputDropped int64
+	// AuthFailed counts AUTH (and HELLO … AUTH) with wrong credentials,
+	// AuthRefused those refused unchecked over a failed-AUTH budget
+	// (Table.AuthCounts).
+	AuthFailed, AuthRefused int64
 }
 
 // CommandCounts are one command's counters, for INFO commandstats and the

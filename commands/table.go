@@ -33,6 +33,13 @@ const (
 	// MULTI instead of being queued (MULTI, EXEC, DISCARD, QUIT). COMMAND
 	// does not show it: Redis has no such flag.
 	FlagRunsInMulti
+	// FlagNewKeys marks a command that creates the keys it names (the
+	// limiter commands, ML.THROTTLE): Dispatch refuses it when one of its
+	// keys is longer than max-key-size (Table.SetMaxKeySize). Commands
+	// that only read or remove keys take any key, so that a key stored
+	// under a larger max-key-size can still be read and deleted. COMMAND
+	// does not show it: Redis has no such flag.
+	FlagNewKeys
 )
 
 var flagNames = []struct {
@@ -94,11 +101,35 @@ type Table struct {
 
 	now     func() time.Time                            // Options.Now
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
-	authLog authLog
-	loading atomic.Bool // a restore is under way: commands without FlagStale are refused
+	authLog authLog                                     // failed AUTH's log lines
+	auth    *authGuard                                  // failed-AUTH budgets (authguard.go)
+	errors  errorStats                                  // error replies by first word (errstats.go)
+	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
-	router  Router // nil when cluster mode is off
+	router  Router            // nil when cluster mode is off
+	secret  func(string) bool // Options.Secret
+	// maxKeySize is max-key-size: the longest key a FlagNewKeys command
+	// may name.
+	maxKeySize atomic.Int64
 }
+
+// The bounds of max-key-size.
+const (
+	// DefaultMaxKeySize is max-key-size's default: a limiter key is an
+	// id (a user, an address, a route), not a payload.
+	DefaultMaxKeySize = 64 << 10
+	// MaxMaxKeySize is the largest max-key-size, Redis's largest string
+	// (proto-max-bulk-len's default).
+	MaxMaxKeySize = 512 << 20
+)
+
+// SetMaxKeySize sets max-key-size: from then on a command that creates
+// keys (FlagNewKeys) is refused when one of its keys is longer than n
+// bytes. n must be between 1 and MaxMaxKeySize.
+func (t *Table) SetMaxKeySize(n int64) { t.maxKeySize.Store(n) }
+
+// MaxKeySize returns max-key-size (SetMaxKeySize).
+func (t *Table) MaxKeySize() int64 { return t.maxKeySize.Load() }
 
 // SetLoading sets whether the server is loading its keys from disk: while
 // it is, every command without FlagStale (every limiter and keyspace
@@ -140,8 +171,8 @@ type Options struct {
 	// ClientOptions.Local) run DEBUG, as Redis's enable-debug-command
 	// local; others get Redis's refusal. Default: off (any client).
 	DebugLocalOnly bool
-	// Now is the clock failed-AUTH logging is rate-limited by. Default:
-	// time.Now.
+	// Now is the clock failed-AUTH logging is rate-limited by, and the
+	// failed-AUTH budgets refill by (SetAuthLimits). Default: time.Now.
 	Now func() time.Time
 	// Sleep waits d, or until stop is closed, to slow down a connection's
 	// repeated failed AUTH. Default: a timer.
@@ -149,12 +180,16 @@ type Options struct {
 	// Router, when set, turns cluster mode on: keyed commands run only
 	// for the slots it says this node serves. Default: nil, off.
 	Router Router
+	// Secret reports whether a setting's value is a secret (requirepass),
+	// which SLOWLOG keeps as "(redacted)" in a CONFIG SET, as it keeps
+	// AUTH's and HELLO's credentials. Default: nil, no setting is.
+	Secret func(setting string) bool
 }
 
 // NewTable returns the table of every command, answering server-wide
 // questions through host.
 func NewTable(host Host, opt Options) *Table {
-	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router}
+	t := &Table{host: host, now: opt.Now, sleep: opt.Sleep, router: opt.Router, auth: newAuthGuard(), secret: opt.Secret}
 	if t.now == nil {
 		t.now = time.Now
 	}
@@ -162,6 +197,7 @@ func NewTable(host Host, opt Options) *Table {
 		t.sleep = sleepUnlessKilled
 	}
 	t.SetSlowlog(DefaultSlowlogSlowerThan, DefaultSlowlogMaxLen)
+	t.SetMaxKeySize(DefaultMaxKeySize)
 	registerLimiter(t)
 	registerTop(t)
 	registerMultiLimit(t)

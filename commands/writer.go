@@ -18,6 +18,7 @@ type Writer struct {
 	b       []byte
 	err     error
 	written atomic.Int64 // bytes flushed
+	errs    *errorStats  // the table's error counts (errstats.go); nil: none
 }
 
 // Written returns the bytes flushed so far (INFO's total_net_output_bytes).
@@ -101,7 +102,12 @@ func (w *Writer) WriteBulkString(s string) { w.b = redcon.AppendBulkString(w.b, 
 func (w *Writer) WriteString(s string) { w.b = redcon.AppendString(w.b, s) }
 
 // WriteError writes an error reply; CR and LF become spaces.
-func (w *Writer) WriteError(s string) { w.b = redcon.AppendError(w.b, s) }
+func (w *Writer) WriteError(s string) {
+	w.b = redcon.AppendError(w.b, s)
+	if w.errs != nil {
+		w.errs.note(s)
+	}
+}
 
 // WriteInt writes an integer.
 func (w *Writer) WriteInt(n int) { w.b = redcon.AppendInt(w.b, int64(n)) }

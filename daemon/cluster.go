@@ -19,8 +19,9 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	}
 	cc := cluster.DefaultConfig()
 	cc.IP, cc.Port = cfg.ClusterAnnounceIP, cfg.ClusterAnnouncePort
+	bind, _ := server.BindHost(cfg.Bind[0])
 	if cc.IP == "" {
-		cc.IP = cfg.Bind[0]
+		cc.IP = bind
 		if ip := net.ParseIP(cc.IP); ip != nil && ip.IsUnspecified() {
 			return nil, errors.New("cluster mode: bind is a wildcard address; set cluster-announce-ip")
 		}
@@ -31,7 +32,7 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	if cc.Port == 0 {
 		return nil, errors.New("cluster mode: port 0 cannot be announced; set port or cluster-announce-port")
 	}
-	cc.BindAddr = cfg.Bind[0]
+	cc.BindAddr = bind
 	cc.BusPort = cfg.ClusterPort
 	if cc.BusPort == 0 {
 		cc.BusPort = cfg.Port + cluster.BusPortOffset

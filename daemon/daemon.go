@@ -54,8 +54,9 @@ func New(cfg Config) (*Daemon, error) {
 		}
 	}
 	var store *persist.Store
-	if scfg.Dir != "" {
-		if store, err = openStore(scfg.Dir); err != nil {
+	storeLog := &earlyLog{}
+	if scfg.Persistent() {
+		if store, err = openStore(scfg.Dir, scfg.StoreDamaged, storeLog.Logf); err != nil {
 			return nil, err
 		}
 	}
@@ -75,6 +76,7 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
+	storeLog.attach(srv.Logf)
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
@@ -121,15 +123,7 @@ func (d *Daemon) Run() error {
 	}
 	loadErr := make(chan error, 1)
 	if d.p != nil {
-		restored := make(chan error, 1)
-		d.p.restore(srv, d.cfg, startNode, restored)
-		go func() {
-			err := <-restored
-			if err == nil && !srv.Loading() {
-				close(loaded)
-			}
-			loadErr <- err
-		}()
+		d.p.restore(srv, d.cfg, startNode, loaded, loadErr)
 	} else {
 		close(loaded)
 		loadErr <- nil

@@ -69,7 +69,7 @@ func getMetrics(t *testing.T, addr string) string {
 // metrics-addr serves /metrics while the server runs.
 func TestRunServesMetrics(t *testing.T) {
 	cfg := server.DefaultConfig()
-	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = 0, "warning", freeAddr(t)
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
 	stop := start(t, cfg)
 	body := getMetrics(t, cfg.MetricsAddr)
 	if err := stop(); err != nil {
@@ -109,7 +109,22 @@ func TestRunBackupAndSnapshotMetrics(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "backups"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A directory outside dir, and links under dir to it and to the
+	// live store.
+	other := t.TempDir()
+	if err := os.Symlink(other, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, storeDir), filepath.Join(dir, "in")); err != nil {
+		t.Fatal(err)
+	}
+	const outside = "-ERR the backup path is outside the dir setting (symlinks resolved): enable-protected-configs allows only paths under dir"
 	for _, c := range []struct{ path, want string }{
+		{filepath.Join(other, "x"), outside},
+		{"../x", outside},
+		{"backups/../../x", outside},
+		{"out/x", outside},
+		{"in/x", "-ERR the backup path is inside the store's directory (<dir>/cellserver.pebble): choose another"},
 		{"backups/one", "+OK"},
 		{"backups/one", "-ERR the backup path already exists: BACKUP writes into a new directory"},
 		{filepath.Join(dir, "backups"), "-ERR the backup path already exists: BACKUP writes into a new directory"},

@@ -216,7 +216,7 @@ func TestHealthEndpoints(t *testing.T) {
 func TestReadinessBeforeRun(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.Port, cfg.LogLevel = testkit.FreePort(t), "warning"
-	cfg.Dir = t.TempDir()
+	cfg.Dir, cfg.SaveSet = t.TempDir(), true
 	d, err := New(Config{Server: cfg})
 	if err != nil {
 		t.Fatal(err)

@@ -745,3 +745,31 @@ func TestImportIfAbsent(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeKeyCostsItsSize: an accepted large key (max-key-size raised to
+// 1 MiB and more) is held once, in its record, whatever the requests on
+// it: the tables grow by about its length, not by a multiple of it.
+func TestLargeKeyCostsItsSize(t *testing.T) {
+	e, clock := newTestEngine(t, 4)
+	small := []byte("user:1")
+	for _, k := range [][]byte{small, []byte("user:2")} { // arenas that are not empty
+		if _, err := e.Apply(k, limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}.Request(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := e.Stats().TableBytes
+	key := bytes.Repeat([]byte("k"), 1<<20)
+	for _, r := range []*limiter.Request{
+		limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 1}.Request(),
+		limiter.FixedWindowRequest{Limit: 10, Window: 60, Cost: 3}.Request(),
+	} {
+		if _, err := e.Apply(key, r, nil); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(1e9)
+	}
+	grown := e.Stats().TableBytes - before
+	if limit := int64(len(key)) + 16<<10; grown < int64(len(key)) || grown > limit {
+		t.Fatalf("a key of %d bytes grew the tables by %d bytes, want %d to %d", len(key), grown, len(key), limit)
+	}
+}

@@ -40,11 +40,9 @@ func (v *View) ApplyAll(keys [][]byte, reqs []limiter.Request) ([]limiter.Result
 		if !reqs[i].Kind.Valid() {
 			return nil, 0, ErrKind
 		}
-		for j := range i {
-			if bytes.Equal(keys[i], keys[j]) {
-				return nil, 0, ErrDuplicateKey
-			}
-		}
+	}
+	if hasDuplicate(keys, bytes.Compare) {
+		return nil, 0, ErrDuplicateKey
 	}
 	shards := make([]int, len(reqs))
 	for i := range reqs {
@@ -159,4 +157,39 @@ func (v *View) ApplyAll(keys [][]byte, reqs []limiter.Request) ([]limiter.Result
 		res[i] = p.out.Result
 	}
 	return res, 0, nil
+}
+
+// smallDuplicates is the most keys hasDuplicate compares pairwise: below
+// it, the n(n-1)/2 comparisons cost less than sorting, and allocate
+// nothing.
+const smallDuplicates = 16
+
+// hasDuplicate reports whether keys holds the same key twice, comparing
+// keys with cmp (bytes.Compare; a test counts its calls). A few keys are
+// compared pairwise; more are sorted by index, O(n log n) comparisons, so
+// that a call of many keys costs what its keys' sizes do, not their
+// number squared.
+func hasDuplicate(keys [][]byte, cmp func(a, b []byte) int) bool {
+	n := len(keys)
+	if n <= smallDuplicates {
+		for i := 1; i < n; i++ {
+			for j := range i {
+				if cmp(keys[i], keys[j]) == 0 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return cmp(keys[a], keys[b]) })
+	for i := 1; i < n; i++ {
+		if cmp(keys[idx[i-1]], keys[idx[i]]) == 0 {
+			return true
+		}
+	}
+	return false
 }

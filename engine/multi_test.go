@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
+	"math/bits"
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/cellserver/cellserver/limiter"
@@ -124,4 +128,61 @@ func TestApplyAllInsideAtomic(t *testing.T) {
 			t.Errorf("got %v, %d, %v", got, first, err)
 		}
 	})
+}
+
+// TestHasDuplicateComparisons checks that the duplicate check of a large
+// ApplyAll call is O(n log n) comparisons, not n(n-1)/2: 80,000 keys
+// took 3.2e9 comparisons (10 s of a core) when every pair was compared.
+func TestHasDuplicateComparisons(t *testing.T) {
+	const n = 80_000
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte("user:" + strconv.Itoa(i*7919%n))
+	}
+	count := 0
+	cmp := func(a, b []byte) int { count++; return bytes.Compare(a, b) }
+	if hasDuplicate(keys, cmp) {
+		t.Fatal("distinct keys reported as a duplicate")
+	}
+	// n log2 n is 1.3e6 for n = 80,000; allow a sort's constant factor.
+	if limit := 4 * n * bits.Len(n); count > limit {
+		t.Fatalf("%d comparisons for %d keys, want at most %d", count, n, limit)
+	}
+	for _, dup := range [][2]int{{0, n - 1}, {n / 2, n/2 + 1}, {17, 3}} {
+		keys2 := slices.Clone(keys)
+		keys2[dup[1]] = keys2[dup[0]]
+		if !hasDuplicate(keys2, bytes.Compare) {
+			t.Errorf("keys %d and %d equal: no duplicate found", dup[0], dup[1])
+		}
+	}
+	for m := range smallDuplicates + 2 { // the pairwise path and the sorting one
+		small := keys[:m]
+		if hasDuplicate(small, bytes.Compare) {
+			t.Errorf("%d distinct keys reported as a duplicate", m)
+		}
+		if m >= 2 {
+			withDup := append(slices.Clone(small), small[m/2])
+			if !hasDuplicate(withDup, bytes.Compare) {
+				t.Errorf("%d keys with one twice: no duplicate found", m+1)
+			}
+		}
+	}
+}
+
+// TestApplyAllManyKeys applies one call of 80,000 limits: it completes
+// (the duplicate check above is what made it take 10 s) and charges each.
+func TestApplyAllManyKeys(t *testing.T) {
+	e, _ := newTestEngine(t, 16)
+	v := e.NewView()
+	calls := make([]call, 80_000)
+	for i := range calls {
+		calls[i] = fw("k"+strconv.Itoa(i), 5, 60)
+	}
+	got, first, err := applyAll(v, calls)
+	if err != nil || first != 0 || len(got) != len(calls) {
+		t.Fatalf("got %d results, first %d, %v", len(got), first, err)
+	}
+	if got[len(got)-1].Remaining != 4 {
+		t.Fatalf("last limit: %+v", got[len(got)-1])
+	}
 }

@@ -34,11 +34,31 @@ var (
 )
 
 // ArgError is a word of a call that is not what its place takes: Err is
-// ErrNotInteger or ErrSyntax, Arg the word.
+// ErrNotInteger or ErrSyntax, Arg the word. For ErrSyntax, Kind is the
+// kind whose call it is and Reason says what is wrong with the word, so
+// that a reply can say how to fix the call (KindSpec.Usage).
 type ArgError struct {
-	Err error
-	Arg string
+	Err    error
+	Arg    string
+	Kind   Kind
+	Reason SyntaxReason
 }
+
+// SyntaxReason says why a word after a kind's integers is a syntax error.
+type SyntaxReason uint8
+
+const (
+	// NotAnOption: the word is no option of the kind (an unknown word, or
+	// EXACT where the kind has no EXACT).
+	NotAnOption SyntaxReason = iota
+	// OptionTwice: the option was given already.
+	OptionTwice
+	// CostAfterOption: an integer after an option; the cost comes before
+	// the options.
+	CostAfterOption
+	// ExtraInteger: an integer after the cost, with no option before it.
+	ExtraInteger
+)
 
 func (e *ArgError) Error() string { return e.Err.Error() + ": " + e.Arg }
 

@@ -116,6 +116,35 @@ var Kinds = [NumKinds]KindSpec{
 	},
 }
 
+// OptionWords returns the options of s in upper case, in the order
+// COMMAND DOCS lists them (EXACT, then MS).
+func (s *KindSpec) OptionWords() []string {
+	var out []string
+	if s.Options&OptExact != 0 {
+		out = append(out, "EXACT")
+	}
+	if s.Options&OptMS != 0 {
+		out = append(out, "MS")
+	}
+	return out
+}
+
+// Usage returns how a call of s's command is written, e.g.
+// "TB.TAKE key capacity refill period [cost] [MS]", for the replies that
+// say how to fix a call.
+func (s *KindSpec) Usage() string {
+	var b strings.Builder
+	b.WriteString(strings.ToUpper(s.Command) + " key")
+	for _, p := range s.Params {
+		b.WriteString(" " + p)
+	}
+	b.WriteString(" [" + s.Cost + "]")
+	for _, o := range s.OptionWords() {
+		b.WriteString(" [" + o + "]")
+	}
+	return b.String()
+}
+
 // Valid reports whether k is a kind a key can hold (not KindNone).
 func (k Kind) Valid() bool { return k > KindNone && k < NumKinds }
 

@@ -134,7 +134,7 @@ func Parse(k Kind, args [][]byte, r *Request) error {
 	for _, w := range rest {
 		o := optionOf(w)
 		if o == 0 || spec.Options&o == 0 || opts&o != 0 {
-			return &ArgError{Err: ErrSyntax, Arg: string(w)}
+			return syntaxError(k, w, o, opts)
 		}
 		opts |= o
 	}
@@ -159,6 +159,22 @@ func Parse(k Kind, args [][]byte, r *Request) error {
 		return r.FixedWindow.Validate()
 	}
 	return ErrKind
+}
+
+// syntaxError is the *ArgError for the word w after k's integers, o
+// being the option w names (0: none) and opts the options before it.
+func syntaxError(k Kind, w []byte, o, opts Option) error {
+	e := &ArgError{Err: ErrSyntax, Arg: string(w), Kind: k}
+	_, isInt := ParseInt(w)
+	switch {
+	case o != 0 && opts&o != 0:
+		e.Reason = OptionTwice
+	case isInt && opts != 0:
+		e.Reason = CostAfterOption
+	case isInt:
+		e.Reason = ExtraInteger
+	}
+	return e
 }
 
 // optionOf returns the Option the word w names, in any case; 0 for none.

@@ -81,3 +81,37 @@ func TestParseRefusesOtherKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntaxReasons: Parse's syntax errors say why the word is wrong,
+// with the kind whose call it is.
+func TestSyntaxReasons(t *testing.T) {
+	for _, c := range []struct {
+		kind  Kind
+		words string
+		arg   string
+		why   SyntaxReason
+	}{
+		{KindTokenBucket, "10 1 1 MS 5", "5", CostAfterOption},
+		{KindTokenBucket, "10 1 1 5 5", "5", ExtraInteger},
+		{KindTokenBucket, "10 1 1 ms MS", "MS", OptionTwice},
+		{KindTokenBucket, "10 1 1 EXACT", "EXACT", NotAnOption},
+		{KindSlidingWindow, "10 1 EXACT -3", "-3", CostAfterOption},
+		{KindFixedWindow, "10 1 2 bar", "bar", NotAnOption},
+		{KindGCRA, "1 1 1 1 MS", "MS", NotAnOption},
+	} {
+		var r Request
+		err := Parse(c.kind, bytesOf(strings.Fields(c.words)), &r)
+		var ae *ArgError
+		if !errors.As(err, &ae) || !errors.Is(err, ErrSyntax) || ae.Arg != c.arg || ae.Kind != c.kind || ae.Reason != c.why {
+			t.Errorf("%v %q: %#v", c.kind, c.words, err)
+		}
+	}
+}
+
+func bytesOf(words []string) [][]byte {
+	out := make([][]byte, len(words))
+	for i, w := range words {
+		out[i] = []byte(w)
+	}
+	return out
+}

@@ -71,6 +71,9 @@ var (
 		"Client connections accepted.", nil, nil)
 	descRejected = prometheus.NewDesc("cellserver_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
+	descAuth = prometheus.NewDesc("cellserver_auth_failures_total",
+		"Failed AUTH (and HELLO AUTH), by reason: wrong_password (checked and wrong), over_budget (refused unchecked: too many failed AUTH from the address, or in all).",
+		[]string{"reason"}, nil)
 )
 
 // runtimeLatencies selects the runtime/metrics histograms of scheduling
@@ -97,7 +100,7 @@ func NewCollector(src Source) *Collector {
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descDuration, descKeys, descLimiter,
-		descExpired, descEvicted, descConnected, descReceived, descRejected} {
+		descExpired, descEvicted, descConnected, descReceived, descRejected, descAuth} {
 		ch <- d
 	}
 	describeCluster(ch)
@@ -143,6 +146,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(len(c.src.Clients())))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ConnsReceived))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
+	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthFailed), "wrong_password")
+	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthRefused), "over_budget")
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
 	collectMemory(c.src.Engine().UsedMemory(), st.MaxMemory, ch)

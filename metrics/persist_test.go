@@ -49,7 +49,7 @@ func startPersisted(t *testing.T, failing *errorfs.Toggle) (persisted, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() }) // after the server's shutdown
-	srv := inproc.Start(t, func(c *server.Config) { c.Dir = t.TempDir() })
+	srv := inproc.Start(t, func(c *server.Config) { c.Dir, c.Save, c.SaveSet = t.TempDir(), "", true })
 	return persisted{srv.Server, persist.NewSaver(store, srv.Engine(), persist.SaverConfig{})}, srv.Addr
 }
 

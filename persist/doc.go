@@ -21,6 +21,27 @@
 // store's own facts: its format version, written when the store is created
 // and checked when it is opened, and the generation of the last snapshot.
 //
+// A newer build reads every older format version (FormatVersion); the
+// store in testdata/store-v1 was written by version 1's code, and
+// TestFormatV1Fixture must restore it exactly in every later build. A
+// build that raises FormatVersion adds a fixture of its own, written with
+// `go test ./persist -run TestFormatV<n>Fixture -update-fixture` (the test
+// writes the store and the keys it holds, testdata/store-v<n>.keys), and
+// keeps the older ones unchanged.
+//
+// Open refuses a damaged store before writing to it (check.go): it opens
+// Pebble read-only first, checks its OPTIONS file, replays its log, reads
+// every block of every table against its checksum, and compares the
+// store's generation with the one recorded in CELLSERVER-GENERATION, a
+// file beside Pebble's written after each commit. Pebble has no strict
+// mode for its log (it takes a damaged last record for a crash's torn
+// write, and some damage ends its replay early without an error), so the
+// check that no committed snapshot was lost has to be the store's own.
+// Pebble's log lines go to Options.Logf; its corruption events are noted
+// and logged, with the file, instead of ending the process (its default),
+// and a Fatalf ends only the goroutine that called it, which contain and
+// apply turn into an error.
+//
 // A backup (Saver.Backup) is a snapshot followed by a Pebble checkpoint of
 // the store (Store.Checkpoint), which runs beside later snapshots; the
 // copy opens like the store.

@@ -11,8 +11,29 @@ import (
 )
 
 // FormatVersion is the version of the on-disk format this package writes
-// and reads. Open refuses a store of any other version.
-const FormatVersion = 1
+// and reads: the store's keys and facts (this file), the records' encoding
+// (engine.Record.AppendBinary, versioned on its own), and Pebble's format
+// (pebbleFormat). Open refuses a store of a higher version, written by a
+// newer cellserver, by name. A build that raises it must still read every
+// lower version, converting the store when it opens it: the store written
+// by version 1's code in testdata/store-v1 must restore exactly
+// (TestFormatV1Fixture), and so on for each version.
+//
+// Version 2 leaves a record's key out of its value, since the store's key
+// (dataKey) holds it: a key's bytes are on disk once, not twice. A version
+// 1 store's values hold their keys and read as they are; Open marks the
+// store version 2, after which a build of version 1 refuses it by name.
+const FormatVersion = 2
+
+// formatV1 is the version before FormatVersion, which Open still reads.
+const formatV1 = 1
+
+// pebbleFormat is the Pebble format major version the store is written in,
+// fixed rather than Pebble's default (its oldest supported, which a newer
+// Pebble may raise): a store moves to a newer Pebble format only with a
+// new FormatVersion, so that the build before it can still say why it
+// cannot read it.
+const pebbleFormat = pebble.FormatFlushableIngest
 
 // Keys of the store's own facts; data keys start with a slot < 0x4000.
 var (
@@ -21,17 +42,23 @@ var (
 )
 
 // checkFormat checks db's format version, writing it into an empty store.
-func (s *Store) checkFormat(db *pebble.DB) error {
+// A store opened read-only (check) is only checked.
+func (s *Store) checkFormat(db *pebble.DB, note *fatalNote, readOnly bool) error {
 	v, closer, err := db.Get(formatKey)
 	if errors.Is(err, pebble.ErrNotFound) {
 		it, err := db.NewIter(nil)
 		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+			return s.readErr(note, err)
 		}
 		empty := !it.First()
-		it.Close()
+		if err := it.Close(); err != nil {
+			return s.readErr(note, err)
+		}
 		if !empty {
 			return fmt.Errorf("%w: %s holds data but no format version", ErrUnknownFormat, s.dir)
+		}
+		if readOnly {
+			return nil
 		}
 		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
 			return fmt.Errorf("persist: create store in %s: %w", s.dir, err)
@@ -39,14 +66,27 @@ func (s *Store) checkFormat(db *pebble.DB) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
+		return s.readErr(note, err)
 	}
 	defer closer.Close()
 	if len(v) != 4 {
 		return fmt.Errorf("%w: %s: bad format version marker", ErrUnknownFormat, s.dir)
 	}
-	if got := binary.BigEndian.Uint32(v); got != FormatVersion {
-		return fmt.Errorf("%w: %s has version %d, this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
+	switch got := binary.BigEndian.Uint32(v); {
+	case got > FormatVersion:
+		return fmt.Errorf("%w: %s has format version %d, written by a newer cellserver; this build reads version %d and older: run the newer build (or move the store aside to start empty)",
+			ErrUnknownFormat, s.dir, got, FormatVersion)
+	case got == formatV1:
+		// Its records read as they are; the snapshots from now on write
+		// values without keys, which a build of version 1 would not read.
+		if readOnly {
+			return nil
+		}
+		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, FormatVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("persist: mark store %s version %d: %w", s.dir, FormatVersion, err)
+		}
+	case got != FormatVersion:
+		return fmt.Errorf("%w: %s has format version %d, which no cellserver wrote; this build reads version %d", ErrUnknownFormat, s.dir, got, FormatVersion)
 	}
 	return nil
 }

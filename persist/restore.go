@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // Sink is what Restore loads into. *engine.Engine implements it.
@@ -51,7 +53,18 @@ func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i] = s.restoreRange(dst, lo, hi, &stop)
+			p := &parts[i]
+			// Pebble's Fatalf ends this goroutine (logger): it is then
+			// this part's error, not a part left half-filled.
+			finished := false
+			defer func() {
+				if !finished {
+					p.err = fmt.Errorf("%w: %s: pebble gave up: %s", ErrCorrupt, s.dir, s.fatal.message())
+					stop.Store(true)
+				}
+			}()
+			s.restoreRange(p, dst, lo, hi, &stop)
+			finished = true
 		}()
 	}
 	wg.Wait()
@@ -60,7 +73,9 @@ func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 		p := &parts[i]
 		if p.err != nil {
 			for j := range parts {
-				parts[j].batch.Close()
+				if parts[j].batch != nil {
+					parts[j].batch.Close()
+				}
 			}
 			return st, p.err
 		}
@@ -72,7 +87,7 @@ func (s *Store) Restore(dst Sink) (RestoreStats, error) {
 		if p.expired > 0 {
 			// Losing these deletions in a crash costs only their redoing.
 			if err := p.batch.Commit(pebble.NoSync); err != nil {
-				s.opts.Logf("persist: deleting %d expired records: %v", p.expired, err)
+				s.opts.Logf("warning", "persist: deleting %d expired records: %v", p.expired, err)
 			}
 		}
 		p.batch.Close()
@@ -91,9 +106,9 @@ type restorePart struct {
 	err             error
 }
 
-// restoreRange is Restore for the data keys in [lo, hi); it stops early
-// once stop is set, and sets it when it fails. s.mu is held.
-func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p restorePart) {
+// restoreRange is Restore for the data keys in [lo, hi), into p; it stops
+// early once stop is set, and sets it when it fails. s.mu is held.
+func (s *Store) restoreRange(p *restorePart, dst Sink, lo, hi []byte, stop *atomic.Bool) {
 	p.batch = s.db.NewBatch()
 	defer func() {
 		if p.err != nil {
@@ -102,34 +117,37 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 	}()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
-		return p
+		p.err = s.readErr(s.fatal, err)
+		return
 	}
 	defer func() {
 		if err := it.Close(); err != nil && p.err == nil {
-			p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
+			p.err = s.readErr(s.fatal, err)
 		}
 	}()
 	for ok := it.First(); ok; ok = it.Next() {
 		if p.loaded&1023 == 0 && stop.Load() {
-			return p
+			return
 		}
 		k := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
-			p.err = fmt.Errorf("%w: %v", ErrCorrupt, err)
-			return p
+			p.err = s.readErr(s.fatal, err)
+			return
 		}
 		r, n, err := engine.DecodeRecord(v)
+		if err == nil && len(r.Key) == 0 && len(k) >= 2 {
+			r.Key = k[2:] // a value without its key (FormatVersion 2); Load copies it
+		}
 		if err != nil || n != len(v) || !isDataKeyOf(k, r.Key) {
-			p.err = fmt.Errorf("%w: record under key %q", ErrCorrupt, k)
-			return p
+			p.err = fmt.Errorf("%w: %s: record under key %q", ErrCorrupt, s.dir, k)
+			return
 		}
 		loaded := false
 		if r.Kind != limiter.KindSlidingLog || len(r.Hits) > 0 { // a log with no hits is no key
 			if loaded, err = dst.Load(r); err != nil {
-				p.err = fmt.Errorf("%w: record under key %q: %v", ErrCorrupt, k, err)
-				return p
+				p.err = fmt.Errorf("%w: %s: record under key %q: %v", ErrCorrupt, s.dir, k, err)
+				return
 			}
 		}
 		if loaded {
@@ -139,8 +157,53 @@ func (s *Store) restoreRange(dst Sink, lo, hi []byte, stop *atomic.Bool) (p rest
 		p.expired++
 		if err := p.batch.Delete(k, nil); err != nil {
 			p.err = err
-			return p
+			return
 		}
 	}
-	return p
+}
+
+// verifyTables checks the checksum of every block of every table of the
+// store, index and filter blocks too, which a restore's walk of the keys
+// does not all read: a corrupt table stops Open, naming the file,
+// rather than failing every later compaction, and so every snapshot.
+// s.mu is held, or s is not shared yet.
+func (s *Store) verifyTables() error {
+	levels, err := s.db.SSTables()
+	if err != nil {
+		return s.readErr(s.fatal, err)
+	}
+	seen := map[string]bool{}
+	for _, level := range levels {
+		for _, t := range level {
+			name := fmt.Sprintf("%s.sst", t.BackingSSTNum)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if err := contain(s.fatal, func() error { return s.verifyTable(name) }); err != nil {
+				return fmt.Errorf("%w: %s: corrupt file %s: %v", ErrCorrupt, s.dir, name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// verifyTable checks the checksums of the blocks of the table name.
+func (s *Store) verifyTable(name string) error {
+	f, err := s.opts.FS.Open(s.opts.FS.PathJoin(s.dir, name))
+	if err != nil {
+		return err
+	}
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, s.pebbleOptions(s.fatal, nil).MakeReaderOptions())
+	if err != nil {
+		readable.Close()
+		return err
+	}
+	defer r.Close() // closes readable
+	return r.ValidateBlockChecksums()
 }

@@ -50,7 +50,7 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 		return SnapshotStats{}, errWedged
 	}
 	if s.db == nil { // a commit failed: Pebble may have given up on its log
-		if err := s.open(); err != nil {
+		if err := s.open(false); err != nil {
 			return SnapshotStats{}, err
 		}
 	}
@@ -91,6 +91,11 @@ func (s *Store) Snapshot(src Source, now time.Time) (SnapshotStats, error) {
 	if err = finish(err); err != nil {
 		return SnapshotStats{}, fmt.Errorf("persist: snapshot: %w", err)
 	}
+	if err := s.writeGenFile(st.Generation); err != nil {
+		// The snapshot is committed: a file left at an earlier
+		// generation only weakens the check at the next start.
+		s.opts.Logf("warning", "persist: recording snapshot %d in %s: %v", st.Generation, genName, err)
+	}
 	s.pending.reset()
 	s.pendingN.Store(0)
 	s.infoMu.Lock()
@@ -122,6 +127,7 @@ func (s *Store) take(src Source) {
 				return
 			}
 			key = dataKey(key[:0], r.Key)
+			r.Key = nil // the store's key holds it (FormatVersion)
 			if c == engine.Removed {
 				s.part.add(opDelete, key, nil)
 			} else {

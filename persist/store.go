@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +34,9 @@ type Options struct {
 	// CacheBytes is the size of Pebble's block cache. Default: 8 MiB
 	// (restores read the store once, sequentially: a cache helps little).
 	CacheBytes int64
-	// Logf receives the store's log lines. Default: none.
-	Logf func(format string, args ...any)
+	// Logf receives the store's log lines, Pebble's among them, at a
+	// level ("verbose", "notice", "warning"). Default: none.
+	Logf func(level, format string, args ...any)
 }
 
 // EnsureDefaults fills the zero fields of o with their defaults.
@@ -46,7 +48,7 @@ func (o *Options) EnsureDefaults() {
 		o.CacheBytes = 8 << 20
 	}
 	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+		o.Logf = func(string, string, ...any) {}
 	}
 }
 
@@ -114,7 +116,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		lock.Close()
 		return nil, fmt.Errorf("persist: remove %s: %w", ingestName, err)
 	}
-	if err := s.open(); err != nil {
+	if err := s.check(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if err := s.open(false); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -122,12 +128,60 @@ func Open(dir string, opts Options) (*Store, error) {
 }
 
 // open opens the Pebble database and checks its format; s.mu is held or s
-// is not shared yet.
-func (s *Store) open() error {
+// is not shared yet. Pebble runs on a goroutine of its own meanwhile
+// (contain): a corrupt file becomes an error wrapping ErrCorrupt that
+// names it.
+func (s *Store) open(readOnly bool) error {
 	cache := pebble.NewCache(s.opts.CacheBytes)
 	defer cache.Unref()
-	note := &fatalNote{ch: make(chan struct{})}
-	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: logger{s.opts.Logf, note}}
+	note := newFatalNote()
+	po := s.pebbleOptions(note, cache)
+	po.ReadOnly = readOnly
+	var db *pebble.DB
+	err := contain(note, func() error {
+		var err error
+		if db, err = pebble.Open(s.dir, po); err != nil {
+			return s.readErr(note, err)
+		}
+		if err := s.checkFormat(db, note, readOnly); err != nil {
+			db.Close()
+			return err
+		}
+		v, closer, err := db.Get(genKey)
+		switch {
+		case errors.Is(err, pebble.ErrNotFound):
+		case err != nil:
+			db.Close()
+			return s.readErr(note, err)
+		default:
+			gen, saved, ok := parseGenMarker(v)
+			closer.Close()
+			if !ok {
+				db.Close()
+				return fmt.Errorf("%w: %s: bad generation marker", ErrCorrupt, s.dir)
+			}
+			s.infoMu.Lock()
+			s.gen, s.saved = gen, saved
+			s.infoMu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.dbMu.Lock()
+	s.db, s.fatal = db, note
+	s.dbMu.Unlock()
+	s.disk.Store(db.Metrics().DiskSpaceUsage())
+	return nil
+}
+
+// pebbleOptions returns the options the store opens Pebble with, its log
+// lines and corrupt files going to note and Logf (logger).
+func (s *Store) pebbleOptions(note *fatalNote, cache *pebble.Cache) *pebble.Options {
+	lg := logger{s.opts.Logf, note}
+	po := &pebble.Options{FS: s.opts.FS, Cache: cache, Lock: s.lock, Logger: lg, EventListener: lg.events(),
+		FormatMajorVersion: pebbleFormat}
 	// Every snapshot under churn is one large batch, flushed to a table
 	// of L0 that overlaps all the others. L0 is compacted from 16 such
 	// tables (Pebble's default is 4), so that a compaction merges 16
@@ -141,37 +195,32 @@ func (s *Store) open() error {
 		po.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		po.Levels[i].BlockSize = blockSize
 	}
-	db, err := pebble.Open(s.dir, po)
-	if err != nil {
-		return fmt.Errorf("persist: open %s: %w", s.dir, err)
+	po.EnsureDefaults()
+	return po
+}
+
+// readErr returns err, an error of Pebble reading the store, as one
+// wrapping ErrCorrupt when it is a corruption (naming the file Pebble
+// reported corrupt, if it did), or as it is otherwise (an I/O error).
+func (s *Store) readErr(note *fatalNote, err error) error {
+	if c := note.corruption(); c != "" {
+		return fmt.Errorf("%w: %s: corrupt file %s", ErrCorrupt, s.dir, c)
 	}
-	if err := s.checkFormat(db); err != nil {
-		db.Close()
-		return err
+	if strings.Contains(err.Error(), "format major version") {
+		// Pebble's format is newer than this build's Pebble reads (or
+		// older than it still reads): a store of another cellserver.
+		return fmt.Errorf("%w: %s: %v (a store written by a newer cellserver?)", ErrUnknownFormat, s.dir, err)
 	}
-	v, closer, err := db.Get(genKey)
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
-	case err != nil:
-		db.Close()
+	if errors.Is(err, pebble.ErrDBNotPristine) {
+		// Pebble's marker of its format is gone: it takes the store for
+		// a new one, which it finds not empty.
+		return fmt.Errorf("%w: %s: Pebble's marker.format-version file is missing: %v", ErrCorrupt, s.dir, err)
+	}
+	// A file of the store missing (a table, the MANIFEST) is damage too.
+	if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s: %v", ErrCorrupt, s.dir, err)
-	default:
-		gen, saved, ok := parseGenMarker(v)
-		if !ok {
-			closer.Close()
-			db.Close()
-			return fmt.Errorf("%w: %s: bad generation marker", ErrCorrupt, s.dir)
-		}
-		s.infoMu.Lock()
-		s.gen, s.saved = gen, saved
-		s.infoMu.Unlock()
-		closer.Close()
 	}
-	s.dbMu.Lock()
-	s.db, s.fatal = db, note
-	s.dbMu.Unlock()
-	s.disk.Store(db.Metrics().DiskSpaceUsage())
-	return nil
+	return fmt.Errorf("persist: read %s: %w", s.dir, err)
 }
 
 // l0CompactionThreshold is the number of L0 sublevels (one per large
@@ -227,7 +276,7 @@ func (s *Store) shut() error {
 		return err
 	case <-time.After(closeWait):
 		s.wedged = true
-		s.opts.Logf("persist: the store did not close within %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
+		s.opts.Logf("warning", "persist: the store did not close within %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
 		return errWedged
 	}
 }

@@ -301,7 +301,7 @@ func TestBackgroundFailureReopens(t *testing.T) {
 	done := make(chan struct{})
 	go func() { // as a background goroutine of Pebble's would
 		defer close(done)
-		logger{func(string, ...any) {}, s.fatal}.Fatalf("MANIFEST sync failed: %s", "injected")
+		logger{func(string, string, ...any) {}, s.fatal}.Fatalf("MANIFEST sync failed: %s", "injected")
 	}()
 	<-done
 	fill(t, e, 20)

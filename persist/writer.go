@@ -146,7 +146,7 @@ func (s *Store) apply(fn func() error) error {
 			s.db = nil // left open: fn's goroutine waits on it forever
 			s.dbMu.Unlock()
 			s.wedged = true
-			s.opts.Logf("persist: a snapshot's write waited %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
+			s.opts.Logf("warning", "persist: a snapshot's write waited %v after Pebble gave up a write; snapshots are off until the server restarts", closeWait)
 			return fmt.Errorf("%w: %s", errFatal, note.message())
 		}
 		if err == nil {

@@ -14,15 +14,24 @@ import (
 )
 
 // Config configures a Server. Start from DefaultConfig; the zero value is
-// not useful (port 0 picks any free port, which is what tests want).
+// not useful.
 type Config struct {
-	// Bind is the addresses to listen on. Default: 127.0.0.1.
+	// Bind is the addresses to listen on, as redis.conf's bind: an IP
+	// address or host name, "*" for every IPv4 address, "::*" for every
+	// IPv6 one; a leading "-" makes an address optional, skipped with a
+	// log line when it cannot be had (BindHost). Default: 127.0.0.1.
 	Bind []string
-	// Port is the TCP port. Default: 6379. 0 picks a free one.
+	// Port is the plaintext TCP port. 0 serves no plaintext port, as
+	// Redis's port 0: then TLSPort must be set (Validate). Default: 6379.
 	Port int
 	// RequirePass, when set, must be given with AUTH before any other
 	// command. Default: "" (no password).
 	RequirePass string
+	// RequirePassFile names a file cmd/cellserver reads RequirePass from
+	// at start (its content less one final line ending), so that the
+	// password is in neither the command line nor the config file.
+	// Default: "".
+	RequirePassFile string
 	// ProtectedMode, while RequirePass is empty, refuses every client that
 	// is not local (see Config.refuses), as Redis's protected-mode.
 	// Default: true.
@@ -38,16 +47,24 @@ type Config struct {
 	// QueryBufferLimit is the most bytes one request may take in all.
 	// Default: 1 GiB.
 	QueryBufferLimit int64
+	// MaxKeySize is the longest key, in bytes, a command that creates
+	// keys (the limiter commands, ML.THROTTLE) may name; a longer one is
+	// refused. Default: 64 KiB (commands.DefaultMaxKeySize); at most
+	// 512 MiB.
+	MaxKeySize int64
 	// LogLevel is debug, verbose, notice, warning or nothing. Default: notice.
 	LogLevel string
-	// Dir is the directory of the snapshot store; "" keeps the keys in
-	// memory only. Package daemon checks that it exists and is writable
-	// and wires package persist in. Default: "" (persistence off).
+	// Dir is the directory of the snapshot store, used when save is set
+	// too (Persistent); "" keeps the keys in memory only. Package daemon
+	// checks that it exists and is writable and wires package persist
+	// in. Default: "" (persistence off).
 	Dir string
 	// Save is Redis's save rules, pairs of "<seconds> <changes>"; "" means
-	// none. SaveSet tells an explicit "" (no rule) from no setting at all,
-	// which with Dir set means the default rule, "1 1" (a crash loses at
-	// most about a second of changes). Default: "", unset.
+	// none. SaveSet tells an explicit "" (no rule, but SAVE, BGSAVE and
+	// the snapshot at shutdown with Dir) from no setting at all, which
+	// keeps persistence off even with Dir set. "1 1" snapshots each
+	// second with a change (a crash loses at most about a second of
+	// changes). Default: "", unset.
 	Save    string
 	SaveSet bool
 	// Shards is the engine's shard count. Default: engine.DefaultShards.
@@ -58,6 +75,17 @@ type Config struct {
 	// loopback address or a unix socket run DEBUG (enable-debug-command
 	// local); others get Redis's refusal. Default: false.
 	DebugLocalOnly bool
+	// ProtectedConfigs is enable-protected-configs, as in Redis 7: "no"
+	// (BACKUP writes only under Dir, symlinks resolved), "yes" (anywhere
+	// the server may write), "local" (anywhere for clients on a loopback
+	// address or a unix socket, under Dir for others). Default: "no".
+	ProtectedConfigs string
+	// StoreDamaged is store-damaged: what a start does with a snapshot
+	// store that is damaged (package persist's ErrCorrupt at open):
+	// "refuse" stops it with the file and the reason; "move-aside"
+	// renames the store to <store>.damaged-<UTC time> and starts with no
+	// keys, logging why. Default: "refuse".
+	StoreDamaged string
 	// DebugClockStart, when not 0, freezes DEBUG CLOCK's clock at this
 	// Unix ns from the start, before the keys are restored from disk (for
 	// tests that restart a server); without EnableDebugCommand it is
@@ -78,6 +106,11 @@ type Config struct {
 	SlowlogLogSlowerThan int64
 	// SlowlogMaxLen is the most entries SLOWLOG keeps. Default: 128.
 	SlowlogMaxLen int64
+	// AuthLimits bound failed AUTH per client address and in total
+	// (auth-failures-per-address, auth-failures-total,
+	// auth-failures-period). Default: commands.DefaultAuthLimits, 10 per
+	// address and 1000 in all per minute.
+	AuthLimits commands.AuthLimits
 	// LogFile is the file cmd/cellserver appends the log to; "" is
 	// standard error. Default: "".
 	LogFile string
@@ -104,10 +137,13 @@ type Config struct {
 	// package daemon builds it from the files above (TLSConfigFromFiles).
 	// It is no setting. Default: nil.
 	TLSConfig *tls.Config
-	// Ignored lists the redis.conf directives SetDirective accepted without
-	// a setting of their own, "name value" each, for the log. It is no
-	// setting. Default: nil.
-	Ignored []string
+	// Directives are the redis.conf directives SetDirective took that have
+	// no setting of their own, the last value of each (every value of
+	// user and loadmodule), in the order first given. Validate refuses
+	// one whose value cellserver will not pretend to follow; the server
+	// logs each of the others once at start. It is no setting.
+	// Default: nil.
+	Directives []Directive
 	// MetricsAddr is the host:port package daemon serves Prometheus
 	// metrics on (HTTP, path /metrics); "" serves none. Default: "" (off):
 	// an HTTP listener nobody asked for is one more port to secure, and
@@ -152,6 +188,9 @@ type Config struct {
 	// ClusterSecret is the shared secret of gossip and hand-offs; required
 	// with cluster mode. Default: "".
 	ClusterSecret string
+	// ClusterSecretFile names a file cmd/cellserver reads ClusterSecret
+	// from at start, as RequirePassFile. Default: "".
+	ClusterSecretFile string
 	// ClusterWeight is this node's share of slots relative to the others'.
 	// Default: 1.
 	ClusterWeight float64
@@ -190,12 +229,14 @@ func DefaultConfig() Config {
 		MaxClients:       10000,
 		ProtoMaxBulkLen:  512 << 20,
 		QueryBufferLimit: 1 << 30,
+		MaxKeySize:       commands.DefaultMaxKeySize,
 		LogLevel:         "notice",
 		Shards:           engine.DefaultShards,
 
 		TLSAuthClients:       "yes",
 		SlowlogLogSlowerThan: commands.DefaultSlowlogSlowerThan,
 		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
+		AuthLimits:           commands.DefaultAuthLimits,
 		MaxMemoryPolicy:      "noeviction",
 		Supervised:           "no",
 		OutputLimits: [numClientClasses]OutputLimit{
@@ -215,7 +256,13 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	return c.validateTLS()
+	if err := c.validateTLS(); err != nil {
+		return err
+	}
+	if c.Port == 0 && c.TLSPort == 0 {
+		return errors.New("port: 0 serves no plaintext port, and tls-port is not set: nothing would listen (set port, or tls-port with its files)")
+	}
+	return c.validateDirectives()
 }
 
 // validateTLS checks the tls-* settings together, once all are read: a
@@ -233,23 +280,20 @@ func (c *Config) validateTLS() error {
 	return nil
 }
 
-// DefaultSave is the save rule used when Dir is set and Save is not: a
-// snapshot each second with a change.
-const DefaultSave = "1 1"
+// SaveRules returns the save rules in force: Save.
+func (c *Config) SaveRules() string { return c.Save }
 
-// SaveRules returns the save rules in force: Save, or DefaultSave when Dir
-// is set and Save was never set.
-func (c *Config) SaveRules() string {
-	if !c.SaveSet && c.Dir != "" {
-		return DefaultSave
-	}
-	return c.Save
-}
+// Persistent reports whether the keys are kept on disk: Dir is set and
+// so is save (any value: "" takes snapshots only on SAVE, BGSAVE and at
+// shutdown). Dir alone does not turn persistence on, so that a
+// redis.conf's dir (Redis's own data directory) with no save line
+// leaves cellserver in memory; the server logs that it ignores dir then.
+func (c *Config) Persistent() bool { return c.Dir != "" && c.SaveSet }
 
 // Errors from Set.
 var (
 	// ErrAppendOnly is what setting appendonly to anything but "no" returns.
-	ErrAppendOnly = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (default with dir: save 1 1)")
+	ErrAppendOnly = errors.New("appendonly is not supported: cellserver persists with incremental snapshots; use dir <path> with save <seconds> <changes> (save 1 1: a snapshot each second with a change)")
 	// ErrUnknownSetting is commands.ErrUnknownSetting: the name is no
 	// setting's.
 	ErrUnknownSetting   = commands.ErrUnknownSetting

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/commands"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -66,15 +68,26 @@ func TestConfigSave(t *testing.T) {
 	if got := c.SaveRules(); got != "" {
 		t.Fatalf("save without dir = %q, want \"\"", got)
 	}
+	// dir alone (a redis.conf's data directory) turns nothing on.
 	c.Dir = "/tmp"
-	if got := c.SaveRules(); got != DefaultSave {
-		t.Fatalf("save with dir only = %q, want %q", got, DefaultSave)
+	if got := c.SaveRules(); got != "" || c.Persistent() {
+		t.Fatalf("save with dir only = %q, persistent %v; want none and false", got, c.Persistent())
 	}
-	if err := c.Set("save", " 3600 1  300  100 "); err != nil || c.SaveRules() != "3600 1 300 100" {
-		t.Fatalf("Set(save) = %v; rules %q", err, c.SaveRules())
+	if err := c.Set("save", " 3600 1  300  100 "); err != nil || c.SaveRules() != "3600 1 300 100" || !c.Persistent() {
+		t.Fatalf("Set(save) = %v; rules %q, persistent %v", err, c.SaveRules(), c.Persistent())
 	}
-	if err := c.Set("save", ""); err != nil || c.SaveRules() != "" {
-		t.Fatalf("Set(save, \"\") = %v; rules %q, want none", err, c.SaveRules())
+	// An interval is at most MaxSaveSeconds: 9223372036 s would overflow
+	// in nanoseconds and fire every second.
+	for _, long := range []string{"9223372036 1", "9223372037 1", "2147483648 1", "60 1 99999999999 1"} {
+		if err := c.Set("save", long); err == nil || !strings.Contains(err.Error(), "too long an interval (at most 2147483647)") {
+			t.Errorf("Set(save, %q) = %v", long, err)
+		}
+	}
+	if err := c.Set("save", "2147483647 9223372036854775807"); err != nil {
+		t.Errorf("the longest interval: %v", err)
+	}
+	if err := c.Set("save", ""); err != nil || c.SaveRules() != "" || !c.Persistent() {
+		t.Fatalf("Set(save, \"\") = %v; rules %q, want none, persistent", err, c.SaveRules())
 	}
 	for _, bad := range []string{"3600", "0 1", "10 -1", "x y"} {
 		if err := c.Set("save", bad); err == nil || !strings.Contains(err.Error(), "save takes pairs") {
@@ -135,8 +148,27 @@ func TestServerConfigSetAllOrNone(t *testing.T) {
 	if bad, err := s.ConfigSet([][2]string{{"requirepass", "newpass"}, {"timeout", "7"}}); err != nil {
 		t.Fatalf("ConfigSet: %d, %v", bad, err)
 	}
-	if get("requirepass") != "newpass" || get("timeout") != "7" || s.RequirePass() != "newpass" {
+	if get("requirepass") != Redacted || get("timeout") != "7" || s.RequirePass() != "newpass" {
 		t.Fatal("a valid CONFIG SET of two pairs did not apply both")
+	}
+}
+
+// TestServerConfigSetMaxKeySize: max-key-size reads, checks its bounds
+// and reaches the command table at once.
+func TestServerConfigSetMaxKeySize(t *testing.T) {
+	s := newTestServer(t)
+	if got := s.ConfigGet("max-key-size"); len(got) != 1 || got[0][1] != "65536" || s.table.MaxKeySize() != commands.DefaultMaxKeySize {
+		t.Fatalf("default: CONFIG GET %q, table %d", got, s.table.MaxKeySize())
+	}
+	for _, v := range []string{"0", "513mb", "-1", "lots"} {
+		if _, err := s.ConfigSet([][2]string{{"max-key-size", v}}); err == nil {
+			t.Errorf("CONFIG SET max-key-size %s accepted", v)
+		}
+	}
+	for v, n := range map[string]int64{"1mb": 1 << 20, "512mb": commands.MaxMaxKeySize, "1": 1} {
+		if _, err := s.ConfigSet([][2]string{{"max-key-size", v}}); err != nil || s.table.MaxKeySize() != n {
+			t.Errorf("CONFIG SET max-key-size %s: %v; table %d, want %d", v, err, s.table.MaxKeySize(), n)
+		}
 	}
 }
 

@@ -85,6 +85,9 @@ type conn struct {
 // is killed, or the server shuts down.
 func (c *conn) serve() {
 	defer c.s.release(c)
+	if !c.handshake() {
+		return
+	}
 	c.buf = make([]byte, readBufSize)
 	rawconn.ReadLoop(c.nc, c.afterRead)
 }
@@ -103,7 +106,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.cl.Mark()
 		c.cl.CountInput(m)
 	}
-	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
+	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load(), table: c.s.table}
 	c.la.reset(r)
 	for r < n {
 		lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
@@ -179,7 +182,14 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	// Keep the unparsed rest of a request at the front of the buffer.
 	pending := n - r
 	switch {
-	case len(c.buf) > readBufSize && pending <= readBufSize/2:
+	case c.p.need > len(c.buf):
+		// A large bulk string is on its way: a buffer that holds its
+		// request up to the payload's end, and a little more for the
+		// arguments after it (parser.need, bigBulk).
+		grown := make([]byte, c.p.need+readBufSize)
+		copy(grown, c.buf[r:n])
+		c.buf = grown
+	case len(c.buf) > readBufSize && pending <= readBufSize/2 && c.p.need == 0:
 		small := make([]byte, readBufSize) // give a large request's buffer back
 		copy(small, c.buf[r:n])
 		c.buf = small

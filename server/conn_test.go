@@ -13,7 +13,6 @@ import (
 func newTestServer(t testing.TB) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Port = 0
 	cfg.LogLevel = "nothing"
 	cfg.ProtoMaxBulkLen = 1 << 20
 	cfg.QueryBufferLimit = 4 << 20
@@ -255,6 +254,73 @@ func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 	if n := len(c.buf); n != readBufSize {
 		t.Fatalf("read buffer is %d bytes after the large request", n)
 	}
+}
+
+// TestConnSizesItsBufferForALargeBulk: a bulk string of bigBulk bytes or
+// more is read into a buffer sized for its request once its header is in,
+// as Redis reads a large argument, not into one that doubles as its bytes
+// arrive: a request of 1 MiB and 27 bytes took a 2 MiB buffer, and
+// allocations of 4 MiB in all on the way there.
+func TestConnSizesItsBufferForALargeBulk(t *testing.T) {
+	s := newTestServer(t)
+	_, rc := pipeConn(t, s)
+	_, admin := pipeConn(t, s)
+	head := "*2\r\n$4\r\nECHO\r\n$1048576\r\n"
+	body := strings.Repeat("x", 1<<20)
+	// All but the final CRLF: the request stays in the buffer. (A pipe's
+	// Write returns once the connection has read every byte.)
+	if _, err := rc.NetConn().Write([]byte(head + body)); err != nil {
+		t.Fatal(err)
+	}
+	var qbuf, free int
+	testkit.WaitFor(t, "the request's bytes in the buffer", func() bool {
+		list := admin.Do("CLIENT", "LIST")
+		line := strings.SplitN(list[strings.Index(list, "\r\n")+2:], "\n", 2)[0] // the first client's
+		for _, f := range strings.Fields(line) {
+			fmt.Sscanf(f, "qbuf=%d", &qbuf)
+			fmt.Sscanf(f, "qbuf-free=%d", &free)
+		}
+		return qbuf == len(head)+len(body)
+	})
+	if got, want := qbuf+free, len(head)+len(body)+2+readBufSize; got != want {
+		t.Fatalf("read buffer of %d bytes for a request of %d: want %d", got, qbuf+2, want)
+	}
+	rc.Send("\r\n")
+	if got := rc.Reply(); got != "$1048576\r\n"+body+"\r\n" {
+		t.Fatalf("echo of 1 MiB: got %d bytes", len(got))
+	}
+}
+
+// TestConnBuffersARefusedKeyAsItComes: a key longer than max-key-size is
+// refused once read (Dispatch), so it is not given a buffer of its size
+// before its bytes come, as a large argument that will be served is.
+func TestConnBuffersARefusedKeyAsItComes(t *testing.T) {
+	s := newTestServer(t)
+	_, rc := pipeConn(t, s)
+	_, admin := pipeConn(t, s)
+	head := "*5\r\n$11\r\nCL.THROTTLE\r\n$524288\r\n"
+	part := strings.Repeat("k", 64<<10)
+	if _, err := rc.NetConn().Write([]byte(head + part)); err != nil {
+		t.Fatal(err)
+	}
+	var qbuf, free int
+	testkit.WaitFor(t, "the request's bytes in the buffer", func() bool {
+		list := admin.Do("CLIENT", "LIST")
+		line := strings.SplitN(list[strings.Index(list, "\r\n")+2:], "\n", 2)[0] // the first client's
+		for _, f := range strings.Fields(line) {
+			fmt.Sscanf(f, "qbuf=%d", &qbuf)
+			fmt.Sscanf(f, "qbuf-free=%d", &free)
+		}
+		return qbuf == len(head)+len(part)
+	})
+	if got := qbuf + free; got > 4*len(part) {
+		t.Fatalf("read buffer of %d bytes for %d bytes of a refused key", got, qbuf)
+	}
+	go rc.NetConn().Write([]byte(strings.Repeat("k", 512<<10-len(part)) + "\r\n$2\r\n15\r\n$2\r\n30\r\n$2\r\n60\r\n"))
+	if got, want := rc.Reply(), "-ERR key exceeds maximum allowed size (max-key-size)\r\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	rc.WantDo("+PONG\r\n", "PING")
 }
 
 // TestQuick: quick takes plain, complete requests within every client's

@@ -43,11 +43,17 @@ func (s *Server) Clients() []*commands.Client {
 	return out
 }
 
-// ConfigGet returns the settings matching pattern.
+// ConfigGet returns the settings matching pattern, a secret's value
+// (requirepass, cluster-secret) as Redacted when it is set: a client that
+// may run CONFIG GET learns whether a password is set, never the password.
 func (s *Server) ConfigGet(pattern string) [][2]string {
 	s.cfgMu.RLock()
 	defer s.cfgMu.RUnlock()
-	return s.cfg.Get(func(name string) bool { return commands.Match(pattern, name) })
+	out := s.cfg.Get(func(name string) bool { return commands.Match(pattern, name) })
+	for i := range out {
+		out[i][1] = redact(out[i][0], out[i][1])
+	}
+	return out
 }
 
 // ConfigSet changes settings that may change at run time, all of pairs or
@@ -68,6 +74,8 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 			return i, ErrImmutableSetting
 		case seen[st.name]:
 			return i, commands.ErrDuplicateSetting
+		case st.secret && s.secretFromFile(st.name) != "":
+			return i, fmt.Errorf("%s is read from %s at start: change that file and restart", st.name, s.secretFromFile(st.name))
 		}
 		seen[st.name] = true
 		timeout = timeout || st.name == "timeout"
@@ -96,6 +104,7 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	s.storeLimits(&s.cfg)
 	s.log.setLevel(s.cfg.LogLevel)
 	s.table.SetSlowlog(s.cfg.SlowlogLogSlowerThan, s.cfg.SlowlogMaxLen)
+	s.table.SetAuthLimits(s.cfg.AuthLimits)
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
@@ -105,6 +114,19 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 		}
 	}
 	return 0, nil
+}
+
+// secretFromFile returns the file the secret setting name was read from
+// at start (its -file setting), "" if none.
+func (s *Server) secretFromFile(name string) string {
+	for _, st := range settings {
+		if st.fileOf == name {
+			s.cfgMu.RLock()
+			defer s.cfgMu.RUnlock()
+			return st.get(&s.cfg)
+		}
+	}
+	return ""
 }
 
 // Stats returns the figures INFO reports.
@@ -129,6 +151,7 @@ func (s *Server) Stats() commands.HostStats {
 	st.ConnsReceived = s.connsReceived.Load()
 	st.ConnsRejected = s.connsRejected.Load()
 	st.OutputDropped = s.outputDropped.Load()
+	st.AuthFailed, st.AuthRefused = s.table.AuthCounts()
 	s.mu.Lock()
 	st.CommandsRetired = append([]commands.CommandCounts(nil), s.retired...)
 	st.Clients = make([]*commands.Client, 0, len(s.clients))
@@ -190,17 +213,6 @@ func (s *Server) Persistence() commands.Persistence {
 
 // Logf logs at a level.
 func (s *Server) Logf(level, format string, args ...any) { s.log.Logf(level, format, args...) }
-
-// redact hides a secret setting's value from logs: "(set)" or "(none)".
-func redact(name, value string) string {
-	if name != "requirepass" {
-		return value
-	}
-	if value == "" {
-		return "(none)"
-	}
-	return "(set)"
-}
 
 // executable returns the running binary's path, "" if unknown.
 func executable() string {

@@ -76,6 +76,7 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	s.limits.maxQuery.Store(cfg.QueryBufferLimit)
 	s.limits.timeout.Store(int64(cfg.Timeout))
+	s.table.SetMaxKeySize(cfg.MaxKeySize)
 	out := cfg.OutputLimits[ClassNormal]
 	s.limits.outHard.Store(out.Hard)
 	s.limits.outSoft.Store(out.Soft)

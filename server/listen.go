@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -14,9 +15,26 @@ import (
 	"github.com/cellserver/cellserver/internal/rawconn"
 )
 
+// BindHost reads one word of the bind setting as redis.conf writes it:
+// the host to listen on ("*" is every IPv4 address, 0.0.0.0, and "::*"
+// every IPv6 one, ::), and whether it is optional (a leading "-": an
+// address the machine does not have is skipped, not an error).
+func BindHost(word string) (host string, optional bool) {
+	host, optional = strings.CutPrefix(word, "-")
+	switch host {
+	case "*":
+		host = "0.0.0.0"
+	case "::*":
+		host = "::"
+	}
+	return host, optional
+}
+
 // ListenAndServe listens on every address of Config.Bind at Config.Port
-// and serves until Shutdown. It returns ErrServerClosed after a shutdown,
-// or the first listening error.
+// (none when Port is 0) and at Config.TLSPort (when not 0), and serves
+// until Shutdown. An optional address (BindHost) that cannot be had is
+// logged and skipped. It returns ErrServerClosed after a shutdown, or the
+// first listening error.
 func (s *Server) ListenAndServe() error {
 	s.cfgMu.RLock()
 	binds, port, tlsPort, tlsCfg := s.cfg.Bind, s.cfg.Port, s.cfg.TLSPort, s.cfg.TLSConfig
@@ -24,29 +42,47 @@ func (s *Server) ListenAndServe() error {
 	if tlsPort != 0 && tlsCfg == nil {
 		return errors.New("server: tls-port without a TLS configuration")
 	}
-	var lns []net.Listener
-	listen := func(b string, port int) error {
-		ln, err := net.Listen("tcp", net.JoinHostPort(b, strconv.Itoa(port)))
-		if err != nil {
-			for _, l := range lns {
-				l.Close()
-			}
-			return fmt.Errorf("server: listen on %s port %d: %w", b, port, err)
-		}
-		lns = append(lns, ln)
-		return nil
+	if port == 0 && tlsPort == 0 {
+		return errors.New("server: port 0 and no tls-port: nothing to listen on")
 	}
-	for _, b := range binds {
-		if err := listen(b, port); err != nil {
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	// listen listens on every address at port and returns how many.
+	listen := func(port int) (int, error) {
+		n := 0
+		for _, b := range binds {
+			host, optional := BindHost(b)
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+			if err != nil && optional && !errors.Is(err, syscall.EADDRINUSE) {
+				s.log.Logf("warning", "Skipping optional bind address %s port %d: %v", host, port, err)
+				continue
+			}
+			if err != nil {
+				closeAll()
+				return 0, fmt.Errorf("server: listen on %s port %d: %w", host, port, err)
+			}
+			lns = append(lns, ln)
+			n++
+		}
+		if n == 0 {
+			closeAll()
+			return 0, fmt.Errorf("server: none of the bind addresses %s could be had at port %d", strings.Join(binds, " "), port)
+		}
+		return n, nil
+	}
+	if port != 0 {
+		if _, err := listen(port); err != nil {
 			return err
 		}
 	}
 	plain := len(lns)
 	if tlsPort != 0 {
-		for _, b := range binds {
-			if err := listen(b, tlsPort); err != nil {
-				return err
-			}
+		if _, err := listen(tlsPort); err != nil {
+			return err
 		}
 		for i := plain; i < len(lns); i++ {
 			// A TLS connection is read through tls.Conn, never rawConn:
@@ -73,9 +109,20 @@ func (s *Server) ListenAndServe() error {
 		}
 	}
 	s.listenOnce.Do(func() { close(s.listening) })
-	s.log.Logf("notice", "Ready to accept connections tcp on %s port %d", binds, port)
+	addrs := func(lns []net.Listener) string {
+		var a []string
+		for _, l := range lns {
+			a = append(a, l.Addr().String())
+		}
+		return strings.Join(a, " ")
+	}
+	if port != 0 {
+		s.log.Logf("notice", "Ready to accept connections tcp on %s", addrs(lns[:plain]))
+	} else {
+		s.log.Logf("notice", "port 0: no plaintext port, TLS only")
+	}
 	if tlsPort != 0 {
-		s.log.Logf("notice", "Ready to accept connections tls on %s port %d", binds, tlsPort)
+		s.log.Logf("notice", "Ready to accept connections tls on %s", addrs(lns[plain:]))
 	}
 	var first error
 	for range lns {

@@ -14,12 +14,18 @@ import (
 var logPrefix = regexp.MustCompile(`(?m)^\d+:M \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d\.\d{3} `)
 
 // The log writes one Redis-style line per event at the levels loglevel
-// lets through: the start with the settings in force, the password never
-// shown; a setting changed; a client refused.
+// lets through: the start with the settings in force and the redis.conf
+// directives without effect, no secret ever shown (requirepass,
+// cluster-secret, masterauth); a setting changed; a client refused.
+// CONFIG GET shows a secret as (redacted) too, an unset one as "".
 func TestLogEvents(t *testing.T) {
 	var out testkit.SyncBuffer
 	cfg := DefaultConfig()
-	cfg.Port, cfg.LogLevel, cfg.LogOutput, cfg.RequirePass, cfg.MaxClients = 0, "notice", &out, "s3cret", 1
+	cfg.Port, cfg.LogLevel, cfg.LogOutput, cfg.RequirePass, cfg.MaxClients = 7000, "notice", &out, "s3cret", 1
+	cfg.ClusterSecret = "clu5ter"
+	if err := cfg.SetDirective("masterauth", []string{"m4ster"}); err != nil {
+		t.Fatal(err)
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +51,10 @@ func TestLogEvents(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(logPrefix.ReplaceAllString(out.String(), ""), "\n"), "\n")
 	want := []string{
 		"* cellserver starting version=" + Version,
-		"* Configuration in force appendonly=no bind=127.0.0.1",
+		"* Configuration in force appendonly=no auth-failures-per-address=10 auth-failures-period=60 auth-failures-total=1000 bind=127.0.0.1",
+		"* Directive accepted without effect: masterauth (redacted)",
 		"* CONFIG SET name=maxclients value=1",
-		"* CONFIG SET name=requirepass value=(set)",
+		"* CONFIG SET name=requirepass value=(redacted)",
 		"* Client rejected: max number of clients reached addr=pipe maxclients=1",
 	}
 	if len(lines) != len(want) {
@@ -58,11 +65,39 @@ func TestLogEvents(t *testing.T) {
 			t.Errorf("line %d: %q, want it to start %q", i, lines[i], w)
 		}
 	}
-	if strings.Contains(out.String(), "s3cret") || strings.Contains(out.String(), "n3w") {
-		t.Errorf("a password in the log:\n%s", out.String())
+	for _, secret := range []string{"s3cret", "n3w", "clu5ter", "m4ster"} {
+		if strings.Contains(out.String(), secret) {
+			t.Errorf("secret %q in the log:\n%s", secret, out.String())
+		}
 	}
-	if !strings.Contains(lines[1], " requirepass=(set) ") {
+	if !strings.Contains(lines[1], " requirepass=(redacted) ") || !strings.Contains(lines[1], " cluster-secret=(redacted) ") {
 		t.Errorf("settings line: %q", lines[1])
+	}
+	got := map[string]string{}
+	for _, kv := range s.ConfigGet("*") {
+		got[kv[0]] = kv[1]
+	}
+	if got["requirepass"] != Redacted || got["cluster-secret"] != Redacted || got["maxclients"] != "1" {
+		t.Errorf("CONFIG GET: requirepass %q, cluster-secret %q, maxclients %q", got["requirepass"], got["cluster-secret"], got["maxclients"])
+	}
+	s2 := newTestServer(t)
+	if kv := s2.ConfigGet("requirepass"); len(kv) != 1 || kv[0][1] != "" {
+		t.Errorf("CONFIG GET of an unset password: %q", kv)
+	}
+}
+
+// dir without save turns nothing on, and the log says so.
+func TestLogDirWithoutSave(t *testing.T) {
+	var out testkit.SyncBuffer
+	cfg := DefaultConfig()
+	cfg.LogLevel, cfg.LogOutput, cfg.Dir = "notice", &out, "/var/lib/redis"
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !strings.Contains(out.String(), "# dir /var/lib/redis is set but save is not: persistence is off") {
+		t.Fatalf("log:\n%s", out.String())
 	}
 }
 

@@ -1,6 +1,11 @@
 package server
 
-import "bytes"
+import (
+	"bytes"
+	"errors"
+
+	"github.com/cellserver/cellserver/commands"
+)
 
 // The request parser. It reads RESP multibulk requests and inline (telnet)
 // lines as Redis does, and is built for a server that must not be brought
@@ -26,13 +31,28 @@ type parser struct {
 	spans  []span // the arguments read so far
 	args   [][]byte
 	inline []byte // unescaped inline arguments
+	// need, while a large bulk string's payload is awaited, is the
+	// bytes from the request's start to the end of that payload; 0
+	// otherwise. The connection sizes its buffer by it (bigBulk).
+	need int
 }
+
+// bigBulk is the length from which a bulk string's payload is read into a
+// buffer sized for it once its header has arrived, as Redis reads
+// arguments of 32 KiB or more (PROTO_MBULK_BIG_ARG), rather than into one
+// that doubles as bytes arrive: doubling to hold n bytes allocates up to
+// 4n in all and holds up to 3n at once, and keeps a buffer of up to 2n.
+const bigBulk = 32 << 10
 
 // bounds are the limits a request is read under.
 type bounds struct {
 	maxBulk  int64 // proto-max-bulk-len
 	maxQuery int64 // client-query-buffer-limit
 	authed   bool  // false: Redis's limits for a client that has not authenticated
+	// table, when set, says which commands create keys: a bulk string
+	// of theirs longer than max-key-size is refused once read, and is
+	// not given a buffer of its size ahead of its bytes (bigBulk).
+	table *commands.Table
 }
 
 // Redis's limits before AUTH, when a password is required.
@@ -98,6 +118,9 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 			return nil, 0, protocolError("invalid bulk length")
 		}
 		if int64(len(b)-end) < n+2 {
+			if n >= bigBulk && !p.refused(b, n, lim.table) {
+				p.need = end + int(n) + 2
+			}
 			return nil, 0, nil // the payload is not all here; the header is kept
 		}
 		if b[end+int(n)] != '\r' || b[end+int(n)+1] != '\n' {
@@ -110,10 +133,23 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 	return p.fromSpans(b, p.spans), used, nil
 }
 
+// refused reports whether a bulk string of n bytes, the next argument of
+// the request in b, is one Dispatch will refuse for its length: an
+// argument longer than max-key-size of a command that creates keys. Such a
+// command's other arguments are integers and words, so a long one is a key
+// or refused anyway.
+func (p *parser) refused(b []byte, n int64, t *commands.Table) bool {
+	if t == nil || len(p.spans) == 0 || n <= t.MaxKeySize() {
+		return false
+	}
+	cmd := t.Lookup(p.spans[0].of(b))
+	return cmd != nil && cmd.Flags&commands.FlagNewKeys != 0
+}
+
 // reset readies the parser for the next request, keeping small slices for
 // reuse and dropping large ones, and never keeping slices of the buffer.
 func (p *parser) reset(args [][]byte) {
-	p.want, p.scan = 0, 0
+	p.want, p.scan, p.need = 0, 0, 0
 	if cap(p.spans) > 1024 {
 		p.spans = nil
 	} else {
@@ -208,6 +244,30 @@ func (p *parser) nextInline(b []byte) ([][]byte, int, error) {
 		return nil, 0, protocolError("unbalanced quotes in request")
 	}
 	return args, end + 1, nil
+}
+
+// ErrUnbalancedQuotes is redis-server's text for a config line whose
+// quotes do not close, or close with something other than a blank after.
+var ErrUnbalancedQuotes = errors.New("Unbalanced quotes in configuration line") //lint:ignore ST1005 redis-server's own text
+
+// SplitConfigLine splits one config file line into words as redis.conf's
+// reader does: by the rules of an inline request (splitInline), which
+// are redis-server's sdssplitargs for both. Words are separated by blanks;
+// a word in "double quotes" may hold blanks and the escapes \n \r \t \b
+// \a \\ \" and \xHH; one in 'single quotes' may hold blanks and \'. A
+// closing quote must be followed by a blank or the end of the line; ""
+// is an empty word. CONFIG REWRITE writes what it reads (quoteConfig).
+func SplitConfigLine(line string) ([]string, error) {
+	var p parser
+	args, ok := p.splitInline([]byte(line))
+	if !ok {
+		return nil, ErrUnbalancedQuotes
+	}
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = string(a)
+	}
+	return words, nil
 }
 
 // splitInline splits a line into arguments as Redis's sdssplitargs does,

@@ -61,6 +61,7 @@ type Server struct {
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
 	outputDropped atomic.Int64 // clients disconnected for their output limits
+	tlsFailures   lineLimit    // the log lines of failed TLS handshakes (tls.go)
 	started       time.Time
 
 	ratesMu sync.Mutex // guards the meters
@@ -102,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if err := s.fitMaxClients(); err != nil {
 		return nil, err
 	}
-	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Dir != ""}
+	ecfg := engine.Config{Shards: cfg.Shards, TrackChanges: cfg.Persistent()}
 	if cfg.EnableDebugCommand {
 		s.clock = &engine.ManualClock{}
 		if cfg.DebugClockStart != 0 {
@@ -118,13 +119,14 @@ func New(cfg Config) (*Server, error) {
 	heap := make([]metrics.Sample, 1)
 	heap[0].Name = heapObjectsMetric
 	s.heapSample = heap
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router, Secret: isSecret})
 	for _, r := range cfg.RenameCommands {
 		if err := s.table.Rename(r[0], r[1]); err != nil {
 			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)
 		}
 	}
 	s.table.SetSlowlog(cfg.SlowlogLogSlowerThan, cfg.SlowlogMaxLen)
+	s.table.SetAuthLimits(cfg.AuthLimits)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
 	s.reportHeap()
@@ -135,8 +137,11 @@ func New(cfg Config) (*Server, error) {
 		inForce = append(inForce, kv[0], redact(kv[0], kv[1]))
 	}
 	s.log.Info("Configuration in force", inForce...)
-	for _, d := range cfg.Ignored {
-		s.log.Debug("Directive accepted without effect: " + d)
+	for _, d := range cfg.Directives {
+		s.log.Info("Directive accepted without effect: " + d.String())
+	}
+	if cfg.Dir != "" && !cfg.Persistent() {
+		s.log.Logf("warning", "dir %s is set but save is not: persistence is off and the keys are kept in memory only (add save 1 1 to snapshot them into dir)", cfg.Dir)
 	}
 	s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 	eng.Start()

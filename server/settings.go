@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 )
 
@@ -31,13 +32,27 @@ type setting struct {
 	check   func(c *Config) error
 	mutable bool
 	list    bool // takes several words in a config file (bind)
+	// secret marks a setting whose value is a password or key: the log,
+	// CONFIG GET and errors show Redacted in its place (redact), and a
+	// config file CONFIG REWRITE writes it into is made private (0600).
+	secret bool
+	// fileOf, on a setting naming a file a secret is read from at start
+	// (requirepass-file), is that secret's setting: CONFIG REWRITE never
+	// writes the secret into the config file, and CONFIG SET may not
+	// change it while the file provides it.
+	fileOf string
 	// words, when set, reads a directive of several words (rename-command)
 	// in place of set; CONFIG GET and CONFIG SET do not know it.
 	words func(c *Config, words []string) error
 }
 
-// checkSave checks a save setting: "" or pairs of a positive number of
-// seconds and a number of changes.
+// MaxSaveSeconds is the longest interval a save rule may name: about 68
+// years. Intervals are counted in nanoseconds, where 9223372036 seconds
+// would already overflow.
+const MaxSaveSeconds = 1<<31 - 1
+
+// checkSave checks a save setting: "" or pairs of a number of seconds
+// from 1 to MaxSaveSeconds and a number of changes from 0.
 func checkSave(v string) error {
 	f := strings.Fields(v)
 	if len(f)%2 != 0 {
@@ -48,9 +63,39 @@ func checkSave(v string) error {
 		if err != nil || n < 0 || i%2 == 0 && n < 1 {
 			return errors.New("save takes pairs of <seconds> <changes>, positive integers")
 		}
+		if i%2 == 0 && n > MaxSaveSeconds {
+			return fmt.Errorf("save: %d seconds is too long an interval (at most %d)", n, MaxSaveSeconds)
+		}
 	}
 	return nil
 }
+
+// Redacted is what the log, CONFIG GET and errors show in place of a
+// secret setting's value when it is set; an unset secret shows as "".
+const Redacted = "(redacted)"
+
+// redact returns value, or Redacted when name is a secret setting's or
+// a secret redis.conf directive's name and value is not "".
+func redact(name, value string) string {
+	if value == "" || !isSecret(name) {
+		return value
+	}
+	return Redacted
+}
+
+// isSecret reports whether name is a secret setting's or directive's.
+func isSecret(name string) bool {
+	if s := lookupSetting(name); s != nil {
+		return s.secret
+	}
+	d, ok := directives[strings.ToLower(name)]
+	return ok && d.secret
+}
+
+// RedactValue returns value as the log and errors may show it: Redacted
+// in place of a secret setting's or directive's value (requirepass,
+// cluster-secret, masterauth, ...), value itself for any other name.
+func RedactValue(name, value string) string { return redact(name, value) }
 
 // SettingInfo describes one setting for a program's help: its name, its
 // value in DefaultConfig, and whether CONFIG SET may change it.
@@ -67,6 +112,25 @@ func Settings() []SettingInfo {
 	for _, s := range settings {
 		if s.set != nil {
 			out = append(out, SettingInfo{Name: s.name, Default: s.get(&def), Mutable: s.mutable})
+		}
+	}
+	return out
+}
+
+// KnownSetting reports whether name is a setting's (in any case).
+func KnownSetting(name string) bool {
+	s := lookupSetting(name)
+	return s != nil && (s.set != nil || s.words != nil)
+}
+
+// SecretFileSettings returns the settings that name a file a secret is
+// read from at start, each with the secret's setting:
+// {"requirepass-file", "requirepass"}, ...
+func SecretFileSettings() [][2]string {
+	var out [][2]string
+	for _, s := range settings {
+		if s.fileOf != "" {
+			out = append(out, [2]string{s.name, s.fileOf})
 		}
 	}
 	return out
@@ -93,9 +157,12 @@ var settings = []setting{
 			return nil
 		}},
 	intRangeSetting("port", func(c *Config) *int { return &c.Port }, 0, 65535),
-	{name: "requirepass", mutable: true,
+	{name: "requirepass", mutable: true, secret: true,
 		get: func(c *Config) string { return c.RequirePass },
 		set: func(c *Config, v string) error { c.RequirePass = v; return nil }},
+	{name: "requirepass-file", fileOf: "requirepass",
+		get: func(c *Config) string { return c.RequirePassFile },
+		set: func(c *Config, v string) error { c.RequirePassFile = v; return nil }},
 	{name: "protected-mode", mutable: true,
 		get: func(c *Config) string { return yesNo(c.ProtectedMode) },
 		set: func(c *Config, v string) error {
@@ -132,6 +199,12 @@ var settings = []setting{
 		set: memSetting(func(c *Config, n int64) { c.QueryBufferLimit = n }),
 		check: func(c *Config) error {
 			return between(c.QueryBufferLimit, 1<<20, 1<<40)
+		}},
+	{name: "max-key-size", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(c.MaxKeySize, 10) },
+		set: memSetting(func(c *Config, n int64) { c.MaxKeySize = n }),
+		check: func(c *Config) error {
+			return between(c.MaxKeySize, 1, commands.MaxMaxKeySize)
 		}},
 	{name: "loglevel", mutable: true,
 		get: func(c *Config) string { return c.LogLevel },
@@ -189,6 +262,38 @@ var settings = []setting{
 			}
 			return nil
 		}},
+	{name: "enable-protected-configs",
+		get: func(c *Config) string {
+			if c.ProtectedConfigs == "" {
+				return "no"
+			}
+			return c.ProtectedConfigs
+		},
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(v); v {
+			case "yes", "local", "no":
+				c.ProtectedConfigs = v
+			default:
+				return errors.New("argument must be 'yes', 'local' or 'no'")
+			}
+			return nil
+		}},
+	{name: "store-damaged",
+		get: func(c *Config) string {
+			if c.StoreDamaged == "" {
+				return "refuse"
+			}
+			return c.StoreDamaged
+		},
+		set: func(c *Config, v string) error {
+			switch v = strings.ToLower(v); v {
+			case "refuse", "move-aside":
+				c.StoreDamaged = v
+			default:
+				return errors.New("argument must be 'refuse' or 'move-aside'")
+			}
+			return nil
+		}},
 	{name: "debug-clock-start",
 		get: func(c *Config) string { return strconv.FormatInt(c.DebugClockStart, 10) },
 		set: intSetting(func(c *Config, n int64) { c.DebugClockStart = n })},
@@ -212,6 +317,16 @@ var settings = []setting{
 		set: intSetting(func(c *Config, n int64) { c.SlowlogMaxLen = n }),
 		check: func(c *Config) error {
 			return between(c.SlowlogMaxLen, 0, 1<<31-1)
+		}},
+	authCountSetting("auth-failures-per-address", func(c *Config) *int64 { return &c.AuthLimits.PerAddress }),
+	authCountSetting("auth-failures-total", func(c *Config) *int64 { return &c.AuthLimits.Total }),
+	{name: "auth-failures-period", mutable: true,
+		get: func(c *Config) string { return strconv.FormatInt(int64(c.AuthLimits.Period/time.Second), 10) },
+		set: intSetting(func(c *Config, n int64) {
+			c.AuthLimits.Period = time.Duration(min(max(n, -1), int64(commands.MaxAuthPeriod/time.Second)+1)) * time.Second
+		}),
+		check: func(c *Config) error {
+			return between(int64(c.AuthLimits.Period/time.Second), 1, int64(commands.MaxAuthPeriod/time.Second))
 		}},
 	stringSetting("logfile", func(c *Config) *string { return &c.LogFile }),
 	stringSetting("pidfile", func(c *Config) *string { return &c.PidFile }),
@@ -283,7 +398,12 @@ var settings = []setting{
 			c.ClusterJoin = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
 			return nil
 		}},
-	stringSetting("cluster-secret", func(c *Config) *string { return &c.ClusterSecret }),
+	{name: "cluster-secret", secret: true,
+		get: func(c *Config) string { return c.ClusterSecret },
+		set: func(c *Config, v string) error { c.ClusterSecret = v; return nil }},
+	{name: "cluster-secret-file", fileOf: "cluster-secret",
+		get: func(c *Config) string { return c.ClusterSecretFile },
+		set: func(c *Config, v string) error { c.ClusterSecretFile = v; return nil }},
 	{name: "cluster-forward",
 		get: func(c *Config) string { return yesNo(c.ClusterForward) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterForward = b })},
@@ -291,7 +411,7 @@ var settings = []setting{
 		get: func(c *Config) string { return strconv.FormatFloat(c.ClusterWeight, 'g', -1, 64) },
 		set: func(c *Config, v string) error {
 			w, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || w < 0 || w > 1e6 {
+			if err != nil || !(w >= 0 && w <= 1e6) { // NaN too
 				return errors.New("argument must be a number from 0 to 1000000")
 			}
 			c.ClusterWeight = w
@@ -331,6 +451,16 @@ func intRangeSetting(name string, field func(*Config) *int, lo, hi int64) settin
 		get:   func(c *Config) string { return strconv.Itoa(*field(c)) },
 		set:   intSetting(func(c *Config, n int64) { *field(c) = int(n) }),
 		check: func(c *Config) error { return between(int64(*field(c)), lo, hi) }}
+}
+
+// authCountSetting is a failed-AUTH budget (commands.AuthLimits): a
+// count from 0 (no limit) to commands.MaxAuthFailures, changeable at run
+// time.
+func authCountSetting(name string, field func(*Config) *int64) setting {
+	return setting{name: name, mutable: true,
+		get:   func(c *Config) string { return strconv.FormatInt(*field(c), 10) },
+		set:   intSetting(func(c *Config, n int64) { *field(c) = n }),
+		check: func(c *Config) error { return between(*field(c), 0, commands.MaxAuthFailures) }}
 }
 
 // stringSetting is a setting whose value is any text, kept as given in

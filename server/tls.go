@@ -3,7 +3,9 @@ package server
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"time"
@@ -97,4 +99,65 @@ func (r *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cert, nil
+}
+
+// A failed TLS handshake is logged, with the client's address and the
+// reason crypto/tls gives ("tls: first record does not look like a TLS
+// handshake", "tls: client didn't provide a certificate", …), at notice
+// level and at most one line per tlsLogEvery for the whole server; a line
+// counts the failures not logged since the line before it. A client that
+// closes before sending anything (a port check) is logged at verbose
+// level only.
+const tlsLogEvery = time.Second
+
+// handshake runs the TLS handshake of a connection on the TLS port before
+// any request is read, and logs it if it fails. It reports whether the
+// connection goes on: true for a plain connection, whose handshake there
+// is none.
+func (c *conn) handshake() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	err := tc.Handshake()
+	if err == nil {
+		return true
+	}
+	if c.cl.Killed() {
+		return false // shutdown or CLIENT KILL closed it: no failure of the client's
+	}
+	level := "notice"
+	if errors.Is(err, io.EOF) {
+		level = "verbose"
+	}
+	if suppressed, ok := c.s.tlsFailures.note(time.Now(), tlsLogEvery); ok {
+		msg := fmt.Sprintf("TLS handshake failed from %s: %v", c.nc.RemoteAddr(), err)
+		if suppressed > 0 {
+			msg += fmt.Sprintf("; %d more failed TLS handshakes not logged since the last line", suppressed)
+		}
+		c.s.log.Logf(level, "%s", msg)
+	}
+	return false
+}
+
+// lineLimit rate-limits one kind of log line: at most one line per
+// interval, each counting the events left out since the one before.
+type lineLimit struct {
+	mu         sync.Mutex
+	last       time.Time // when the last line was written; zero: never
+	suppressed int64     // events since then not logged
+}
+
+// note records one event at now and returns how many events before it
+// went unlogged, and whether this one is to be logged, at most one per
+// every.
+func (l *lineLimit) note(now time.Time, every time.Duration) (suppressed int64, logIt bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < every {
+		l.suppressed++
+		return 0, false
+	}
+	suppressed, l.suppressed, l.last = l.suppressed, 0, now
+	return suppressed, true
 }

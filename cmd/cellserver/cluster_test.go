@@ -19,14 +19,16 @@ func TestClusterSettings(t *testing.T) {
 	for _, args := range [][]string{
 		{"--port", "7000", "--cluster-enabled", "yes"},
 		{"--port", "7000", "--bind", "0.0.0.0", "--cluster-enabled", "yes", "--cluster-secret", "s"},
-		{"--port", "0", "--cluster-enabled", "yes", "--cluster-secret", "s"},
+		{"--port", "0", "--tls-port", "7001", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "no", "--cluster-enabled", "yes", "--cluster-secret", "s"},
 		{"--port", "7000", "--cluster-enabled", "yes", "--cluster-secret", "s", "--cluster-join", "nohost"},
 	} { // settings the node refuses (TestClusterNodeFromSettings) parse
 		if _, _, err := parseArgs(args, &bytes.Buffer{}); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
 	}
-	if _, _, err := parseArgs([]string{"--cluster-weight", "-1"}, &bytes.Buffer{}); err == nil {
-		t.Errorf("a negative weight was taken")
+	for _, w := range []string{"-1", "1000001", "nan", "NaN", "inf"} {
+		if _, _, err := parseArgs([]string{"--cluster-weight", w}, &bytes.Buffer{}); err == nil {
+			t.Errorf("weight %s was taken", w)
+		}
 	}
 }

@@ -7,7 +7,8 @@
 // With no arguments it serves on 127.0.0.1:6379, in memory. Settings use
 // redis.conf's names (port, bind, protected-mode, requirepass, maxclients,
 // timeout, proto-max-bulk-len, loglevel, dir, save, enable-debug-command,
-// rename-command) plus shards. A config file holds one "name value" per
+// rename-command) plus shards; an argument of one dash (-p) is refused
+// by name. A config file holds one "name value" per
 // line, words separated by spaces or tabs and quoted as in redis.conf; #
 // starts a comment; several save lines add up. Flags given after the file
 // override it. SIGINT and SIGTERM shut down cleanly, taking a last snapshot
@@ -16,11 +17,14 @@
 // main parses the flags and the config file into a configuration, sets
 // the process up (threads, GC target, log and pid files, signals) and runs
 // package daemon, which builds and wires the server, persistence, cluster
-// mode and metrics. With dir set, the daemon opens the snapshot store in
-// <dir>/cellserver.pebble (refusing to start when dir is missing or not
-// writable, or the store is unreadable), restores the keys in the
-// background while the server answers -LOADING, then runs the save rules
-// (default "1 1"). In cluster mode the node joins its cluster once the
+// mode and metrics. With dir and save set, the daemon opens the snapshot
+// store in <dir>/cellserver.pebble (refusing to start when dir is missing
+// or not writable, or the store is unreadable), restores the keys in the
+// background while the server answers -LOADING, then runs the save rules;
+// dir alone leaves persistence off. Secrets may come from files
+// (requirepass-file, cluster-secret-file), read here at start; the pid
+// and log files are never opened through a symbolic link
+// (internal/nofollow). In cluster mode the node joins its cluster once the
 // keys are restored, still answering -LOADING until it has. BACKUP <path>
 // writes a checkpoint of the store into <path>/cellserver.pebble, a
 // directory to start a server on.
@@ -42,6 +46,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/daemon"
+	"github.com/cellserver/cellserver/internal/nofollow"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -85,7 +90,8 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		debug.SetGCPercent(gcPercent)
 	}
 	if cfg.LogFile != "" {
-		f, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		// Neither file is opened through a symbolic link in its place.
+		f, err := nofollow.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("logfile: %w", err)
 		}
@@ -97,7 +103,7 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		return err
 	}
 	if cfg.PidFile != "" {
-		if err := os.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		if err := nofollow.WriteFile(cfg.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 			_ = d.Close()
 			return fmt.Errorf("pidfile: %w", err)
 		}
@@ -132,11 +138,15 @@ const usageHead = `Usage: cellserver [/path/to/cellserver.conf] [--setting value
 
 Examples:
   cellserver                       serve on 127.0.0.1:6379, in memory
-  cellserver --port 6380 --requirepass s3cret
+  cellserver --port 6380 --requirepass-file /run/secrets/cellserver-pass
   cellserver /etc/cellserver.conf --loglevel verbose
   cellserver --metrics-addr 127.0.0.1:9187
 
-  cellserver --dir /var/lib/cellserver   snapshots on disk (save 1 1)
+  cellserver --dir /var/lib/cellserver --save 1 1   snapshots on disk
+
+Passwords and secrets go in the config file (mode 0600) or in a file of
+their own (requirepass-file, cluster-secret-file), not on the command
+line, where any user of the machine can read them (ps).
 
 rename-command name newname (any number of times) renames or disables a command.
 Cluster mode: cluster-enabled yes with cluster-secret, cluster-join host:port,...
@@ -184,6 +194,9 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 			return cfg, true, nil
 		}
 	}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[0], "--") {
+		return cfg, false, singleDash(args[0])
+	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
 		if err := loadFile(&cfg, args[0]); err != nil {
 			return cfg, false, err
@@ -210,7 +223,72 @@ func parseArgs(args []string, stdout io.Writer) (cfg server.Config, done bool, e
 			return cfg, false, err
 		}
 	}
+	if err := readSecretFiles(&cfg); err != nil {
+		return cfg, false, err
+	}
 	return cfg, false, cfg.Validate()
+}
+
+// shortFlags are the single-letter flags people bring from redis-cli and
+// other servers, with the setting each means. redis-server itself has
+// none of them (it reads --port), and neither has cellserver.
+var shortFlags = map[string]string{"p": "port", "b": "bind", "d": "dir", "c": "config file"}
+
+// singleDash is the error for an argument of one dash (-p 7777), which
+// would otherwise be read as a config file's name: it names the flag and
+// the setting meant.
+func singleDash(a string) error {
+	name := strings.TrimPrefix(a, "-")
+	hint := ""
+	if long, ok := shortFlags[name]; ok && long == "config file" {
+		hint = "; give the config file's path as the first argument"
+	} else if ok {
+		hint = "; did you mean --" + long + "?"
+	} else if server.KnownSetting(name) {
+		hint = "; did you mean --" + strings.ToLower(name) + "?"
+	}
+	return fmt.Errorf("unknown flag %s (settings are --name value%s)", a, hint)
+}
+
+// maxSecretFile bounds the size of a file a secret is read from.
+const maxSecretFile = 64 << 10
+
+// readSecretFiles reads the secrets the -file settings name
+// (requirepass-file, cluster-secret-file) into their settings: the
+// file's content less one final line ending. A secret given both in
+// place and by its file, or an empty or oversized file, is refused.
+// The file may be a symbolic link (Kubernetes mounts secrets so).
+func readSecretFiles(cfg *server.Config) error {
+	for _, pair := range server.SecretFileSettings() {
+		fileSetting, secret := pair[0], pair[1]
+		path := cfg.Get(func(n string) bool { return n == fileSetting })[0][1]
+		if path == "" {
+			continue
+		}
+		if cfg.Get(func(n string) bool { return n == secret })[0][1] != "" {
+			return fmt.Errorf("%s and %s are both set: give the secret one way", secret, fileSetting)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", fileSetting, err)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", fileSetting, err)
+		}
+		if len(b) > maxSecretFile {
+			return fmt.Errorf("%s: %s is larger than %d bytes", fileSetting, path, maxSecretFile)
+		}
+		v := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+		if v == "" {
+			return fmt.Errorf("%s: %s is empty", fileSetting, path)
+		}
+		if err := cfg.Set(secret, v); err != nil {
+			return fmt.Errorf("%s: %s: %w", fileSetting, path, err)
+		}
+	}
+	return nil
 }
 
 func set(cfg *server.Config, name string, words []string) error {
@@ -221,7 +299,8 @@ func set(cfg *server.Config, name string, words []string) error {
 		if errors.Is(err, server.ErrUnknownSetting) {
 			return fmt.Errorf("unknown setting %q", name)
 		}
-		return fmt.Errorf("bad value %q for setting %s: %w", strings.Join(words, " "), name, err)
+		value := server.RedactValue(name, strings.Join(words, " "))
+		return fmt.Errorf("bad value %q for setting %s: %w", value, name, err)
 	}
 	return nil
 }

@@ -14,7 +14,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
 )
+
+// freePort is testkit.FreePort as a flag's value.
+func freePort(t *testing.T) string { return strconv.Itoa(testkit.FreePort(t)) }
 
 func TestParseArgsDefaults(t *testing.T) {
 	cfg, done, err := parseArgs(nil, &bytes.Buffer{})
@@ -100,7 +105,7 @@ func TestLogfileAndPidfile(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
 	go func() {
-		errc <- run([]string{"--port", "0", "--logfile", logf, "--pidfile", pidf}, &bytes.Buffer{}, sigs)
+		errc <- run([]string{"--port", freePort(t), "--logfile", logf, "--pidfile", pidf}, &bytes.Buffer{}, sigs)
 	}()
 	var pid []byte
 	for deadline := time.Now().Add(10 * time.Second); len(pid) == 0 && time.Now().Before(deadline); {
@@ -130,7 +135,7 @@ func TestLogfileAndPidfile(t *testing.T) {
 func TestRunStopsCleanly(t *testing.T) {
 	sigs := make(chan os.Signal, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run([]string{"--port", "0", "--loglevel", "warning"}, &bytes.Buffer{}, sigs) }()
+	go func() { errc <- run([]string{"--port", freePort(t), "--loglevel", "warning"}, &bytes.Buffer{}, sigs) }()
 	sigs <- os.Interrupt
 	select {
 	case err := <-errc:
@@ -143,39 +148,9 @@ func TestRunStopsCleanly(t *testing.T) {
 }
 
 func TestRunReportsListenErrors(t *testing.T) {
-	err := run([]string{"--bind", "192.0.2.1", "--port", "0"}, &bytes.Buffer{}, nil)
+	err := run([]string{"--bind", "192.0.2.1", "--port", freePort(t)}, &bytes.Buffer{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Fatalf("got %v", err)
-	}
-}
-
-// TestSplitConfigLine: config lines split into words as redis-server's
-// sdssplitargs does (cases checked against redis-server 7.0.15).
-func TestSplitConfigLine(t *testing.T) {
-	good := []struct {
-		line string
-		want []string
-	}{
-		{"port 7000", []string{"port", "7000"}},
-		{"port\t7000", []string{"port", "7000"}},
-		{"bind \t 127.0.0.1\t\t::1  ", []string{"bind", "127.0.0.1", "::1"}},
-		{`requirepass "a b"`, []string{"requirepass", "a b"}},
-		{`requirepass "a\tb\x41\n\"\\"`, []string{"requirepass", "a\tbA\n\"\\"}},
-		{`requirepass 'it\'s "x"'`, []string{"requirepass", `it's "x"`}},
-		{`requirepass ""`, []string{"requirepass", ""}},
-		{`requirepass ab"c d"`, []string{"requirepass", "abc d"}},
-		{`rename-command CONFIG ""`, []string{"rename-command", "CONFIG", ""}},
-	}
-	for _, c := range good {
-		got, err := splitConfigLine(c.line)
-		if err != nil || strings.Join(got, "|") != strings.Join(c.want, "|") || len(got) != len(c.want) {
-			t.Errorf("splitConfigLine(%q) = %q, %v; want %q", c.line, got, err, c.want)
-		}
-	}
-	for _, line := range []string{`requirepass "abc`, `requirepass "abc"d`, `requirepass 'abc`, `requirepass 'a'b`} {
-		if got, err := splitConfigLine(line); err != errUnbalancedQuotes {
-			t.Errorf("splitConfigLine(%q) = %q, %v; want %v", line, got, err, errUnbalancedQuotes)
-		}
 	}
 }
 
@@ -312,7 +287,7 @@ func TestRenameCommandInConfigFile(t *testing.T) {
 	if _, _, err := parseArgs([]string{file}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "wrong number of arguments") {
 		t.Fatalf("one name: %v", err)
 	}
-	err = run([]string{"--port", "0", "--rename-command", "nosuch", "x"}, &bytes.Buffer{}, nil)
+	err = run([]string{"--port", freePort(t), "--rename-command", "nosuch", "x"}, &bytes.Buffer{}, nil)
 	if err == nil || err.Error() != `rename-command nosuch "x": No such command in rename-command` {
 		t.Fatalf("unknown command: %v", err)
 	}
@@ -346,13 +321,13 @@ include `+inc+`
 	if cfg.Port != 7010 || cfg.MaxClients != 50 || cfg.LogLevel != "verbose" || cfg.SaveRules() != "3600 1 300 100" {
 		t.Fatalf("settings not applied: %+v", cfg)
 	}
-	if got := strings.Join(cfg.Ignored, "|"); got != "daemonize no|tcp-keepalive 300|databases 1|dbfilename dump.rdb" {
+	if got := fmt.Sprint(cfg.Directives); got != "[daemonize no tcp-keepalive 300 databases 1 dbfilename dump.rdb]" {
 		t.Fatalf("ignored: %q", got)
 	}
 	for _, c := range []struct{ line, want string }{
 		{"appendonly yes", "line 2: bad value \"yes\" for setting appendonly: appendonly is not supported"},
-		{"daemonize yes", "line 2: refused: daemonize yes: cellserver does not daemonize"},
-		{"databases 16", "line 2: refused: databases 16: cellserver has one database, 0"},
+		{"daemonize yes", "refused: daemonize yes: cellserver does not daemonize"},
+		{"unixsocket /run/redis.sock", "refused: unixsocket /run/redis.sock: cellserver serves TCP only"},
 		{"include " + filepath.Join(dir, "bad.conf"), "includes nested more than 8 deep"}, // itself
 	} {
 		bad := filepath.Join(dir, "bad.conf")
@@ -375,5 +350,98 @@ func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A single-dash flag is refused by name with the setting meant, not read
+// as a config file's name (redis-server has no -p either: --port).
+func TestSingleDashFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"-p 7777":            "unknown flag -p (settings are --name value; did you mean --port?)",
+		"-port 7777":         "unknown flag -port (settings are --name value; did you mean --port?)",
+		"-x":                 "unknown flag -x (settings are --name value)",
+		"-c cellserver.conf": "unknown flag -c (settings are --name value; give the config file's path as the first argument)",
+	} {
+		_, _, err := parseArgs(strings.Fields(args), &bytes.Buffer{})
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+}
+
+// requirepass-file and cluster-secret-file read the secrets from files
+// (one final line ending dropped), so that neither is on the command line;
+// a secret given two ways, or an empty or missing file, is refused, and no
+// error shows a secret.
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	pass, secret := filepath.Join(dir, "pass"), filepath.Join(dir, "secret")
+	writeFile(t, pass, "p4ss word\n")
+	writeFile(t, secret, "clu5ter\r\n")
+	conf := filepath.Join(dir, "cellserver.conf")
+	writeFile(t, conf, "requirepass-file "+pass+"\n")
+	cfg, _, err := parseArgs([]string{conf, "--cluster-secret-file", secret}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RequirePass != "p4ss word" || cfg.ClusterSecret != "clu5ter" {
+		t.Fatalf("requirepass %q, cluster-secret %q", cfg.RequirePass, cfg.ClusterSecret)
+	}
+	empty := filepath.Join(dir, "empty")
+	writeFile(t, empty, "\n")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--requirepass-file", pass, "--requirepass", "s3cret"}, "requirepass and requirepass-file are both set"},
+		{[]string{"--requirepass-file", empty}, "requirepass-file: " + empty + " is empty"},
+		{[]string{"--cluster-secret-file", filepath.Join(dir, "missing")}, "cluster-secret-file: open"},
+		{[]string{"--tls-key-file-pass", "s3cret"}, "refused: tls-key-file-pass (redacted)"},
+	} {
+		_, _, err := parseArgs(c.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%q: %v, want an error with %q and no secret", c.args, err, c.want)
+		}
+	}
+}
+
+// pidfile and logfile are not opened through a symbolic link in their
+// place: the start fails naming the file, and the link's target is left
+// as it was.
+func TestPidfileAndLogfileRefuseSymlinks(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "precious")
+	writeFile(t, target, "precious\n")
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	for _, flag := range []string{"--pidfile", "--logfile"} {
+		err := run([]string{"--port", freePort(t), flag, link, "--loglevel", "warning"}, &bytes.Buffer{}, nil)
+		if err == nil || !strings.Contains(err.Error(), link+" is a symbolic link") {
+			t.Errorf("%s through a link: %v", flag, err)
+		}
+		if b, _ := os.ReadFile(target); string(b) != "precious\n" {
+			t.Fatalf("%s wrote through the link: the target holds %q", flag, b)
+		}
+	}
+}
+
+// Debian's /etc/redis/redis.conf loads as Debian's unit runs it (with
+// --supervised systemd --daemonize no); its bind of an optional ::1 is
+// kept, and its dir, with no save line, leaves persistence off. Without
+// --daemonize no its daemonize yes is refused with the reason.
+func TestDebianRedisConf(t *testing.T) {
+	conf := filepath.Join("..", "..", "server", "testdata", "redis-7.0-debian.conf")
+	cfg, _, err := parseArgs([]string{conf, "--supervised", "systemd", "--daemonize", "no"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Bind, " ") != "127.0.0.1 -::1" || cfg.Dir != "/var/lib/redis" || cfg.Persistent() || cfg.Port != 6379 {
+		t.Fatalf("bind %q, dir %q, persistent %v, port %d", cfg.Bind, cfg.Dir, cfg.Persistent(), cfg.Port)
+	}
+	_, _, err = parseArgs([]string{conf}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "refused: daemonize yes: cellserver does not daemonize") {
+		t.Fatalf("without --daemonize no: %v", err)
 	}
 }

@@ -65,7 +65,7 @@ func TestSupervisedSystemd(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- run([]string{"--port", strconv.Itoa(port), "--loglevel", "warning", "--supervised", "systemd",
-			"--dir", t.TempDir()}, &bytes.Buffer{}, sigs)
+			"--dir", t.TempDir(), "--save", "1 1"}, &bytes.Buffer{}, sigs)
 	}()
 	ready := testkit.Recv(t, msgs, "READY=1")
 	if ready != "READY=1\nSTATUS=Ready to accept connections" {

@@ -73,7 +73,8 @@ func TestNothingAClientSendsHoldsUnboundedMemory(t *testing.T) {
 	}
 	p := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--loglevel", "warning",
 		"--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru",
-		"--client-output-buffer-limit", "normal", "16mb", "4mb", "3", "--timeout", "2")
+		"--client-output-buffer-limit", "normal", "16mb", "4mb", "3", "--timeout", "2",
+		"--max-key-size", "128kb") // attack 4's keys are of 100 KB: past the default max-key-size
 	defer func() {
 		_ = p.Signal(syscall.SIGTERM)
 		_ = p.Wait()

@@ -16,6 +16,21 @@ const (
 	errExact  = "ERR limit above 100000 is not supported with EXACT"
 )
 
+// tbSyntax, swSyntax and fwSyntax are the syntax errors of TB.TAKE, SW.HIT
+// and FW.INCR (docs/commands.md#limiter-errors): what is wrong, then the
+// command's usage.
+func tbSyntax(why string) string {
+	return errSyntax + ": " + why + "; usage: TB.TAKE key capacity refill period [cost] [MS]"
+}
+
+func swSyntax(why string) string {
+	return errSyntax + ": " + why + "; usage: SW.HIT key limit window [cost] [EXACT] [MS]"
+}
+
+func fwSyntax(why string) string {
+	return errSyntax + ": " + why + "; usage: FW.INCR key limit window [cost] [MS]"
+}
+
 // TestThrottleErrorsRaw checks CL.THROTTLE's errors (docs/commands.md#cl-throttle-errors) byte for
 // byte on a raw connection, where nothing stands between the test and
 // the server's bytes.
@@ -148,26 +163,27 @@ func TestLimiterErrors(t *testing.T) {
 		{args("FW.INCR", "k", 2, "1e3"), errNotInt},
 		{args("FW.INCR", "k", 2, "MS"), errNotInt},
 
-		// Any other word after the required arguments, or a flag twice,
-		// or a cost after a flag.
-		{args("TB.TAKE", "k", 5, 1, 10, "FOO"), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, 1, "FOO"), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, "MS", "MS"), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, "MS", "ms"), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, "MS", 1), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, 1, 1), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, "EXACT"), errSyntax},
-		{args("TB.TAKE", "k", 5, 1, 10, "1.5"), errSyntax},
-		{args("SW.HIT", "k", 3, 60, "EXACT", "EXACT"), errSyntax},
-		{args("SW.HIT", "k", 3, 60, "exact", "MS", "Exact"), errSyntax},
-		{args("SW.HIT", "k", 3, 60, "EXACT", 1), errSyntax},
-		{args("SW.HIT", "k", 3, 60, 1, 1), errSyntax},
-		{args("SW.HIT", "k", 3, 60, "MSX"), errSyntax},
-		{args("SW.HIT", "k", 3, 60, ""), errSyntax},
-		{args("FW.INCR", "k", 2, 60, "EXACT"), errSyntax},
-		{args("FW.INCR", "k", 2, 60, "MS", "MS"), errSyntax},
-		{args("FW.INCR", "k", 2, 60, "ms", 2), errSyntax},
-		{args("FW.INCR", "k", 2, 60, "bar"), errSyntax},
+		// Any other word after the required arguments, a flag twice, or
+		// a cost after a flag: a syntax error that says what is wrong and
+		// how the command is written.
+		{args("TB.TAKE", "k", 5, 1, 10, "FOO"), tbSyntax("'FOO' is not an option of TB.TAKE")},
+		{args("TB.TAKE", "k", 5, 1, 10, 1, "FOO"), tbSyntax("'FOO' is not an option of TB.TAKE")},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", "MS"), tbSyntax("MS is given twice")},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", "ms"), tbSyntax("MS is given twice")},
+		{args("TB.TAKE", "k", 5, 1, 10, "MS", 1), tbSyntax("options (MS) come after the cost")},
+		{args("TB.TAKE", "k", 5, 1, 10, 1, 1), tbSyntax("one integer too many ('1')")},
+		{args("TB.TAKE", "k", 5, 1, 10, "EXACT"), tbSyntax("'EXACT' is not an option of TB.TAKE")},
+		{args("TB.TAKE", "k", 5, 1, 10, "1.5"), tbSyntax("'1.5' is not an option of TB.TAKE")},
+		{args("SW.HIT", "k", 3, 60, "EXACT", "EXACT"), swSyntax("EXACT is given twice")},
+		{args("SW.HIT", "k", 3, 60, "exact", "MS", "Exact"), swSyntax("EXACT is given twice")},
+		{args("SW.HIT", "k", 3, 60, "EXACT", 1), swSyntax("options (EXACT, MS) come after the cost")},
+		{args("SW.HIT", "k", 3, 60, 1, 1), swSyntax("one integer too many ('1')")},
+		{args("SW.HIT", "k", 3, 60, "MSX"), swSyntax("'MSX' is not an option of SW.HIT")},
+		{args("SW.HIT", "k", 3, 60, ""), swSyntax("'' is not an option of SW.HIT")},
+		{args("FW.INCR", "k", 2, 60, "EXACT"), fwSyntax("'EXACT' is not an option of FW.INCR")},
+		{args("FW.INCR", "k", 2, 60, "MS", "MS"), fwSyntax("MS is given twice")},
+		{args("FW.INCR", "k", 2, 60, "ms", 2), fwSyntax("options (MS) come after the cost")},
+		{args("FW.INCR", "k", 2, 60, "bar"), fwSyntax("'bar' is not an option of FW.INCR")},
 
 		// Below 1, each argument by name.
 		{args("TB.TAKE", "k", 0, 1, 10), "ERR capacity must be a positive integer"},
@@ -210,7 +226,8 @@ func TestLimiterErrors(t *testing.T) {
 	rc := ts.Dial(t)
 	rc.WantDo(testkit.Err("ERR wrong number of arguments for 'tb.take' command"), "TB.TAKE", "k", "1", "1")
 	rc.WantDo(testkit.Err(errNotInt), "SW.HIT", "k", "x", "1")
-	rc.WantDo(testkit.Err(errSyntax), "FW.INCR", "k", "1", "1", "MS", "MS")
+	rc.WantDo(testkit.Err(fwSyntax("MS is given twice")), "FW.INCR", "k", "1", "1", "MS", "MS")
+	rc.WantDo(testkit.Err("ERR syntax error: options (MS) come after the cost; usage: TB.TAKE key capacity refill period [cost] [MS]"), "TB.TAKE", "k", "10", "1", "1", "MS", "5")
 	rc.WantDo(testkit.Err("ERR refill must be a positive integer"), "TB.TAKE", "k", "1", "0", "1")
 	rc.WantDo(testkit.Err("ERR window is out of range"), "FW.INCR", "k", "1", "9223372036854775807")
 	rc.WantDo(testkit.Err(errExact), "SW.HIT", "k", "100001", "1", "EXACT")

@@ -85,7 +85,7 @@ func TestWrongType(t *testing.T) {
 	}{
 		{args("TB.TAKE", "cl", 0, 1, 10), "ERR capacity must be a positive integer"},
 		{args("TB.TAKE", "cl", "x", 1, 10), "ERR value is not an integer or out of range"},
-		{args("SW.HIT", "fw", 3, 60, "FOO"), "ERR syntax error"},
+		{args("SW.HIT", "fw", 3, 60, "FOO"), swSyntax("'FOO' is not an option of SW.HIT")},
 		{args("SW.HIT", "cl", 100001, 60, "EXACT"), "ERR limit above 100000 is not supported with EXACT"},
 		{args("FW.INCR", "tb", 2, 0), "ERR window must be a positive integer"},
 		{args("FW.INCR", "tb", 2), "ERR wrong number of arguments for 'fw.incr' command"},

@@ -24,10 +24,12 @@ func startPersisted(t *testing.T, bin, dir string, args ...string) *testkit.Proc
 	return startPersistedAt(t, t0, bin, dir, args...)
 }
 
-// startPersistedAt is startPersisted with the clock frozen at clock.
+// startPersistedAt is startPersisted with the clock frozen at clock. The
+// save rule is "1 1" unless args give another (dir alone keeps the keys
+// in memory).
 func startPersistedAt(t *testing.T, clock int64, bin, dir string, args ...string) *testkit.Process {
 	t.Helper()
-	return startBinary(t, clock, bin, append([]string{"--dir", dir}, args...)...)
+	return startBinary(t, clock, bin, append([]string{"--dir", dir, "--save", "1", "1"}, args...)...)
 }
 
 // pstep is one command of a script, run after moving the clock by advance.
@@ -156,7 +158,7 @@ func TestPersistenceSurvivesKill(t *testing.T) {
 
 	t.Run("periodic rule", func(t *testing.T) {
 		dir := t.TempDir()
-		p := startPersisted(t, bin, dir) // the default rule, save 1 1
+		p := startPersisted(t, bin, dir) // save 1 1
 		rc := testkit.Dial(t, p.Addr)
 		rc.WantDo("*2\r\n"+testkit.Bulk("save")+testkit.Bulk("1 1"), "CONFIG", "GET", "save")
 		runPSteps(rc, persistScript)
@@ -197,7 +199,7 @@ func TestPersistenceRefusesBadDir(t *testing.T) {
 	t.Parallel()
 	bin := testkit.Build(t, testkit.Cellserver)
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, "--dir", "/nonexistent/cellserver", "--port", strconv.Itoa(testkit.FreePort(t)))
+	cmd := exec.Command(bin, "--dir", "/nonexistent/cellserver", "--save", "1", "1", "--port", strconv.Itoa(testkit.FreePort(t)))
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err == nil {
 		t.Fatal("started with a missing dir")

@@ -190,7 +190,7 @@ func TestInfo(t *testing.T) {
 			return parseInfo(t, s)
 		}
 		f, sections := info()
-		wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Limiter", "Cluster", "Keyspace"}
+		wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "CPU", "Errorstats", "Limiter", "Cluster", "Keyspace"}
 		if !slices.Equal(sections, wantSections) {
 			t.Errorf("INFO sections %q, want %q", sections, wantSections)
 		}
@@ -222,7 +222,7 @@ func TestInfo(t *testing.T) {
 		wantInts(t, rdb, ints(0, 1, 0, -1, 60), "FW.INCR", "i2", 1, 60)
 		wantInts(t, rdb, ints(1, 1, 0, 60, 60), "FW.INCR", "i2", 1, 60)
 		wantInts(t, rdb, ints(0, 5, 4, -1, 10), "TB.TAKE", "i3", 5, 1, 10)
-		wantErr(t, rdb, errSyntax, "SW.HIT", "i4", 1, 1, "X")
+		wantErr(t, rdb, swSyntax("'X' is not an option of SW.HIT"), "SW.HIT", "i4", 1, 1, "X")
 		after, _ := info("stats")
 		n0, _ := strconv.Atoi(before["total_commands_processed"])
 		n1, _ := strconv.Atoi(after["total_commands_processed"])

@@ -250,6 +250,29 @@ func TestBinarySafeKeys(t *testing.T) {
 	wantVal(t, rdb, int64(0), "DBSIZE")
 }
 
+// TestMaxKeySize: over TCP with a real client, a key longer than
+// max-key-size is refused by a command that creates keys, CONFIG SET
+// moves the bound at once, and a key stored under a larger bound is still
+// read and deleted.
+func TestMaxKeySize(t *testing.T) {
+	t.Parallel()
+	rdb := frozenClient(t)
+	const tooLarge = "ERR key exceeds maximum allowed size (max-key-size)"
+	wantVal(t, rdb, map[any]any{"max-key-size": "65536"}, "CONFIG", "GET", "max-key-size")
+	long := strings.Repeat("k", 64<<10+1)
+	wantErr(t, rdb, tooLarge, "CL.THROTTLE", long, 15, 30, 60)
+	wantErr(t, rdb, tooLarge, "ML.THROTTLE", 2, "FW", "a", 5, 60, "TB", long, 5, 1, 60)
+	wantVal(t, rdb, "OK", "CONFIG", "SET", "max-key-size", "1mb")
+	wantInts(t, rdb, ints(0, 16, 15, -1, 2), "CL.THROTTLE", long, 15, 30, 60)
+	wantVal(t, rdb, "OK", "CONFIG", "SET", "max-key-size", "100")
+	wantErr(t, rdb, tooLarge, "FW.INCR", strings.Repeat("x", 101), 5, 60)
+	wantInts(t, rdb, ints(0, 5, 4, -1, 60), "FW.INCR", strings.Repeat("x", 100), 5, 60)
+	wantVal(t, rdb, int64(1), "EXISTS", long)
+	wantVal(t, rdb, int64(1), "DEL", long)
+	wantErr(t, rdb, "ERR CONFIG SET failed (possibly related to argument 'max-key-size') - argument must be between 1 and 536870912 inclusive",
+		"CONFIG", "SET", "max-key-size", "0")
+}
+
 func anys(s []string) []any {
 	out := make([]any, len(s))
 	for i, v := range s {

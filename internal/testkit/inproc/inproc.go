@@ -22,7 +22,6 @@ type Server struct {
 // DEBUG enabled (tests freeze the clock with DEBUG CLOCK) and no log.
 func Config() server.Config {
 	cfg := server.DefaultConfig()
-	cfg.Port = 0
 	cfg.EnableDebugCommand = true
 	cfg.LogLevel = "nothing"
 	return cfg
@@ -40,14 +39,15 @@ func Start(t testing.TB, opts ...func(*server.Config)) *Server {
 }
 
 // StartWith serves a server of cfg on a listener of testkit.Listen, and
-// shuts it down when the test ends.
+// shuts it down when the test ends. cfg's port becomes the listener's.
 func StartWith(t testing.TB, cfg server.Config) *Server {
 	t.Helper()
+	ln := testkit.Listen(t)
+	cfg.Port = testkit.Port(ln)
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
-	ln := testkit.Listen(t)
 	testkit.Serve(t, srv, ln, server.ErrServerClosed)
 	return &Server{Server: srv, Addr: ln.Addr().String(), Port: testkit.Port(ln)}
 }
