@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/persist"
@@ -32,6 +33,11 @@ type Daemon struct {
 	srv  *server.Server
 	node *cluster.Node // nil: cluster mode off
 	p    *persistence  // nil: persistence off
+
+	ready    chan struct{} // Ready
+	stopping chan struct{} // Stopping
+	stopOnce sync.Once
+	http     httpConfig // the metrics' HTTP server's bounds
 }
 
 // New builds the parts cfg asks for and wires them together: it reads the
@@ -54,7 +60,7 @@ func New(cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{}
+	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig()}
 	node, err := newClusterNode(&scfg, func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
 	if err != nil {
 		if store != nil {
@@ -82,12 +88,14 @@ func New(cfg Config) (*Daemon, error) {
 // SHUTDOWN: the cluster node joins its cluster (with persistence, once
 // the keys are restored, so that it joins knowing which keys it holds;
 // until then the server answers -LOADING), the metrics' HTTP server
-// listens, the keys are restored in the background, and the server listens
-// on its ports. After a shutdown Run returns nil, or the error that made
+// listens (/metrics, /healthz, /readyz), the keys are restored in the
+// background, and the server listens on its ports; Ready is closed once it
+// serves. After a shutdown Run returns nil, or the error that made
 // restoring the keys or starting the node fail; otherwise it returns the
 // first error starting a part or listening. It stops the metrics' HTTP
 // server and closes the node before it returns.
 func (d *Daemon) Run() error {
+	defer d.markStopping()
 	srv, node := d.srv, d.node
 	var startNode func() error
 	if node != nil {
@@ -103,8 +111,10 @@ func (d *Daemon) Run() error {
 			startNode = nil
 		}
 	}
+	loaded := make(chan struct{})
+	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveMetrics(metricsSource{srv, d.p, node}, d.cfg.MetricsAddr)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -113,8 +123,9 @@ func (d *Daemon) Run() error {
 	}
 	loadErr := make(chan error, 1)
 	if d.p != nil {
-		d.p.restore(srv, d.cfg, startNode, loadErr)
+		d.p.restore(srv, d.cfg, startNode, loaded, loadErr)
 	} else {
+		close(loaded)
 		loadErr <- nil
 	}
 	err := srv.ListenAndServe()
@@ -137,6 +148,7 @@ func (d *Daemon) Run() error {
 // shuts down (server.Server.Shutdown: the last snapshot, with persistence
 // on). It returns ctx's error if ctx ends first.
 func (d *Daemon) Shutdown(ctx context.Context) error {
+	d.markStopping()
 	if d.node != nil {
 		if err := d.node.Leave(); err != nil && !errors.Is(err, cluster.ErrNotStarted) {
 			d.srv.Logf("warning", "cluster: leaving: %v", err)
@@ -149,6 +161,7 @@ func (d *Daemon) Shutdown(ctx context.Context) error {
 // Close stops the daemon without waiting: the node closes without handing
 // its slots off, and the server closes (server.Server.Close).
 func (d *Daemon) Close() error {
+	d.markStopping()
 	if d.node != nil {
 		_ = d.node.Close()
 	}

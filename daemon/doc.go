@@ -3,7 +3,9 @@
 // (package persist: the snapshot store, the restore at start, the save
 // rules, BACKUP), cluster mode (package cluster: the node, adapted to
 // commands.Router) and the metrics' HTTP server (package metrics, reading
-// the server, its snapshots and its node through metrics.Source), then
+// the server, its snapshots and its node through metrics.Source; with the
+// health endpoints, and bounded in connections and time so that its
+// clients cannot take the RESP port's descriptors), then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //

@@ -109,8 +109,9 @@ func wirePersistence(srv *server.Server, store *persist.Store, cfg server.Config
 // mode's join; nil without it), then starts the save rules: until the keys
 // are loaded and the node has joined, INFO says loading:1 and limiter
 // commands are answered -LOADING. A failed restore or start stops the
-// server, and its error arrives on loadErr.
-func (p *persistence) restore(srv *server.Server, cfg server.Config, startNode func() error, loadErr chan<- error) {
+// server, and its error arrives on loadErr; loaded is closed once the
+// server serves (loading:0).
+func (p *persistence) restore(srv *server.Server, cfg server.Config, startNode func() error, loaded chan<- struct{}, loadErr chan<- error) {
 	go func() {
 		st, err := p.store.Restore(srv.Engine())
 		if err != nil {
@@ -134,6 +135,7 @@ func (p *persistence) restore(srv *server.Server, cfg server.Config, startNode f
 			}
 		}
 		srv.SetLoading(false)
+		close(loaded)
 		p.Saver.Start()
 		loadErr <- nil
 	}()

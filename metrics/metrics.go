@@ -1,7 +1,8 @@
 // Package metrics owns cellserver's Prometheus exposition: a
 // prometheus.Collector that reads, when Prometheus scrapes, the counters
-// engine/, commands/ and server/ already keep, and the HTTP handler that
-// serves them with the Go and process collectors. Nothing on the request
+// engine/, commands/ and server/ already keep, the HTTP handler that
+// serves them with the Go and process collectors, and the health
+// endpoints' handlers (/healthz, /readyz; health.go). Nothing on the request
 // path calls into this package or client_golang: commands and connections
 // bump plain per-client and per-shard counters, and Collect sums them.
 //
@@ -104,6 +105,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	describeCluster(ch)
 	describeSnapshots(ch)
+	describeMemory(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -148,6 +150,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthRefused), "over_budget")
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
+	collectMemory(c.src.Engine().UsedMemory(), st.MaxMemory, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

@@ -64,7 +64,6 @@ const (
 var directives = map[string]directive{
 	// Process and logging.
 	"daemonize":                only("cellserver does not daemonize; run it in the foreground under a supervisor (systemd, a container), or give --daemonize no as Debian's redis-server unit does", "no"),
-	"supervised":               accept,
 	"always-show-logo":         accept,
 	"set-proc-title":           accept,
 	"proc-title-template":      accept,

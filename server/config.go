@@ -149,6 +149,12 @@ type Config struct {
 	// an HTTP listener nobody asked for is one more port to secure, and
 	// two instances on one machine would fight over a fixed one.
 	MetricsAddr string
+	// Supervised is how cellserver tells a supervisor it is ready and
+	// stopping, as Redis's supervised: "systemd" (sd_notify's READY=1 and
+	// STOPPING=1 over NOTIFY_SOCKET), "auto" (systemd when NOTIFY_SOCKET
+	// is set), "no", or "upstart" (accepted, and logged as not done).
+	// cmd/cellserver does it. Default: "no".
+	Supervised string
 	// OutputLimits is client-output-buffer-limit, by class: a client whose
 	// replies waiting to be written pass Hard bytes, or stay above Soft
 	// bytes for SoftSeconds, is disconnected. Only the normal class has
@@ -236,6 +242,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:        commands.DefaultSlowlogMaxLen,
 		AuthLimits:           commands.DefaultAuthLimits,
 		MaxMemoryPolicy:      "noeviction",
+		Supervised:           "no",
 		OutputLimits: [numClientClasses]OutputLimit{
 			ClassReplica: {Hard: 256 << 20, Soft: 64 << 20, SoftSeconds: 60},
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,5 +86,32 @@ func TestConfigSetMaxClientsFitsTheFileLimit(t *testing.T) {
 	}
 	if _, err := s.ConfigSet([][2]string{{"maxclients", "69"}}); err == nil || errors.Is(err, ErrUnknownSetting) {
 		t.Fatalf("maxclients 69 with 100 files: %v", err)
+	}
+}
+
+// TestFitMaxClientsKeepsHTTPConns: with metrics-addr set, the metrics'
+// HTTP connections (HTTPConns) are kept out of maxclients too, so that
+// HTTP clients cannot take the RESP port's descriptors; CONFIG SET
+// maxclients counts them alike.
+func TestFitMaxClientsKeepsHTTPConns(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxClients, cfg.MetricsAddr = 1000, "127.0.0.1:9187"
+	s := &Server{cfg: cfg, log: newLogger("nothing", &bytes.Buffer{}), raiseFDs: fakeLimit(256)}
+	if err := s.fitMaxClients(); err != nil {
+		t.Fatal(err)
+	}
+	if want := 256 - reservedFDs - HTTPConns; s.cfg.MaxClients != want {
+		t.Fatalf("maxclients under 256 files with metrics-addr: %d, want %d", s.cfg.MaxClients, want)
+	}
+	s = &Server{cfg: cfg, log: newLogger("nothing", &bytes.Buffer{}), raiseFDs: fakeLimit(reservedFDs + HTTPConns)}
+	if err := s.fitMaxClients(); err == nil {
+		t.Fatalf("limit %d with metrics-addr: started, want a refusal", reservedFDs+HTTPConns)
+	}
+	srv := newTestServer(t)
+	srv.cfg.MetricsAddr, srv.cfg.MaxClients = "127.0.0.1:9187", 10
+	srv.raiseFDs = fakeLimit(100)
+	_, err := srv.ConfigSet([][2]string{{"maxclients", "60"}})
+	if want := fmt.Sprintf("The operating system is not able to handle the specified number of clients, try with %d", 100-reservedFDs-HTTPConns); err == nil || err.Error() != want {
+		t.Fatalf("maxclients 60 with 100 files and metrics-addr: %v, want %q", err, want)
 	}
 }

@@ -90,9 +90,10 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 		}
 		if lookupSetting(p[0]).name == "maxclients" && next.MaxClients > s.cfg.MaxClients {
 			// As Redis: more clients need more open files.
-			want := uint64(next.MaxClients) + reservedFDs
+			reserve := next.fdReserve()
+			want := uint64(next.MaxClients) + reserve
 			if limit, ok, _ := s.raiseFDs(want); ok && limit < want {
-				return i, errors.New(commands.ErrTextMaxClientsFit(max(int(limit)-reservedFDs, 0)))
+				return i, errors.New(commands.ErrTextMaxClientsFit(max(int(limit)-int(reserve), 0)))
 			}
 		}
 	}

@@ -11,24 +11,42 @@ import (
 // CONFIG_MIN_RESERVED_FDS.
 const reservedFDs = 32
 
+// HTTPConns is how many connections the metrics' HTTP server (metrics-addr,
+// which package daemon serves) holds open at once; further ones wait in
+// the listen queue, where they hold none of the process's file
+// descriptors. With metrics-addr set, fitMaxClients keeps that many open
+// files for it besides reservedFDs, so that HTTP clients, idle or not,
+// never take the descriptors the RESP port's clients need.
+const HTTPConns = 16
+
+// fdReserve is how many open files c keeps for other uses than clients:
+// reservedFDs, and HTTPConns with metrics-addr set.
+func (c *Config) fdReserve() uint64 {
+	if c.MetricsAddr != "" {
+		return reservedFDs + HTTPConns
+	}
+	return reservedFDs
+}
+
 // fitMaxClients makes maxclients fit the limit on open files, as Redis's
-// adjustOpenFilesLimit: it asks raise for maxclients + reservedFDs files;
+// adjustOpenFilesLimit: it asks raise for maxclients + fdReserve files;
 // if the limit stays lower, it lowers maxclients to the limit less the
 // reserve and logs it in Redis's words, so that clients past the limit
 // get "max number of clients reached" rather than waiting in the accept
 // queue of a server out of descriptors. It fails when the limit leaves no
 // room for a client.
 func (s *Server) fitMaxClients() error {
-	want := uint64(s.cfg.MaxClients) + reservedFDs
+	reserve := s.cfg.fdReserve()
+	want := uint64(s.cfg.MaxClients) + reserve
 	limit, ok, err := s.raiseFDs(want)
 	if !ok || limit >= want {
 		return nil
 	}
-	if limit <= reservedFDs {
+	if limit <= reserve {
 		return fmt.Errorf("server: the open file limit (ulimit -n) of %d is not enough for the server to start; raise it to at least %d", limit, want)
 	}
 	old := s.cfg.MaxClients
-	s.cfg.MaxClients = int(limit - reservedFDs)
+	s.cfg.MaxClients = int(limit - reserve)
 	if err == nil {
 		err = syscall.EPERM
 	}

@@ -108,6 +108,7 @@ func (s *Server) ListenAndServe() error {
 			}
 		}
 	}
+	s.listenOnce.Do(func() { close(s.listening) })
 	addrs := func(lns []net.Listener) string {
 		var a []string
 		for _, l := range lns {
@@ -248,6 +249,7 @@ func (s *Server) release(c *conn) {
 // for the first to finish.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() {
+		close(s.stopping)
 		go func() {
 			s.mu.Lock()
 			s.closing = true
@@ -289,6 +291,13 @@ func (s *Server) Close() error {
 
 // Done is closed once a shutdown (Shutdown, Close or SHUTDOWN) is complete.
 func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Stopping is closed when a shutdown (Shutdown, Close or SHUTDOWN) begins.
+func (s *Server) Stopping() <-chan struct{} { return s.stopping }
+
+// Listening is closed once ListenAndServe listens on every address it
+// was given: from then on the ports accept connections.
+func (s *Server) Listening() <-chan struct{} { return s.listening }
 
 // Addrs returns the addresses the server is listening on.
 func (s *Server) Addrs() []net.Addr {

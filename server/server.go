@@ -83,6 +83,9 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	done         chan struct{} // closed when Shutdown has finished
+	stopping     chan struct{} // closed when Shutdown begins
+	listenOnce   sync.Once
+	listening    chan struct{} // closed once ListenAndServe listens on every address
 	stopCron     chan struct{}
 }
 
@@ -94,6 +97,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
+		stopping: make(chan struct{}), listening: make(chan struct{}),
 		log: newLogger(cfg.LogLevel, cfg.LogOutput), raiseFDs: fdlimit.Raise,
 	}
 	if err := s.fitMaxClients(); err != nil {

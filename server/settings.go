@@ -421,6 +421,16 @@ var settings = []setting{
 			return nil
 		}},
 	{name: "databases", get: func(*Config) string { return "1" }},
+	{name: "supervised",
+		get: func(c *Config) string { return c.Supervised },
+		set: func(c *Config, v string) error { c.Supervised = strings.ToLower(v); return nil },
+		check: func(c *Config) error {
+			switch c.Supervised {
+			case "no", "upstart", "systemd", "auto":
+				return nil
+			}
+			return errors.New("argument must be 'no', 'upstart', 'systemd' or 'auto'")
+		}},
 }
 
 func yesNo(b bool) string {

@@ -66,6 +66,9 @@ const gcPercent = 25
 // the daemon from the settings in args and runs it until a signal arrives
 // on sigs (or SHUTDOWN), then shuts it down cleanly and returns nil.
 func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
+	if len(args) > 0 && args[0] == "--healthcheck" {
+		return healthcheck(args[1:], stdout)
+	}
 	cfg, done, err := parseArgs(args, stdout)
 	if err != nil || done {
 		return err
@@ -123,11 +126,15 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		defer close(stopSizing)
 		go sizeThreads(stopSizing, threads, d.Logf)
 	}
-	return d.Run()
+	notified := supervise(cfg.Supervised, d, d.Logf)
+	err = d.Run()
+	notified()
+	return err
 }
 
 const usageHead = `Usage: cellserver [/path/to/cellserver.conf] [--setting value ...]
        cellserver -v | --version | -h | --help
+       cellserver --healthcheck [http://127.0.0.1:9187/healthz]
 
 Examples:
   cellserver                       serve on 127.0.0.1:6379, in memory

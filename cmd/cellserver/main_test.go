@@ -321,7 +321,7 @@ include `+inc+`
 	if cfg.Port != 7010 || cfg.MaxClients != 50 || cfg.LogLevel != "verbose" || cfg.SaveRules() != "3600 1 300 100" {
 		t.Fatalf("settings not applied: %+v", cfg)
 	}
-	if got := fmt.Sprint(cfg.Directives); got != "[daemonize no supervised no tcp-keepalive 300 databases 1 dbfilename dump.rdb]" {
+	if got := fmt.Sprint(cfg.Directives); got != "[daemonize no tcp-keepalive 300 databases 1 dbfilename dump.rdb]" {
 		t.Fatalf("ignored: %q", got)
 	}
 	for _, c := range []struct{ line, want string }{

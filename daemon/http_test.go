@@ -1,0 +1,276 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/server"
+)
+
+// startHTTP runs a daemon on cfg whose HTTP server has hc's bounds, and
+// returns it once its RESP port and its HTTP port answer. The test's
+// cleanup shuts it down.
+func startHTTP(t *testing.T, cfg server.Config, hc httpConfig) *Daemon {
+	t.Helper()
+	d, err := New(Config{Server: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.http = hc
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testkit.IOTimeout)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+		testkit.Recv(t, errc, "Run to return")
+	})
+	testkit.Recv(t, d.Ready(), "the daemon to be ready")
+	testkit.Until(t, testkit.IOTimeout, "the HTTP port", func() error {
+		_, err := getStatusErr(cfg.MetricsAddr, "/healthz")
+		return err
+	})
+	return d
+}
+
+// oneShot is an HTTP client that keeps no connection open after a
+// request, so that the tests' own requests take none of the server's
+// connections.
+var oneShot = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: testkit.IOTimeout}
+
+// getStatusErr returns the status and body of GET http://addr/path.
+func getStatusErr(addr, path string) (status string, err error) {
+	resp, err := oneShot.Get("http://" + addr + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return strconv.Itoa(resp.StatusCode) + " " + string(body), err
+}
+
+// httpConn is one keep-alive HTTP/1.1 connection, read and written by
+// hand so that the test sees when the server closes it.
+type httpConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func dialHTTP(t *testing.T, addr string) *httpConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, testkit.IOTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &httpConn{Conn: c, r: bufio.NewReader(c)}
+}
+
+// get sends GET path and returns the reply's status, waiting at most
+// wait for it.
+func (c *httpConn) get(path string, wait time.Duration) (int, error) {
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: cellserver\r\n\r\n"); err != nil {
+		return 0, err
+	}
+	_ = c.SetReadDeadline(time.Now().Add(wait))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, err
+}
+
+// waitClosed waits, at most testkit.IOTimeout, for the server to close c.
+func (c *httpConn) waitClosed() error {
+	_ = c.SetReadDeadline(time.Now().Add(testkit.IOTimeout))
+	_, err := c.r.ReadByte()
+	switch {
+	case err == nil:
+		return errors.New("the server sent a byte nobody asked for")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return err // still open
+	}
+	return nil // EOF, or reset: closed
+}
+
+// An idle keep-alive connection to the HTTP port is closed after the idle
+// timeout, and one that sends no request after the header timeout: idle
+// HTTP clients cannot pile up (issue 24.9).
+func TestHTTPClosesIdleConns(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
+	hc := httpConfig{MaxConns: 8, ReadHeaderTimeout: 300 * time.Millisecond, ReadTimeout: time.Second,
+		WriteTimeout: time.Second, IdleTimeout: 300 * time.Millisecond}
+	startHTTP(t, cfg, hc)
+	var conns []*httpConn
+	for range 6 {
+		c := dialHTTP(t, cfg.MetricsAddr)
+		if code, err := c.get("/healthz", testkit.IOTimeout); code != http.StatusOK || err != nil {
+			t.Fatalf("GET /healthz = %d, %v", code, err)
+		}
+		conns = append(conns, c)
+	}
+	silent := dialHTTP(t, cfg.MetricsAddr) // sends nothing at all
+	start := time.Now()
+	for i, c := range append(conns, silent) {
+		if err := c.waitClosed(); err != nil {
+			t.Fatalf("connection %d: not closed by the server: %v", i, err)
+		}
+	}
+	t.Logf("7 idle connections closed within %v", time.Since(start))
+}
+
+// Past the cap on HTTP connections a new one waits in the listen queue,
+// holding no descriptor of the server, until one closes; meanwhile the
+// RESP port takes clients as ever (issue 24.9).
+func TestHTTPConnsCapped(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
+	hc := defaultHTTPConfig()
+	hc.MaxConns = 4
+	startHTTP(t, cfg, hc)
+	var held []*httpConn
+	for range hc.MaxConns {
+		c := dialHTTP(t, cfg.MetricsAddr)
+		if code, err := c.get("/healthz", testkit.IOTimeout); code != http.StatusOK || err != nil {
+			t.Fatalf("GET /healthz = %d, %v", code, err)
+		}
+		held = append(held, c)
+	}
+	extra := dialHTTP(t, cfg.MetricsAddr) // the kernel accepts it; the server does not yet
+	if code, err := extra.get("/healthz", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d past the cap of %d: GET /healthz = %d, %v; want no answer while the others are open", hc.MaxConns+1, hc.MaxConns, code, err)
+	}
+	for range 12 {
+		rc := testkit.Dial(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)))
+		rc.WantDo("+PONG\r\n", "PING")
+	}
+	held[0].Close()
+	_ = extra.SetReadDeadline(time.Now().Add(testkit.IOTimeout))
+	resp, err := http.ReadResponse(extra.r, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("once a connection closed, the waiting GET /healthz = %v, %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+// getStatus returns the status and body of GET http://addr/path.
+func getStatus(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := oneShot.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// /healthz answers 200 while the process runs; /readyz 200 once the
+// server serves, 503 with the reason while it loads and once it stops.
+func TestHealthEndpoints(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
+	cfg.Dir, cfg.Save, cfg.SaveSet = t.TempDir(), "", true
+	d := startHTTP(t, cfg, defaultHTTPConfig())
+	for _, c := range []struct {
+		path string
+		code int
+		body string
+	}{
+		{"/healthz", 200, "ok\n"},
+		{"/readyz", 200, "ready\n"},
+	} {
+		if code, body := getStatus(t, cfg.MetricsAddr, c.path); code != c.code || body != c.body {
+			t.Errorf("GET %s = %d %q, want %d %q", c.path, code, body, c.code, c.body)
+		}
+	}
+	d.srv.SetLoading(true) // as while the keys are restored
+	if code, body := getStatus(t, cfg.MetricsAddr, "/readyz"); code != 503 || body != "loading\n" {
+		t.Errorf("GET /readyz while loading = %d %q, want 503 \"loading\"", code, body)
+	}
+	if code, _ := getStatus(t, cfg.MetricsAddr, "/healthz"); code != 200 {
+		t.Errorf("GET /healthz while loading = %d, want 200", code)
+	}
+	d.srv.SetLoading(false)
+	d.markStopping() // as Shutdown does first
+	if code, body := getStatus(t, cfg.MetricsAddr, "/readyz"); code != 503 || body != "shutting down\n" {
+		t.Errorf("GET /readyz while stopping = %d %q, want 503 \"shutting down\"", code, body)
+	}
+}
+
+// Before Run, a daemon with persistence is loading: not ready.
+func TestReadinessBeforeRun(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel = testkit.FreePort(t), "warning"
+	cfg.Dir, cfg.SaveSet = t.TempDir(), true
+	d, err := New(Config{Server: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if ok, why := d.readiness(); ok || why != "loading" {
+		t.Fatalf("readiness before Run = %v %q, want false \"loading\"", ok, why)
+	}
+}
+
+// fakeCluster is a clusterView with set answers.
+type fakeCluster struct {
+	started bool
+	top     commands.ClusterTopology
+	served  int
+}
+
+func (f fakeCluster) Started() bool                      { return f.started }
+func (f fakeCluster) Topology() commands.ClusterTopology { return f.top }
+func (f fakeCluster) Stats() cluster.Stats               { return cluster.Stats{SlotsServed: f.served} }
+
+// In cluster mode a node is ready when every slot has an owner and it
+// serves each of its own; else the reason says which slots are missing.
+func TestClusterReadiness(t *testing.T) {
+	two := func(mine [][2]int, ok int) commands.ClusterTopology {
+		return commands.ClusterTopology{SlotsOK: ok, Nodes: []commands.ClusterNode{
+			{ID: "a", Myself: true, Slots: mine}, {ID: "b", Slots: [][2]int{{8192, 16383}}}}}
+	}
+	for _, c := range []struct {
+		name string
+		n    fakeCluster
+		ok   bool
+		why  string
+	}{
+		{"not joined", fakeCluster{}, false, "cluster: not joined"},
+		{"slots without owner", fakeCluster{true, two([][2]int{{0, 8000}}, 16192), 8001}, false, "cluster: 192 of 16384 slots have no owner"},
+		{"hand-off awaited", fakeCluster{true, two([][2]int{{0, 4095}, {4096, 8191}}, 16384), 4096}, false,
+			"cluster: 4096 of this node's 8192 slots are not served yet (waiting for their hand-off)"},
+		{"serving", fakeCluster{true, two([][2]int{{0, 8191}}, 16384), 8192}, true, ""},
+	} {
+		if ok, why := clusterReady(c.n); ok != c.ok || why != c.why {
+			t.Errorf("%s: clusterReady = %v %q, want %v %q", c.name, ok, why, c.ok, c.why)
+		}
+	}
+}
+
+// A node alone in its cluster serves every slot: /readyz says ready.
+func TestClusterNodeReady(t *testing.T) {
+	port := testkit.FreePair(t, cluster.BusPortOffset)
+	cfg := clusterConfig(port)
+	cfg.MetricsAddr = freeAddr(t)
+	startHTTP(t, cfg, defaultHTTPConfig())
+	testkit.WaitFor(t, "/readyz to say ready", func() bool {
+		code, body := getStatus(t, cfg.MetricsAddr, "/readyz")
+		return code == 200 && body == "ready\n"
+	})
+}
