@@ -131,9 +131,10 @@ func (v *View) ExportSlot(slot int) []Record {
 	return out
 }
 
-// CountKeysInSlot returns the number of live keys in hash slot slot.
+// CountKeysInSlot returns the number of live keys in hash slot slot. It
+// walks the slot's shard a chunk at a time (SlotKeys), copying no record.
 func (v *View) CountKeysInSlot(slot int) int {
-	return len(v.ExportSlot(slot))
+	return v.SlotKeys(slot, -1, func([]byte) {})
 }
 
 // DeleteSlot removes every key in hash slot slot and returns how many.

@@ -472,6 +472,7 @@ func (t *table) reclaim() {
 func (t *table) reset() {
 	manual.Free(t.mem, t.slots)
 	manual.Free(t.mem, t.arena)
+	t.mem.Account(-hitBytes * int64(cap(t.scratch)))
 	*t = table{mem: t.mem, limit: t.limit, dirtyBit: t.dirtyBit}
 }
 
@@ -537,5 +538,5 @@ func (t *table) arenaRoom(size int) bool {
 // memory returns the bytes the table holds (slots, arena, scratch), on
 // the Go heap or not.
 func (t *table) memory() int {
-	return 8*cap(t.slots) + cap(t.arena) + 16*cap(t.scratch)
+	return 8*cap(t.slots) + cap(t.arena) + hitBytes*cap(t.scratch)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
@@ -108,15 +107,15 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 
 // Stats returns the figures INFO reports.
 func (s *Server) Stats() commands.HostStats {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	used := s.usedMemory()
+	keyspace := s.eng.KeyspaceBytes()
 	s.cfgMu.RLock()
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
-		// The tables' large arrays are mapped outside the Go heap, which
-		// HeapAlloc does not count.
-		UsedMemory: ms.HeapAlloc + uint64(s.eng.OffHeapBytes()), UsedMemoryRSS: rss(),
+		UsedMemory: uint64(used), UsedMemoryPeak: uint64(s.peakMem.Load()),
+		UsedMemoryDataset: uint64(keyspace), UsedMemoryClients: uint64(max(0, used-keyspace)),
+		UsedMemoryRSS: rss(),
 		MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
 	s.cfgMu.RUnlock()
@@ -162,6 +161,7 @@ func (s *Server) Commands() ([]string, []commands.CommandCounts) {
 func (s *Server) ResetStats() {
 	s.connsReceived.Store(0)
 	s.connsRejected.Store(0)
+	s.peakMem.Store(s.eng.UsedMemory()) // as Redis's CONFIG RESETSTAT resets used_memory_peak
 	s.eng.ResetStats()
 	s.mu.Lock()
 	s.retired = nil
