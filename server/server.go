@@ -132,18 +132,22 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 	eng.Start()
-	go s.cron()
-	return s, nil
-}
-
-func (s *Server) cron() {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	var rel releaser
 	heap := make([]metrics.Sample, len(heapMetrics))
 	for i, name := range heapMetrics {
 		heap[i].Name = name
 	}
+	rel := new(releaser)
+	_, held := heapHeld(heap)
+	rel.observe(held)
+	go s.cron(rel, heap)
+	return s, nil
+}
+
+// cron runs the server's periodic work. The releaser's heap base is
+// taken before it starts, before any client is served.
+func (s *Server) cron(rel *releaser, heap []metrics.Sample) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
@@ -158,11 +162,13 @@ func (s *Server) cron() {
 			// The thread count may change while running (cmd/cellserver's
 			// sizing, with the threads setting at 0).
 			s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
-			tables := s.eng.Stats().TableBytes
-			held, live := spare(heap)
-			if rel.check(now, tables, held, live) {
+			tables := s.eng.KeyspaceBytes()
+			free, held := heapHeld(heap)
+			if rel.check(now, tables, free, held) {
 				debug.FreeOSMemory()
-				s.log.Logf("verbose", "released memory: tables at %d bytes, heap %d bytes over its live %d", tables, held, live)
+				_, after := heapHeld(heap)
+				rel.observe(after)
+				s.log.Logf("verbose", "released memory: keyspace at %d bytes, heap holding %d bytes (%d free), %d after", tables, held, free, after)
 			}
 		}
 	}
