@@ -116,7 +116,7 @@ func (s *Server) Stats() commands.HostStats {
 		UsedMemory: uint64(used), UsedMemoryPeak: uint64(s.peakMem.Load()),
 		UsedMemoryDataset: uint64(keyspace), UsedMemoryClients: uint64(max(0, used-keyspace)),
 		UsedMemoryRSS: rss(),
-		MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
+		MaxMemory:     s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
