@@ -107,17 +107,19 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 
 // Stats returns the figures INFO reports.
 func (s *Server) Stats() commands.HostStats {
-	used := s.usedMemory()
-	keyspace := s.eng.KeyspaceBytes()
+	// What maxmemory is checked against (engine.Engine.UsedMemory), in
+	// its two parts, read once.
+	keyspace, buffers := s.eng.KeyspaceBytes(), s.eng.BufferMemory()
+	s.notePeak(keyspace + buffers)
 	s.cfgMu.RLock()
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
-		UsedMemory: uint64(used), UsedMemoryPeak: uint64(s.peakMem.Load()),
-		UsedMemoryDataset: uint64(keyspace), UsedMemoryClients: uint64(max(0, used-keyspace)),
-		UsedMemoryRSS: rss(),
-		MaxMemory:     s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
+		UsedMemoryRSS: rss(), MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
+	st.UsedMemory = uint64(keyspace + buffers)
+	st.UsedMemoryPeak = uint64(s.peakMem.Load())
+	st.UsedMemoryDataset, st.UsedMemoryClients = uint64(keyspace), uint64(buffers)
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
 		if ta, ok := addrs[0].(*net.TCPAddr); ok {
