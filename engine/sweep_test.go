@@ -126,3 +126,46 @@ func TestSlotKeys(t *testing.T) {
 		t.Fatalf("CountKeysInSlot = %d after expiry", n)
 	}
 }
+
+// longestRun returns the longest run of full slots in t.
+func longestRun(t *table) int {
+	longest, run := 0, 0
+	for _, s := range append(t.slots, t.slots...) { // twice round: a run may wrap
+		if s == 0 {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, min(run, len(t.slots)))
+	}
+	return longest
+}
+
+// The sweep removes keys in slot order, so those it has not reached yet
+// lie in one part of hash space. A table that shrinks meanwhile keeps them
+// spread over its slots (table.shrink): rehashed into twice their number
+// of slots, they would form one run as long as they are many, which every
+// removal at its start walks, and a mass expiry of one shard would take
+// seconds of its lock.
+func TestShrinkMidSweepKeepsRunsShort(t *testing.T) {
+	e, clock := newTestEngine(t, 1)
+	const n = 50000
+	for i := range n {
+		e.throttle(fmt.Appendf(nil, "k%d", i), readmeParams)
+	}
+	clock.Advance(10e9)
+	sh := &e.shards[0]
+	for calls := 0; sh.t.count > 0; calls++ {
+		size := len(sh.t.slots)
+		e.Sweep(sweepSample)
+		if len(sh.t.slots) == size && calls%50 != 0 {
+			continue
+		}
+		if run := longestRun(&sh.t); run > 1000 {
+			t.Fatalf("a run of %d full slots of %d, with %d keys left", run, len(sh.t.slots), sh.t.count)
+		}
+	}
+	if len(sh.t.slots) != 0 {
+		t.Fatalf("%d slots left", len(sh.t.slots))
+	}
+}
