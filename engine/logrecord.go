@@ -248,10 +248,12 @@ const hitBytes = 16
 // for the memory limit.
 func (t *table) growScratch(n int) {
 	c := cap(t.scratch)
-	t.scratch = slices.Grow(t.scratch[:0], n)
-	if d := cap(t.scratch) - c; d != 0 {
-		t.mem.Account(hitBytes * int64(d))
+	if c >= n {
+		t.scratch = t.scratch[:0]
+		return
 	}
+	t.scratch = slices.Grow(t.scratch[:0], n)
+	t.mem.Account(hitBytes * int64(cap(t.scratch)-c))
 }
 
 // logView is a compact log read in place: the limiter.SumLog that
