@@ -169,3 +169,43 @@ func TestShrinkMidSweepKeepsRunsShort(t *testing.T) {
 		t.Fatalf("%d slots left", len(sh.t.slots))
 	}
 }
+
+// ExportSlot and DeleteSlot walk a slot's shard a chunk at a time, the
+// lock let go in between, and still export, then delete, every key of the
+// slot and no other.
+func TestSlotWalksLetGoOfTheLock(t *testing.T) {
+	e, clock := newTestEngine(t, 1)
+	const n = 10 * keysChunk
+	e.throttle([]byte("{a}old"), readmeParams)
+	clock.Advance(10e9) // {a}old (ttl 2 s) expires; the keys made now live
+	for i := range n {
+		e.throttle(fmt.Appendf(nil, "{a}k%d", i), readmeParams)
+		e.throttle(fmt.Appendf(nil, "{b}k%d", i), readmeParams)
+	}
+	sh := &e.shards[0]
+	between := 0
+	walkBetween = func() {
+		if !sh.mu.TryLock() {
+			t.Fatal("the shard is locked between chunks")
+		}
+		sh.mu.Unlock()
+		between++
+	}
+	defer func() { walkBetween = nil }()
+	slot := Slot([]byte("a"))
+	if recs := e.ExportSlot(slot); len(recs) != n {
+		t.Fatalf("ExportSlot: %d records, want %d", len(recs), n)
+	}
+	if between < 8 {
+		t.Fatalf("ExportSlot let go of the lock %d times over %d keys", between, 2*n)
+	}
+	if got := e.DeleteSlot(slot); got != n {
+		t.Fatalf("DeleteSlot = %d, want %d (the expired key not counted)", got, n)
+	}
+	if got, want := e.DBSize(), int64(n); got != want {
+		t.Fatalf("DBSIZE %d after DeleteSlot, want the %d keys of {b}", got, want)
+	}
+	if st := e.Stats(); st.ExpiredKeys != 1 {
+		t.Fatalf("%d expired, want {a}old", st.ExpiredKeys)
+	}
+}
