@@ -216,6 +216,21 @@ func TestCollectorMemory(t *testing.T) {
 	if used <= 0 || peak < used || peak < 200<<10 {
 		t.Fatalf("used %v, peak %v", used, peak)
 	}
+	// An 8 MB ECHO's buffers raise the peak; CONFIG RESETSTAT brings it
+	// back to what is used now, as Redis's does.
+	if got := c.Do("ECHO", strings.Repeat("x", 8<<20)); len(got) < 8<<20 {
+		t.Fatalf("ECHO: %d bytes", len(got))
+	}
+	if peak := gauge(t, col, "cellserver_memory_used_peak_bytes"); peak < 8<<20 {
+		t.Fatalf("peak %v after an 8 MB ECHO", peak)
+	}
+	if got := c.Do("CONFIG", "RESETSTAT"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG RESETSTAT: %q", got)
+	}
+	used = gauge(t, col, "cellserver_memory_used_bytes")
+	if peak := gauge(t, col, "cellserver_memory_used_peak_bytes"); peak >= 8<<20 || peak < used {
+		t.Fatalf("peak %v after CONFIG RESETSTAT, used %v", peak, used)
+	}
 }
 
 // infoField returns field's value in an INFO reply.

@@ -209,11 +209,16 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 
 // countBuffers brings the engine's count of buffer memory (for
 // maxmemory and used_memory) up to this connection's buffers as
-// NoteBuffers last noted them. Their size seldom changes, so the shared
+// NoteBuffers last noted them, and when they grew, the peak of
+// used_memory with it: a large request's buffers may come and go between
+// two of the cron's samples. Their size seldom changes, so the shared
 // count is seldom written.
 func (c *conn) countBuffers() {
 	if n := c.cl.BufferBytes(); n != c.counted {
 		c.s.eng.AddBufferMemory(n - c.counted)
+		if n > c.counted {
+			c.s.notePeak(c.s.eng.UsedMemory())
+		}
 		c.counted = n
 	}
 }
