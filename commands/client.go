@@ -170,6 +170,11 @@ func (c *Client) NoteBuffers(qbuf, qbufFree, omem, buffers int) {
 	c.bufs[3].Store(int64(buffers) + c.queueBytes)
 }
 
+// BufferBytes returns the connection's buffers in all, as NoteBuffers
+// last recorded them with the MULTI queue (CLIENT LIST's tot-mem); safe
+// from any goroutine.
+func (c *Client) BufferBytes() int64 { return c.bufs[3].Load() }
+
 // ID returns the client's id.
 func (c *Client) ID() int64 { return c.id }
 

@@ -135,11 +135,11 @@ func clusterGetKeys(c *Client, req *Request) {
 		c.fail(errInvalidSlotOrKeys)
 		return
 	}
-	recs := c.view.ExportSlot(slot)
-	recs = recs[:min(n, len(recs))]
-	c.W.WriteArray(len(recs))
-	for _, r := range recs {
-		c.W.WriteBulk(r.Key)
+	var keys [][]byte
+	c.view.SlotKeys(slot, n, func(k []byte) { keys = append(keys, k) })
+	c.W.WriteArray(len(keys))
+	for _, k := range keys {
+		c.W.WriteBulk(k)
 	}
 }
 

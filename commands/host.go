@@ -69,10 +69,16 @@ type HostStats struct {
 	// and KiB read and written, per second.
 	OpsPerSec             int64
 	InputKbps, OutputKbps float64
-	UsedMemory            uint64 // Go heap in use plus the tables' arrays kept outside it
-	UsedMemoryRSS         uint64 // resident set size, 0 if unknown
-	MaxMemory             int64  // maxmemory, 0: none
-	MaxMemoryPolicy       string // maxmemory-policy
+	// UsedMemory is the memory maxmemory is checked against
+	// (engine.Engine.UsedMemory): UsedMemoryDataset, the keyspace's
+	// bytes, plus UsedMemoryClients, the connections' buffers.
+	// UsedMemoryPeak is the highest UsedMemory seen since the start or
+	// CONFIG RESETSTAT.
+	UsedMemory, UsedMemoryPeak           uint64
+	UsedMemoryDataset, UsedMemoryClients uint64
+	UsedMemoryRSS                        uint64 // resident set size, 0 if unknown
+	MaxMemory                            int64  // maxmemory, 0: none
+	MaxMemoryPolicy                      string // maxmemory-policy
 	// OutputDropped counts the clients disconnected for their output
 	// limits (client-output-buffer-limit, or the write deadline).
 	OutputDropped int64

@@ -32,8 +32,12 @@ import (
 
 // noteDeletedLocked adds key to the shard's list of removed keys.
 func (s *shard) noteDeletedLocked(key []byte) {
+	c := cap(s.deleted)
 	s.deleted = binary.AppendUvarint(s.deleted, uint64(len(key)))
 	s.deleted = append(s.deleted, key...)
+	if d := cap(s.deleted) - c; d != 0 {
+		s.t.mem.Account(int64(d)) // the list is keyspace memory too, for the memory limit
+	}
 }
 
 // A Change is what TakeDirty reports.
@@ -141,6 +145,7 @@ func (s *shard) takeRemovedLocked(fn func(r Record, c Change)) {
 		d = d[w+int(n):]
 	}
 	if cap(s.deleted) > 4096 {
+		s.t.mem.Account(-int64(cap(s.deleted)))
 		s.deleted = nil // memory follows the churn: a burst of removals does not stay
 	} else {
 		s.deleted = s.deleted[:0]

@@ -17,6 +17,13 @@
 // removed since the last TakeDirty (dirty.go), for incremental snapshots;
 // package persist reads them through TakeDirty and restores with Load.
 //
+// The engine counts the memory the keyspace holds as its tables grow and
+// shrink (KeyspaceBytes), and the server adds its connections' buffers
+// (AddBufferMemory): UsedMemory is what the memory limit (evict.go) and
+// INFO's used_memory read, never the Go heap's garbage. The background
+// sweep (sweep.go) and every walk of a shard (Keys, Scan, TakeDirty) hold
+// a shard's lock for a bounded amount of work at a time.
+//
 // Time is injected through Clock; engine never reads the wall clock for a
 // key's state. Errors are package-prefixed sentinels ("engine: …"); turning
 // them into RESP error text is the job of package commands. Package engine

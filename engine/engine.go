@@ -21,8 +21,9 @@ type Config struct {
 	Clock Clock
 	// SweepInterval is how often the background sweep runs. Default: 100ms.
 	SweepInterval time.Duration
-	// SweepBudget is the most entries one sweep tick examines across all
-	// shards. Default: 65536.
+	// SweepBudget is the most entries one round of a sweep tick examines
+	// across all shards; a tick repeats its round while it finds many
+	// expired (sweep.go). Default: 65536.
 	SweepBudget int
 	// TrackChanges makes the engine remember which keys changed or were
 	// removed since the last TakeDirty, for incremental snapshots
@@ -70,7 +71,9 @@ func (c *Config) Validate() error {
 // Engine is the sharded limiter store. Its methods are safe for concurrent
 // use; each takes the lock of the one shard its key lives in, except the
 // keyspace-wide ones (Keys, Scan, DBSize, Flush), which take the shard locks
-// one at a time. Atomic runs a function with every shard locked.
+// one at a time, and hold each for a bounded amount of work (Keys and Scan
+// walk a shard a chunk at a time). Atomic runs a function with every shard
+// locked.
 type Engine struct {
 	View // unlocked view: every call takes its shard's lock
 
@@ -260,7 +263,7 @@ type Stats struct {
 
 // Stats sums the shards' counters, one shard's lock at a time: O(shards).
 // Key counts include keys that have expired but are not reclaimed yet (the
-// sweep reclaims them within about a second); DBSize is exact.
+// sweep reclaims them within a few ticks), as DBSize's do.
 func (v *View) Stats() Stats {
 	var s Stats
 	var ttlWeighted, sampled int64 // the shards' averages weighed by their keys

@@ -28,27 +28,40 @@ const evictSample = 5
 
 // memoryLimit is the engine's memory ceiling, changeable at run time.
 type memoryLimit struct {
-	max    atomic.Int64  // bytes; 0: none
-	policy atomic.Uint32 // a Policy
-	other  atomic.Int64  // memory outside the tables' mapped arrays, as last reported
+	max     atomic.Int64  // bytes; 0: none
+	policy  atomic.Uint32 // a Policy
+	buffers atomic.Int64  // the server's buffers (AddBufferMemory)
 }
 
 // SetMemoryLimit sets the most memory the engine lets new keys take, in
-// bytes (0: no limit), counted as its tables' mapped arrays plus what
-// SetOtherMemory last reported, and what it does at the limit.
+// bytes (0: no limit), counted as UsedMemory counts it, and what it does
+// at the limit.
 func (e *Engine) SetMemoryLimit(max int64, p Policy) {
 	e.limit.policy.Store(uint32(p))
 	e.limit.max.Store(max)
 }
 
-// SetOtherMemory reports the memory the process holds outside the
-// tables' mapped arrays (the Go heap, which holds the small tables), for
-// the memory limit. The server reports it a few times a second.
-func (e *Engine) SetOtherMemory(n int64) { e.limit.other.Store(n) }
+// AddBufferMemory adds n (negative: subtracts) to the bytes the server
+// holds in buffers whose size its settings bound (connections' read and
+// reply buffers, MULTI queues), for the memory limit. A connection adds
+// the change whenever its buffers change size, which a steady one's do
+// not: the count is current, at no cost per request.
+func (e *Engine) AddBufferMemory(n int64) { e.limit.buffers.Add(n) }
 
-// UsedMemory returns the memory the limit is checked against: the
-// tables' mapped arrays plus the last SetOtherMemory.
-func (e *Engine) UsedMemory() int64 { return e.mem.Mapped() + e.limit.other.Load() }
+// BufferMemory returns the bytes AddBufferMemory has added in all.
+func (e *Engine) BufferMemory() int64 { return e.limit.buffers.Load() }
+
+// KeyspaceBytes returns the bytes the keyspace holds: every shard's table
+// arrays (index slots, record arenas, on the Go heap or mapped outside
+// it), the sliding-log scratch, and the lists of removed keys kept for
+// the next snapshot (dirty.go). It counts what the tables hold, never
+// the Go heap's garbage, and takes no lock: the count moves when a table
+// grows, shrinks or compacts, not on every request.
+func (e *Engine) KeyspaceBytes() int64 { return e.mem.Held() }
+
+// UsedMemory returns the memory the limit is checked against, which INFO
+// reports as used_memory: KeyspaceBytes plus BufferMemory.
+func (e *Engine) UsedMemory() int64 { return e.mem.Held() + e.limit.buffers.Load() }
 
 // overLimit reports whether the engine is at or past its memory limit.
 func (e *Engine) overLimit() bool {

@@ -195,11 +195,12 @@ func (t *table) updateLog(p int, hits []limiter.Hit) bool {
 // valid until the next logAt, which reuses the same memory.
 func (t *table) logAt(i int) []limiter.Hit {
 	if i < 0 {
-		t.scratch = slices.Grow(t.scratch[:0], 1)
-		return t.scratch
+		t.growScratch(1)
+		return t.scratch[:0]
 	}
 	l := t.logHeadAt(t.stateAt(uint32(t.slots[i])) + 8)
-	t.scratch = slices.Grow(t.scratch[:0], l.n+1)[:l.n]
+	t.growScratch(l.n + 1)
+	t.scratch = t.scratch[:l.n]
 	if !l.compact {
 		b := t.arena[l.at : l.at+16*l.n]
 		for k := range t.scratch {
@@ -234,8 +235,25 @@ func shrinks(room, n int) bool { return room > 2*n+16 }
 // in between, yet the memory goes back at the next sweep.
 func (t *table) releaseScratch() {
 	if cap(t.scratch) > scratchKeep {
+		t.mem.Account(-hitBytes * int64(cap(t.scratch)))
 		t.scratch = nil
 	}
+}
+
+// hitBytes is the size of a limiter.Hit in the scratch.
+const hitBytes = 16
+
+// growScratch makes the scratch's capacity n hits or more (its length 0),
+// counting what it adds in the table's allocator (manual.Allocator.Held),
+// for the memory limit.
+func (t *table) growScratch(n int) {
+	c := cap(t.scratch)
+	if c >= n {
+		t.scratch = t.scratch[:0]
+		return
+	}
+	t.scratch = slices.Grow(t.scratch[:0], n)
+	t.mem.Account(hitBytes * int64(cap(t.scratch)-c))
 }
 
 // logView is a compact log read in place: the limiter.SumLog that

@@ -114,38 +114,92 @@ func (e entry) record(key []byte) Record {
 	return r
 }
 
-// ExportSlot returns a copy of every live key in hash slot slot.
+// ExportSlot returns a copy of every live key in hash slot slot. It walks
+// the slot's shard a chunk at a time (keysChunk records under one hold of
+// its lock), so other slots of the shard are served meanwhile; a key of
+// slot written or removed during the walk may or may not be in the copy,
+// which is exact for a slot nobody writes (one being handed over).
 func (v *View) ExportSlot(slot int) []Record {
 	if slot < 0 || slot >= SlotCount {
 		return nil
 	}
-	sh := v.e.shardOf(slot)
-	v.lock(sh)
-	defer v.unlock(sh)
 	var out []Record
-	sh.keysLocked(unixMs(v.e.clock.Now()), func(k []byte, e entry) {
-		if Slot(k) == slot {
-			out = append(out, e.record(k))
+	v.walkSlot(slot, func(sh *shard, j int, key []byte, nowMs int64) {
+		e := sh.t.entryAt(j)
+		if nowMs > e.expireMs {
+			return
 		}
-	})
+		if e.kind == limiter.KindSlidingLog {
+			e.Log = sh.t.logAt(j)
+		}
+		out = append(out, e.record(key))
+	}, nil)
 	return out
 }
 
-// CountKeysInSlot returns the number of live keys in hash slot slot.
-func (v *View) CountKeysInSlot(slot int) int {
-	return len(v.ExportSlot(slot))
+// walkSlot calls fn, under the lock of slot's shard, for each record of
+// slot (live or expired) with its slot index j in the shard's table and
+// its key (which aliases the table), a chunk at a time; after each
+// chunk, still under the lock, it calls after (if not nil), which may
+// change the table. fn must not change the table.
+func (v *View) walkSlot(slot int, fn func(sh *shard, j int, key []byte, nowMs int64), after func(sh *shard, nowMs int64)) {
+	sh := v.e.shardOf(slot)
+	for from := uint64(0); from < tagEnd; {
+		v.lock(sh)
+		nowMs := unixMs(v.now(nil))
+		from, _ = sh.t.scanFrom(from, keysChunk, false, func(j int) {
+			if k := sh.t.keyOf(uint32(sh.t.slots[j])); Slot(k) == slot {
+				fn(sh, j, k, nowMs)
+			}
+		})
+		if after != nil {
+			after(sh, nowMs)
+		}
+		v.unlock(sh)
+		if walkBetween != nil {
+			walkBetween()
+		}
+	}
 }
 
-// DeleteSlot removes every key in hash slot slot and returns how many.
+// walkBetween, when set, runs between two of walkSlot's chunks, the lock
+// not held (tests set it).
+var walkBetween func()
+
+// CountKeysInSlot returns the number of live keys in hash slot slot. It
+// walks the slot's shard a chunk at a time (SlotKeys), copying no record.
+func (v *View) CountKeysInSlot(slot int) int {
+	return v.SlotKeys(slot, -1, func([]byte) {})
+}
+
+// DeleteSlot removes every key in hash slot slot and returns how many of
+// them were live (the expired ones count as expired). It walks the slot's
+// shard a chunk at a time, as ExportSlot does, removing each chunk's keys
+// of slot before it lets go of the lock.
 func (v *View) DeleteSlot(slot int) int {
 	if slot < 0 || slot >= SlotCount {
 		return 0
 	}
-	sh := v.e.shardOf(slot)
-	v.lock(sh)
-	defer v.unlock(sh)
-	sh.reapLocked(unixMs(v.e.clock.Now())) // count live keys only
-	return sh.removeIfLocked(func(i int) bool { return Slot(sh.t.keyOf(uint32(sh.t.slots[i]))) == slot })
+	n := 0
+	var keys [][]byte
+	v.walkSlot(slot, func(_ *shard, _ int, key []byte, _ int64) {
+		keys = append(keys, append([]byte(nil), key...))
+	}, func(sh *shard, nowMs int64) {
+		for _, k := range keys {
+			i := sh.t.find(k, v.e.hash(k))
+			if i < 0 {
+				continue
+			}
+			if nowMs > sh.t.entryAt(i).expireMs {
+				sh.expired++
+			} else {
+				n++
+			}
+			sh.removeLocked(i)
+		}
+		keys = keys[:0]
+	})
+	return n
 }
 
 // Import stores r, replacing whatever key r.Key held. A record that has

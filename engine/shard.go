@@ -139,31 +139,6 @@ func (s *shard) lock() {
 	}
 }
 
-// reapLocked removes every expired key of the shard.
-func (s *shard) reapLocked(nowMs int64) {
-	s.expired += int64(s.removeIfLocked(func(i int) bool { return nowMs > s.t.entryAt(i).expireMs }))
-}
-
-// removeIfLocked walks the whole shard and removes every key whose slot i
-// drop accepts; it returns how many. A removal moves the slot after i back
-// into i, so the walk looks at i again, and a removal that shrinks the
-// table rehashes it, so the walk starts over. (The background sweep walks
-// a bounded part of the shard instead, by the same rule: sweepLocked.)
-func (s *shard) removeIfLocked(drop func(i int) bool) int {
-	n := 0
-	for i := 0; i < len(s.t.slots); {
-		if s.t.slots[i] == 0 || !drop(i) {
-			i++
-			continue
-		}
-		n++
-		if s.removeLocked(i) {
-			i = 0
-		}
-	}
-	return n
-}
-
 // sweepAhead is how many slots ahead of the one it examines the sweep
 // starts loading a record: each key it examines is a cache miss on its
 // record (for its expiry), and misses asked for ahead overlap instead of
@@ -223,25 +198,5 @@ func (s *shard) sampleTTL(sum, n int64) {
 		s.avgTTL = avg
 	} else {
 		s.avgTTL = s.avgTTL/50*49 + avg/50
-	}
-}
-
-// keysLocked calls fn for every live key with its entry, a sliding log's
-// hits included. key aliases the table's arena, which is unmapped once
-// replaced, and the hits its scratch, reused for the next key: fn must copy
-// what it keeps, and must not change the shard.
-func (s *shard) keysLocked(nowMs int64, fn func(key []byte, e entry)) {
-	for i, slot := range s.t.slots {
-		if slot == 0 {
-			continue
-		}
-		e := s.t.entryAt(i)
-		if nowMs > e.expireMs {
-			continue
-		}
-		if e.kind == limiter.KindSlidingLog {
-			e.Log = s.t.logAt(i)
-		}
-		fn(s.t.keyOf(uint32(slot)), e)
 	}
 }

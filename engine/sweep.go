@@ -2,9 +2,17 @@ package engine
 
 import "time"
 
-// sweepSample is how many entries one sweep step looks at in one shard;
-// a step that finds more than a quarter of them expired is repeated, up to
-// sweepMaxPerShard entries per shard per tick (Redis's active-expiry rule).
+// sweepSample is how many entries one sweep step looks at in one shard; a
+// step that finds more than a quarter of them expired is repeated (Redis's
+// active-expiry rule). sweepMaxPerShard bounds the entries examined under
+// one hold of a shard's lock: past it the sweep lets go of the lock (a
+// request waiting for the shard runs), then takes it again and goes on in
+// the same shard while its samples keep finding expired keys. So a shard
+// where a mass expiry happened (a {tag} puts every key of a slot in one
+// shard) is swept at the pace of the whole tick, not of one shard's share,
+// while no request waits for the sweep longer than sweepMaxPerShard
+// entries take (about 10 µs, plus a rehash or compaction of the shard's
+// table when the removals shrink it).
 const (
 	sweepSample      = 20
 	sweepMaxPerShard = 400
@@ -13,7 +21,7 @@ const (
 // sweepMaxRounds bounds the rounds of one background tick: a tick repeats
 // its round while more than a quarter of what it examined had expired, as
 // Redis's active expiry does, so that a mass expiry is reclaimed in a few
-// seconds rather than minutes.
+// ticks rather than minutes.
 const sweepMaxRounds = 8
 
 // A background tick runs for at most sweepTickWork of its own time, in
@@ -54,28 +62,52 @@ func (e *Engine) Sweep(budget int) int {
 	return removed
 }
 
-// sweep is Sweep, calling pace after each shard; it stops early, and
-// reports done false, when pace returns false.
+// sweep is Sweep, calling pace after each hold of a shard's lock; it stops
+// early, and reports done false, when pace returns false. It stays in a
+// shard, lock hold after lock hold, while the shard's samples find more
+// than a quarter of their keys expired.
 func (e *Engine) sweep(budget int, pace func() bool) (examined, removed int, done bool) {
 	e.sweepMu.Lock()
 	defer e.sweepMu.Unlock()
 	for visited := 0; visited < len(e.shards) && budget > 0; visited++ {
 		sh := &e.shards[e.sweepNext]
-		e.sweepNext = (e.sweepNext + 1) % len(e.shards)
-		sh.mu.Lock()
-		nowMs := unixMs(e.clock.Now())
-		for spent := 0; spent < sweepMaxPerShard && budget > 0; {
-			n, r := sh.sweepLocked(nowMs, min(sweepSample, budget))
-			spent += n
+		hot := true
+		for hot && budget > 0 {
+			var n, r int
+			n, r, hot = e.sweepHold(sh, budget)
 			budget -= n
 			examined += n
 			removed += r
-			if n < sweepSample || r*4 <= n {
-				break
+			if !pace() {
+				if !hot {
+					e.sweepNext = (e.sweepNext + 1) % len(e.shards)
+				}
+				return examined, removed, false
 			}
 		}
-		sh.mu.Unlock()
-		if !pace() {
+		if !hot {
+			// A shard left hot (the budget ran out) is where the next
+			// call starts.
+			e.sweepNext = (e.sweepNext + 1) % len(e.shards)
+		}
+	}
+	return examined, removed, true
+}
+
+// sweepHold is one hold of sh's lock by the sweep: samples of sweepSample
+// entries, repeated while more than a quarter of a sample had expired, up
+// to sweepMaxPerShard entries (and budget). It reports how many entries it
+// examined and removed, and whether it stopped at that bound with its last
+// sample still finding many expired (hot): the shard deserves another hold.
+func (e *Engine) sweepHold(sh *shard, budget int) (examined, removed int, hot bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	nowMs := unixMs(e.clock.Now())
+	for examined < sweepMaxPerShard && examined < budget {
+		n, r := sh.sweepLocked(nowMs, min(sweepSample, budget-examined))
+		examined += n
+		removed += r
+		if n < sweepSample || r*4 <= n {
 			return examined, removed, false
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/cellserver/cellserver/internal/manual"
 	"github.com/cellserver/cellserver/limiter"
@@ -50,6 +51,8 @@ type table struct {
 	scratch []limiter.Hit // the decoded log logAt returns, reused from call to call
 
 	limit int // the most arena bytes; 0: maxArenaBytes (tests lower it)
+
+	shrinkHold int // no shrink is tried until count is below it; 0: none held (shrink)
 
 	// dirtyBit is ORed into the head of every record written or updated:
 	// headDirty when the engine tracks changes (Config.TrackChanges), 0
@@ -291,6 +294,7 @@ func recordLen(key []byte, e *entry, room int) int {
 func (t *table) insert(key []byte, h uint64, e *entry, room int) {
 	if !t.slotFree() {
 		t.rehash(max(minSlots, len(t.slots)+len(t.slots)/2))
+		t.shrinkHold = 0
 	}
 	ref := t.addRecord(key, e, room)
 	tag := slotTag(h)
@@ -453,10 +457,40 @@ func (t *table) removeAt(i int) {
 	switch {
 	case t.count == 0:
 		t.reset() // everything goes back
-	case len(t.slots) > minSlots && t.count*8 < len(t.slots):
-		t.rehash(max(minSlots, 2*t.count))
+	case len(t.slots) > minSlots && t.count*8 < len(t.slots) && (t.shrinkHold == 0 || t.count < t.shrinkHold):
+		t.shrink()
 	}
 	t.reclaim()
+}
+
+// shrinkBuckets is how many equal parts of hash space shrink weighs the
+// keys' spread over.
+const shrinkBuckets = 64
+
+// shrink rehashes the slots, an eighth full or less, into fewer: twice
+// the keys, or more if the keys are not spread evenly over hash space, so
+// that the densest 1/shrinkBuckets of it is at most half full. A walk that
+// removes keys in slot order (the sweep, a slot's deletion) leaves the
+// rest in one part of hash space: rehashed into twice their number of
+// slots, they would all fall into a fraction of them, one run of full
+// slots as long as that part, and every removal at its start would walk
+// it all. When that leaves no worthwhile shrink (a quarter or more), the
+// table keeps its slots until the keys have halved (shrinkHold), so that
+// the weighing is not repeated on every removal.
+func (t *table) shrink() {
+	var hist [shrinkBuckets]int
+	for _, s := range t.slots {
+		if s != 0 {
+			hist[s>>(64-6)]++ // the top 6 bits of the slot tag
+		}
+	}
+	n := max(minSlots, 2*t.count, 2*shrinkBuckets*slices.Max(hist[:]))
+	if n*4 > len(t.slots)*3 {
+		t.shrinkHold = t.count / 2
+		return
+	}
+	t.shrinkHold = 0
+	t.rehash(n)
 }
 
 // reclaim compacts the arena once its dead bytes are many and twice the
@@ -472,6 +506,7 @@ func (t *table) reclaim() {
 func (t *table) reset() {
 	manual.Free(t.mem, t.slots)
 	manual.Free(t.mem, t.arena)
+	t.mem.Account(-hitBytes * int64(cap(t.scratch)))
 	*t = table{mem: t.mem, limit: t.limit, dirtyBit: t.dirtyBit}
 }
 
@@ -537,5 +572,5 @@ func (t *table) arenaRoom(size int) bool {
 // memory returns the bytes the table holds (slots, arena, scratch), on
 // the Go heap or not.
 func (t *table) memory() int {
-	return 8*cap(t.slots) + cap(t.arena) + 16*cap(t.scratch)
+	return 8*cap(t.slots) + cap(t.arena) + hitBytes*cap(t.scratch)
 }

@@ -217,14 +217,17 @@ func (v *View) Del(key []byte, at *At) bool {
 	return ok
 }
 
-// DBSize returns the number of live keys. It reclaims every expired key on
-// its way, so it walks each shard whole: O(N), one shard's lock at a time.
+// DBSize returns the number of keys held: the live keys, and those that
+// have expired but are not reclaimed yet (invisible to every other call;
+// the background sweep reclaims them, keeping up with a mass expiry
+// within a few ticks), as Redis's DBSIZE counts them. It reads each
+// shard's count under its lock, one at a time: O(shards), whatever the
+// number of keys.
 func (v *View) DBSize() int64 {
 	var n int64
 	for i := range v.e.shards {
 		sh := &v.e.shards[i]
 		v.lock(sh)
-		sh.reapLocked(unixMs(v.e.clock.Now()))
 		n += int64(sh.t.count)
 		v.unlock(sh)
 	}
@@ -241,16 +244,54 @@ func (v *View) Flush() {
 	}
 }
 
+// keysChunk is how many records Keys and SlotKeys pass under one hold of
+// a shard's lock (visiting at most ten times as many slots), so that a
+// walk of a shard of any size keeps no request waiting for long.
+const keysChunk = 1024
+
 // Keys calls fn with every live key that keep accepts (nil: all) and whose
-// kind is want (limiter.KindNone: any). It holds one shard's lock at a time and
-// copies keys before calling fn, which may keep them. keep runs under the
-// lock on the table's own bytes: it must neither retain its key nor use v.
+// kind is want (limiter.KindNone: any). It walks each shard a chunk at a
+// time (keysChunk records), letting go of the lock between chunks, with
+// SCAN's cursor: a key that exists for the whole walk is passed exactly
+// once; one added or removed during it may or may not be. Keys are copied
+// before fn is called, which may keep them. keep runs under the lock on
+// the table's own bytes: it must neither retain its key nor use v.
 func (v *View) Keys(keep func(key []byte) bool, want limiter.Kind, fn func(key []byte)) {
+	var out [][]byte
 	for i := range v.e.shards {
-		for _, k := range v.shardKeys(i, keep, want) {
-			fn(k)
+		for from := uint64(0); from < tagEnd; {
+			out = out[:0]
+			from, _, _ = v.scanShard(i, from, keysChunk, keep, want, &out)
+			for _, k := range out {
+				fn(k)
+			}
 		}
 	}
+}
+
+// SlotKeys calls fn with the live keys of hash slot slot, at most max of
+// them (max < 0: all), and returns how many it passed. It walks the slot's
+// shard a chunk at a time, as Keys does. fn gets a copy, which it may
+// keep.
+func (v *View) SlotKeys(slot, max int, fn func(key []byte)) int {
+	if slot < 0 || slot >= SlotCount || max == 0 {
+		return 0
+	}
+	i := v.e.shardOf(slot).idx
+	keep := func(k []byte) bool { return Slot(k) == slot }
+	n := 0
+	var out [][]byte
+	for from := uint64(0); from < tagEnd; {
+		out = out[:0]
+		from, _, _ = v.scanShard(i, from, keysChunk, keep, limiter.KindNone, &out)
+		for _, k := range out {
+			fn(k)
+			if n++; n == max {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 // Scan returns about count live keys from cursor on, and the cursor to
@@ -306,17 +347,4 @@ func (v *View) scanShard(i int, from uint64, count int, keep func([]byte) bool, 
 		}
 	})
 	return next, passed, visited
-}
-
-func (v *View) shardKeys(i int, keep func([]byte) bool, want limiter.Kind) [][]byte {
-	sh := &v.e.shards[i]
-	v.lock(sh)
-	defer v.unlock(sh)
-	var out [][]byte
-	sh.keysLocked(unixMs(v.e.clock.Now()), func(k []byte, e entry) {
-		if (want == limiter.KindNone || e.kind == want) && (keep == nil || keep(k)) {
-			out = append(out, append([]byte(nil), k...))
-		}
-	})
-	return out
 }

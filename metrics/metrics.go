@@ -64,7 +64,13 @@ var (
 	descExpired = prometheus.NewDesc("cellserver_expired_keys_total",
 		"Keys removed because they expired.", nil, nil)
 	descEvicted = prometheus.NewDesc("cellserver_evicted_keys_total",
-		"Keys evicted to free memory; cellserver evicts none, so this stays 0.", nil, nil)
+		"Keys evicted to make room for new keys under maxmemory (INFO's evicted_keys).", nil, nil)
+	descMemUsed = prometheus.NewDesc("cellserver_memory_used_bytes",
+		"Memory counted against maxmemory (INFO's used_memory): the keyspace's bytes plus the connections' buffers.", nil, nil)
+	descMemPeak = prometheus.NewDesc("cellserver_memory_used_peak_bytes",
+		"The highest cellserver_memory_used_bytes since the start or CONFIG RESETSTAT (INFO's used_memory_peak).", nil, nil)
+	descMemMax = prometheus.NewDesc("cellserver_memory_max_bytes",
+		"The maxmemory setting; 0: no limit.", nil, nil)
 	descConnected = prometheus.NewDesc("cellserver_connected_clients",
 		"Client connections open now.", nil, nil)
 	descReceived = prometheus.NewDesc("cellserver_connections_received_total",
@@ -100,12 +106,11 @@ func NewCollector(src Source) *Collector {
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCommands, descDuration, descKeys, descLimiter,
-		descExpired, descEvicted, descConnected, descReceived, descRejected, descAuth} {
+		descExpired, descEvicted, descMemUsed, descMemPeak, descMemMax, descConnected, descReceived, descRejected, descAuth} {
 		ch <- d
 	}
 	describeCluster(ch)
 	describeSnapshots(ch)
-	describeMemory(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -141,8 +146,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLimiter, prometheus.CounterValue, float64(es.Limited[k]), kind, OutcomeLimited)
 	}
 	ch <- prometheus.MustNewConstMetric(descExpired, prometheus.CounterValue, float64(es.ExpiredKeys))
-	ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, 0)
+	ch <- prometheus.MustNewConstMetric(descEvicted, prometheus.CounterValue, float64(es.EvictedKeys))
 	st := c.src.Stats()
+	ch <- prometheus.MustNewConstMetric(descMemUsed, prometheus.GaugeValue, float64(st.UsedMemory))
+	ch <- prometheus.MustNewConstMetric(descMemPeak, prometheus.GaugeValue, float64(st.UsedMemoryPeak))
+	ch <- prometheus.MustNewConstMetric(descMemMax, prometheus.GaugeValue, float64(st.MaxMemory))
 	ch <- prometheus.MustNewConstMetric(descConnected, prometheus.GaugeValue, float64(len(c.src.Clients())))
 	ch <- prometheus.MustNewConstMetric(descReceived, prometheus.CounterValue, float64(st.ConnsReceived))
 	ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(st.ConnsRejected))
@@ -150,7 +158,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthRefused), "over_budget")
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
-	collectMemory(c.src.Engine().UsedMemory(), st.MaxMemory, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

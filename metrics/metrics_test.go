@@ -17,6 +17,7 @@ import (
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/internal/testkit/inproc"
 	"github.com/cellserver/cellserver/metrics"
+	"github.com/cellserver/cellserver/server"
 )
 
 // do sends words over c and returns the reply as testkit.Flat has it:
@@ -176,4 +177,70 @@ func (f filtered) Collect(ch chan<- prometheus.Metric) {
 			ch <- m
 		}
 	}
+}
+
+// cellserver_evicted_keys_total counts the evictions INFO counts, and the
+// memory gauges read INFO's used_memory, used_memory_peak and maxmemory.
+func TestCollectorMemory(t *testing.T) {
+	srv := inproc.Start(t, func(c *server.Config) {
+		c.MaxMemory, c.MaxMemoryPolicy = 256<<10, "allkeys-random"
+	})
+	c := srv.Dial(t)
+	const keys = 20000
+	var req strings.Builder
+	for i := range keys {
+		req.WriteString(testkit.Encode("CL.THROTTLE", fmt.Sprintf("key:%d", i), "5", "1", "3600"))
+	}
+	c.Send(req.String())
+	for range keys {
+		if r := c.Reply(); !strings.HasPrefix(r, "*5") {
+			t.Fatalf("CL.THROTTLE: %q", r)
+		}
+	}
+	info := c.Do("INFO")
+	evicted := infoField(t, info, "evicted_keys")
+	if evicted == "0" {
+		t.Fatalf("%d keys under maxmemory 256kb: none evicted", keys)
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "# HELP cellserver_evicted_keys_total Keys evicted to make room for new keys under maxmemory (INFO's evicted_keys).\n# TYPE cellserver_evicted_keys_total counter\ncellserver_evicted_keys_total %s\n", evicted)
+	fmt.Fprintf(&out, "# HELP cellserver_memory_max_bytes The maxmemory setting; 0: no limit.\n# TYPE cellserver_memory_max_bytes gauge\ncellserver_memory_max_bytes %d\n", 256<<10)
+	col := metrics.NewCollector(srv.Server)
+	if err := testutil.CollectAndCompare(col, &out, "cellserver_evicted_keys_total", "cellserver_memory_max_bytes"); err != nil {
+		t.Fatal(err)
+	}
+	// used_memory moves with the connections' buffers; the peak saw the
+	// keys fill maxmemory.
+	used := gauge(t, col, "cellserver_memory_used_bytes")
+	peak := gauge(t, col, "cellserver_memory_used_peak_bytes")
+	if used <= 0 || peak < used || peak < 200<<10 {
+		t.Fatalf("used %v, peak %v", used, peak)
+	}
+	// An 8 MB ECHO's buffers raise the peak; CONFIG RESETSTAT brings it
+	// back to what is used now, as Redis's does.
+	if got := c.Do("ECHO", strings.Repeat("x", 8<<20)); len(got) < 8<<20 {
+		t.Fatalf("ECHO: %d bytes", len(got))
+	}
+	if peak := gauge(t, col, "cellserver_memory_used_peak_bytes"); peak < 8<<20 {
+		t.Fatalf("peak %v after an 8 MB ECHO", peak)
+	}
+	if got := c.Do("CONFIG", "RESETSTAT"); got != "+OK\r\n" {
+		t.Fatalf("CONFIG RESETSTAT: %q", got)
+	}
+	used = gauge(t, col, "cellserver_memory_used_bytes")
+	if peak := gauge(t, col, "cellserver_memory_used_peak_bytes"); peak >= 8<<20 || peak < used {
+		t.Fatalf("peak %v after CONFIG RESETSTAT, used %v", peak, used)
+	}
+}
+
+// infoField returns field's value in an INFO reply.
+func infoField(t *testing.T, info, field string) string {
+	t.Helper()
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("INFO has no %s", field)
+	return ""
 }

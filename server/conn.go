@@ -79,6 +79,7 @@ type conn struct {
 	softSince time.Time // since when more than the soft limit waits; zero: not above it
 	retryAt   int       // under output limits, the next mid-batch write waits for this many bytes
 	taken     int       // bytes of buf[:n] taken by the requests run so far in this batch
+	counted   int64     // the buffers' bytes this connection has added to the engine's count (countBuffers)
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -204,6 +205,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	}
 
 	c.cl.NoteBuffers(c.n, len(c.buf)-c.n, c.w.Len(), len(c.buf)+c.w.Cap())
+	c.countBuffers()
 
 	if d := c.s.limits.timeout.Load(); d > 0 {
 		_ = c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) // fails only on a closed connection, which is going anyway
@@ -213,6 +215,22 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.deadline = false
 	}
 	return c.buf[c.n:]
+}
+
+// countBuffers brings the engine's count of buffer memory (for
+// maxmemory and used_memory) up to this connection's buffers as
+// NoteBuffers last noted them, and when they grew, the peak of
+// used_memory with it: a large request's buffers may come and go between
+// two of the cron's samples. Their size seldom changes, so the shared
+// count is seldom written.
+func (c *conn) countBuffers() {
+	if n := c.cl.BufferBytes(); n != c.counted {
+		c.s.eng.AddBufferMemory(n - c.counted)
+		if n > c.counted {
+			c.s.notePeak(c.s.eng.UsedMemory())
+		}
+		c.counted = n
+	}
 }
 
 // flush hands the buffered replies to the connection within the output

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
@@ -131,17 +130,19 @@ func (s *Server) secretFromFile(name string) string {
 
 // Stats returns the figures INFO reports.
 func (s *Server) Stats() commands.HostStats {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	// What maxmemory is checked against (engine.Engine.UsedMemory), in
+	// its two parts, read once.
+	keyspace, buffers := s.eng.KeyspaceBytes(), s.eng.BufferMemory()
+	s.notePeak(keyspace + buffers)
 	s.cfgMu.RLock()
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
-		// The tables' large arrays are mapped outside the Go heap, which
-		// HeapAlloc does not count.
-		UsedMemory: ms.HeapAlloc + uint64(s.eng.OffHeapBytes()), UsedMemoryRSS: rss(),
-		MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
+		UsedMemoryRSS: rss(), MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
+	st.UsedMemory = uint64(keyspace + buffers)
+	st.UsedMemoryPeak = uint64(s.peakMem.Load())
+	st.UsedMemoryDataset, st.UsedMemoryClients = uint64(keyspace), uint64(buffers)
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
 		if ta, ok := addrs[0].(*net.TCPAddr); ok {
@@ -186,6 +187,7 @@ func (s *Server) Commands() ([]string, []commands.CommandCounts) {
 func (s *Server) ResetStats() {
 	s.connsReceived.Store(0)
 	s.connsRejected.Store(0)
+	s.peakMem.Store(s.eng.UsedMemory()) // as Redis's CONFIG RESETSTAT resets used_memory_peak
 	s.eng.ResetStats()
 	s.mu.Lock()
 	s.retired = nil

@@ -226,6 +226,7 @@ func refuse(nc net.Conn, msg string) {
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
 	c.nc.Close()
+	c.s.eng.AddBufferMemory(-c.counted)
 	c.cl.Settle() // the timings of a batch cut short
 	s.mu.Lock()
 	counts := c.cl.Counts() // under mu: a CONFIG RESETSTAT cannot slip in between

@@ -55,8 +55,8 @@ type Server struct {
 
 	// raiseFDs raises the open file limit towards what it is asked
 	// (fdlimit.Raise; tests replace it), for maxclients.
-	raiseFDs   func(want uint64) (limit uint64, ok bool, err error)
-	heapSample []metrics.Sample // the heap's objects, for the memory limit: cron only
+	raiseFDs func(want uint64) (limit uint64, ok bool, err error)
+	peakMem  atomic.Int64 // the highest used_memory seen (notePeak)
 
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
@@ -116,9 +116,6 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
-	heap := make([]metrics.Sample, 1)
-	heap[0].Name = heapObjectsMetric
-	s.heapSample = heap
 	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router, Secret: isSecret})
 	for _, r := range cfg.RenameCommands {
 		if err := s.table.Rename(r[0], r[1]); err != nil {
@@ -129,7 +126,6 @@ func New(cfg Config) (*Server, error) {
 	s.table.SetAuthLimits(cfg.AuthLimits)
 	s.storeLimits(&cfg)
 	s.saveOnShutdown.Store(true)
-	s.reportHeap()
 	s.nowSec.Store(time.Now().Unix())
 	s.log.Info("cellserver starting", "version", Version, "pid", os.Getpid(), "go", runtime.Version())
 	var inForce []any
@@ -145,18 +141,22 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
 	eng.Start()
-	go s.cron()
-	return s, nil
-}
-
-func (s *Server) cron() {
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	var rel releaser
 	heap := make([]metrics.Sample, len(heapMetrics))
 	for i, name := range heapMetrics {
 		heap[i].Name = name
 	}
+	rel := new(releaser)
+	_, held := heapHeld(heap)
+	rel.observe(held)
+	go s.cron(rel, heap)
+	return s, nil
+}
+
+// cron runs the server's periodic work. The releaser's heap base is
+// taken before it starts, before any client is served.
+func (s *Server) cron(rel *releaser, heap []metrics.Sample) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
 	for tick := 0; ; tick++ {
 		select {
 		case <-s.stopCron:
@@ -164,18 +164,20 @@ func (s *Server) cron() {
 		case now := <-t.C:
 			s.nowSec.Store(now.Unix())
 			s.sampleRates(mono.Now())
-			s.reportHeap()
+			s.usedMemory()
 			if tick%4 != 0 {
 				continue
 			}
 			// The thread count may change while running (cmd/cellserver's
 			// sizing, with the threads setting at 0).
 			s.oneThread.Store(runtime.GOMAXPROCS(0) == 1)
-			tables := s.eng.Stats().TableBytes
-			held, live := spare(heap)
-			if rel.check(now, tables, held, live) {
+			tables := s.eng.KeyspaceBytes()
+			free, held := heapHeld(heap)
+			if rel.check(now, tables, free, held) {
 				debug.FreeOSMemory()
-				s.log.Logf("verbose", "released memory: tables at %d bytes, heap %d bytes over its live %d", tables, held, live)
+				_, after := heapHeld(heap)
+				rel.observe(after)
+				s.log.Logf("verbose", "released memory: keyspace at %d bytes, heap holding %d bytes (%d free), %d after", tables, held, free, after)
 			}
 		}
 	}
@@ -203,16 +205,28 @@ func (s *Server) sampleRates(nowNs int64) {
 	s.ratesMu.Unlock()
 }
 
-// heapObjectsMetric is the Go heap's objects, live or not yet collected:
-// what the heap holds for the memory limit.
-const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+// usedMemory returns the memory maxmemory is checked against
+// (engine.Engine.UsedMemory: the keyspace's bytes and the connections'
+// buffers, which each connection adds as they change size), and folds it
+// into the peak. The cron calls it four times a second, and INFO and the
+// metrics whenever they read it. The Go heap's garbage is not counted,
+// so that a large request or reply, once answered, does not hold the
+// limit for the minutes an idle server may take to collect it; the
+// buffers are bounded by the settings (client-query-buffer-limit,
+// client-output-buffer-limit) and a connection gives a large one back
+// after the request or reply that needed it.
+func (s *Server) usedMemory() int64 {
+	used := s.eng.UsedMemory()
+	s.notePeak(used)
+	return used
+}
 
-// reportHeap tells the engine what the Go heap holds, for maxmemory. It
-// reads a runtime metric, which stops nothing (runtime.ReadMemStats
-// would stop the world).
-func (s *Server) reportHeap() {
-	metrics.Read(s.heapSample)
-	if v := s.heapSample[0].Value; v.Kind() == metrics.KindUint64 {
-		s.eng.SetOtherMemory(int64(v.Uint64()))
+// notePeak raises the peak of used_memory to used if it is higher.
+func (s *Server) notePeak(used int64) {
+	for {
+		p := s.peakMem.Load()
+		if used <= p || s.peakMem.CompareAndSwap(p, used) {
+			return
+		}
 	}
 }

@@ -4,17 +4,16 @@
 // bench/run.sh starts the servers and runs it; it prints a Markdown section.
 //
 // For cellserver (which must run with --enable-debug-command yes) it
-// freezes the server's clock, reads INFO used_memory (the Go heap plus the
-// tables' arrays kept outside it) and /proc/PID/status VmRSS, inserts
-// -keys distinct 17-byte keys ("user:000000000000" on) with pipelined
+// freezes the server's clock, reads INFO used_memory (what maxmemory
+// counts: the keyspace's tables, on the Go heap or mapped outside it,
+// and the connections' buffers; never the heap's garbage, so no
+// collection is needed first) and /proc/PID/status VmRSS, inserts -keys
+// distinct 17-byte keys ("user:000000000000" on) with pipelined
 // CL.THROTTLE key 15 1 3600, reads memory again, then moves the clock two
 // hours on with DEBUG CLOCK ADVANCE, polls DBSIZE until every key is gone,
-// and reads memory a third time.
-// (DBSIZE and INFO reclaim expired keys themselves, so the background
-// sweep's own pace is measured in-process by BenchmarkSweep instead.) The Go heap counts garbage until a collection runs,
-// and the server has no command that forces one, so before each heap
-// reading memprobe makes the server allocate short-lived garbage (ECHO of
-// 512 KiB) until used_memory drops, i.e. until a collection has run.
+// and reads memory a third time. DBSIZE reads the shards' counts and
+// reclaims nothing, so the time DBSIZE takes to reach 0 is the background
+// sweep's.
 //
 // For Redis it loads the script, inserts the same keys through EVALSHA and
 // reports the used_memory and VmRSS growth.
@@ -90,7 +89,6 @@ func run(ctx context.Context, o options, out io.Writer) error {
 type csFigures struct {
 	empty, full, expired reading
 	rssLater             uint64 // VmRSS after waiting rssWait more
-	gcNote               string // set when a collection could not be confirmed
 	insert, sweep        time.Duration
 }
 
@@ -102,10 +100,6 @@ type redisFigures struct {
 func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: o.csAddr, PoolSize: o.workers + 2, DisableIdentity: true, Protocol: 2})
 	defer rdb.Close()
-	// A connection of its own for the garbage, so that its buffers are the
-	// same at every reading.
-	gc := redis.NewClient(&redis.Options{Addr: o.csAddr, PoolSize: 1, DisableIdentity: true, Protocol: 2})
-	defer gc.Close()
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		return nil, err
 	}
@@ -114,22 +108,15 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 		return nil, fmt.Errorf("DEBUG CLOCK (is --enable-debug-command yes set?): %w", err)
 	}
 	f := &csFigures{}
-	var notes []string
 	var err error
-	// RSS is read before the heap: heapAfterGC's garbage, there only to
-	// make a collection run, leaves pages the runtime returns to the
-	// system lazily, which would be counted against the server.
 	read := func(what string) (reading, error) {
 		rss, err := vmRSS(o.csPID)
 		if err != nil {
 			return reading{}, err
 		}
-		heap, confirmed, err := heapAfterGC(ctx, rdb, gc)
+		heap, err := usedMemory(ctx, rdb)
 		if err != nil {
 			return reading{}, err
-		}
-		if !confirmed {
-			notes = append(notes, what)
 		}
 		logf("cellserver %s: used_memory %d, VmRSS %d", what, heap, rss)
 		return reading{heap, rss}, nil
@@ -154,8 +141,8 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	if err := expireAll(); err != nil {
 		return nil, err
 	}
-	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != 0 {
-		return nil, fmt.Errorf("DBSIZE %d after the warm-up's keys expired (%v)", n, err)
+	if _, err := untilEmpty(ctx, rdb, o.expireTimeout); err != nil {
+		return nil, fmt.Errorf("the warm-up's keys: %w", err)
 	}
 	time.Sleep(2 * time.Second) // the server's memory release runs once a second
 	if f.empty, err = read("empty"); err != nil {
@@ -178,21 +165,9 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 	if err := expireAll(); err != nil {
 		return nil, err
 	}
-	start = time.Now()
-	for {
-		n, err := rdb.DBSize(ctx).Result()
-		if err != nil {
-			return nil, err
-		}
-		if n == 0 {
-			break
-		}
-		if time.Since(start) > o.expireTimeout {
-			return nil, fmt.Errorf("DBSIZE still %d after %s: the sweep did not remove the expired keys", n, o.expireTimeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if f.sweep, err = untilEmpty(ctx, rdb, o.expireTimeout); err != nil {
+		return nil, err
 	}
-	f.sweep = time.Since(start)
 	rssAtOnce, err := vmRSS(o.csPID)
 	if err != nil {
 		return nil, err
@@ -206,74 +181,26 @@ func measureCellserver(ctx context.Context, o options) (*csFigures, error) {
 		return nil, err
 	}
 	f.expired.rss = rssAtOnce
-	if len(notes) > 0 {
-		f.gcNote = strings.Join(notes, ", ")
-	}
 	return f, rdb.Do(ctx, "DEBUG", "CLOCK", "REAL").Err()
 }
 
-// heapAfterGC makes the server allocate garbage until its used_memory has
-// dropped (a collection has run) gcCycles times, and returns the lowest
-// used_memory seen just after a drop. What the server allocates while a
-// collection marks counts as live until the next one, hence the bursts and
-// pauses and more than one cycle. confirmed
-// is false when no drop was seen within the bound.
-func heapAfterGC(ctx context.Context, rdb, gc *redis.Client) (heap uint64, confirmed bool, err error) {
-	const gcCycles = 2
-	payload := strings.Repeat("x", 512<<10)
-	prev, err := usedMemory(ctx, rdb)
-	if err != nil {
-		return 0, false, err
-	}
-	best, drops := uint64(0), 0
-	const maxEchoes = 200000 // 100 GiB of garbage: far beyond any heap here
-	// used_memory counts the tables' arrays outside the Go heap, which no
-	// collection touches: bursts sized on all of it (12 MiB at 10M keys)
-	// would grow the Go heap for nothing, and the runtime keeps metadata
-	// for heap it has once mapped, which showed as RSS left after expiry
-	// (+24% at 10M keys, against +7% at 1M). The Go heap here is a few
-	// MiB, collected at 25% growth: 4 MiB bursts always provoke a cycle.
-	const maxBurst = 4 << 20
-	for i := 0; i < maxEchoes && drops < gcCycles; {
-		// Garbage in bursts of about 1/32 of the heap (at most
-		// maxBurst), then a pause, so that a collection mostly marks
-		// while nothing is allocated (what is allocated during marking
-		// survives it). The ECHOs go one at a time, so that the
-		// connection's buffers stay the same size. INFO walks the whole
-		// keyspace: it is read once per burst.
-		for n := max(1, int(min(prev/32, maxBurst)/uint64(len(payload)))); n > 0; n-- {
-			if err := gc.Echo(ctx, payload).Err(); err != nil {
-				return 0, false, err
-			}
-			i++
-		}
-		time.Sleep(100 * time.Millisecond)
-		cur, err := usedMemory(ctx, rdb)
+// untilEmpty polls DBSIZE every 50 ms until it is 0, at most timeout,
+// and returns how long that took.
+func untilEmpty(ctx context.Context, rdb *redis.Client, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for {
+		n, err := rdb.DBSize(ctx).Result()
 		if err != nil {
-			return 0, false, err
+			return 0, err
 		}
-		if cur < prev {
-			// The sweep that follows a collection lowers used_memory span
-			// by span: let it finish, keeping the lowest reading.
-			for range 3 {
-				time.Sleep(100 * time.Millisecond)
-				next, err := usedMemory(ctx, rdb)
-				if err != nil {
-					return 0, false, err
-				}
-				cur = min(cur, next)
-			}
-			if drops == 0 || cur < best {
-				best = cur
-			}
-			drops++
+		if n == 0 {
+			return time.Since(start), nil
 		}
-		prev = cur
+		if time.Since(start) > timeout {
+			return 0, fmt.Errorf("DBSIZE still %d after %s: the sweep did not remove the expired keys", n, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if drops == 0 {
-		return prev, false, nil
-	}
-	return best, true, nil
 }
 
 // settle waits, with persistence on, until the snapshots have written
@@ -424,7 +351,7 @@ func pct(x, base uint64) string {
 func report(w io.Writer, o options, cs *csFigures, rd *redisFigures) {
 	fmt.Fprintf(w, "%d distinct 17-byte keys (`user:000000000000` on), each set by one allowed `CL.THROTTLE key 15 1 3600` "+
 		"(cellserver) or the same through `EVALSHA gcra.lua` (Redis); %d pipelines of %d. "+
-		"cellserver heap = INFO `used_memory` (Go HeapAlloc + the tables' off-heap arrays), the lower reading right after two garbage collections provoked with ECHO garbage; RSS = `/proc/PID/status` VmRSS, read before that garbage; with persistence on, the full reading waits until the snapshots have written every key and none is under way (after expiry: once DBSIZE is 0, and again 10 s later). The empty reading follows a warm-up: 50000 keys inserted and expired, so that code pages read in on first use count in both readings.\n\n",
+		"cellserver heap = INFO `used_memory` (what maxmemory counts: the tables' arrays, on the Go heap or off it, and the connections' buffers; no garbage); RSS = `/proc/PID/status` VmRSS; with persistence on, the full reading waits until the snapshots have written every key and none is under way (after expiry: once DBSIZE is 0, and again 10 s later). The empty reading follows a warm-up: 50000 keys inserted and expired, so that code pages read in on first use count in both readings.\n\n",
 		o.keys, o.workers, o.batch)
 	fmt.Fprintln(w, "| server | empty heap | full heap | heap B/key | empty RSS | full RSS | RSS B/key | insert time |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
@@ -436,15 +363,11 @@ func report(w io.Writer, o options, cs *csFigures, rd *redisFigures) {
 			mib(rd.empty.heap), mib(rd.full.heap), perKey(rd.empty.heap, rd.full.heap, o.keys),
 			mib(rd.empty.rss), mib(rd.full.rss), perKey(rd.empty.rss, rd.full.rss, o.keys), rd.insert.Seconds())
 	}
-	fmt.Fprintf(w, "\nAfter `DEBUG CLOCK ADVANCE` of 2 h, polling DBSIZE every 50 ms saw 0 after %.1f s. "+
-		"(DBSIZE and INFO remove expired keys themselves, walking every shard, so this is not the background sweep's pace: "+
-		"see BenchmarkSweep.) cellserver then:\n\n", cs.sweep.Seconds())
+	fmt.Fprintf(w, "\nAfter `DEBUG CLOCK ADVANCE` of 2 h, polling DBSIZE every 50 ms saw 0 after %.1f s: "+
+		"the background sweep's pace (DBSIZE reads the shards' counts and reclaims nothing). cellserver then:\n\n", cs.sweep.Seconds())
 	fmt.Fprintln(w, "| | empty (baseline) | after expiry | vs baseline |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	fmt.Fprintf(w, "| heap (used_memory) | %s | %s | %s |\n", mib(cs.empty.heap), mib(cs.expired.heap), pct(cs.expired.heap, cs.empty.heap))
 	fmt.Fprintf(w, "| RSS, at once | %s | %s | %s |\n", mib(cs.empty.rss), mib(cs.expired.rss), pct(cs.expired.rss, cs.empty.rss))
 	fmt.Fprintf(w, "| RSS, %s later | %s | %s | %s |\n", o.rssWait, mib(cs.empty.rss), mib(cs.rssLater), pct(cs.rssLater, cs.empty.rss))
-	if cs.gcNote != "" {
-		fmt.Fprintf(w, "\nNo collection could be confirmed before the %s reading(s): those heap figures may include garbage.\n", cs.gcNote)
-	}
 }

@@ -45,21 +45,36 @@ const maxInt = int(^uint(0) >> 1)
 // The zero value is ready to use; it is safe for concurrent use.
 type Allocator struct {
 	mapped atomic.Int64
+	held   atomic.Int64
 }
 
 // Mapped returns the bytes a has mapped and not yet freed, which
 // runtime.MemStats does not count.
 func (a *Allocator) Mapped() int64 { return a.mapped.Load() }
 
+// Held returns the bytes of every array a has made and not yet freed,
+// mapped or on the Go heap (as their capacity), plus what Account added:
+// what a's user holds, without the garbage the collector has yet to
+// find. It takes no lock.
+func (a *Allocator) Held() int64 { return a.held.Load() }
+
+// Account adds n (negative: subtracts) to Held, for memory a's user
+// holds on the Go heap beside the arrays a made, such as a slice that
+// grows with append.
+func (a *Allocator) Account(n int64) { a.held.Add(n) }
+
 // Make returns n zeroed Ts (len n; a mapped array's capacity extends to
 // the end of its last page).
 func Make[T byte | uint64](a *Allocator, n int) []T {
 	size := int(unsafe.Sizeof(*new(T)))
 	if n*size < MinSize {
-		return make([]T, n)
+		s := make([]T, n)
+		a.held.Add(int64(cap(s) * size))
+		return s
 	}
 	b := mapPages(n * size)
 	a.mapped.Add(int64(len(b)))
+	a.held.Add(int64(len(b)))
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)[:n]
 }
 
@@ -67,6 +82,7 @@ func Make[T byte | uint64](a *Allocator, n int) []T {
 // may be used afterwards.
 func Free[T byte | uint64](a *Allocator, s []T) {
 	size := cap(s) * int(unsafe.Sizeof(*new(T)))
+	a.held.Add(-int64(size))
 	if size < MinSize {
 		return // on the Go heap: the collector frees it
 	}

@@ -63,3 +63,24 @@ func TestArrays(t *testing.T) {
 		t.Fatalf("%d bytes still mapped", a.Mapped())
 	}
 }
+
+// Held counts every array made and not freed, on the Go heap or mapped,
+// and what Account adds; freeing gives it all back.
+func TestHeld(t *testing.T) {
+	var a Allocator
+	small := Make[byte](&a, 100)
+	if a.Held() != 100 {
+		t.Fatalf("a 100-byte array: %d held", a.Held())
+	}
+	big := Make[uint64](&a, 100000)
+	if want := int64(100 + 8*cap(big)); a.Held() != want || a.Held() < 800100 {
+		t.Fatalf("and 100000 uint64s: %d held, want %d", a.Held(), want)
+	}
+	a.Account(50)
+	Free(&a, small[:0])
+	Free(&a, big)
+	a.Account(-50)
+	if a.Held() != 0 || a.Mapped() != 0 {
+		t.Fatalf("all freed: %d held, %d mapped", a.Held(), a.Mapped())
+	}
+}
