@@ -74,7 +74,7 @@ func registerPersistence(t *Table) {
 			Args:    []Arg{{Name: "schedule", Type: "pure-token", Token: "SCHEDULE", Optional: true}}},
 		{Name: "backup", Arity: 2, Flags: FlagAdmin | FlagNoMulti, Handler: backup,
 			Complexity: "O(N) for N keys changed since the last snapshot, then O(S) for a store of S bytes (hard links where the filesystem allows)",
-			Summary:    "Takes a snapshot, then writes a consistent copy of the store into a new directory, to start a server on with --dir; replies once it is complete.",
+			Summary:    "Takes a snapshot, then writes a consistent copy of the store into a new directory, to start a server on with --dir and save rules; replies once it is complete.",
 			Args:       []Arg{{Name: "path", Type: "string"}}},
 		{Name: "lastsave", Arity: 1, Flags: FlagFast | FlagStale, Handler: lastsave, Complexity: "O(1)",
 			Summary: "The Unix time of the last snapshot committed to disk (the server's start before any)."},

@@ -205,7 +205,7 @@ func (p *persistence) Backup(path string, local bool) error {
 		_ = os.RemoveAll(path) // made above: nothing else is in it
 		return err
 	}
-	p.logf("notice", "Backup to %s done in %.3f seconds: every change up to snapshot %d; start a server on it with --dir %s",
+	p.logf("notice", "Backup to %s done in %.3f seconds: every change up to snapshot %d; start a server on it with --dir %s --save 1 1",
 		path, st.Duration.Seconds(), st.Generation, path)
 	return nil
 }
