@@ -60,13 +60,15 @@
 // the Client) make the Client forget the key's refusal, and one still on
 // its way back.
 //
-// AllowAll with several checks (ML.THROTTLE) is answered locally when one
-// of its checks is known refused: Limited, with Refused naming the first
-// check known refused, that check's Result as above, and only the Limit
-// of the other checks (the server would report an uncharged read of
-// each). The server would name an earlier check if it too refuses now, its
-// refusal not being known: the decision is the same, the index may be
-// lower.
+// AllowAll with several checks (ML.THROTTLE) names the first check that
+// refuses, so it is answered locally when one of its checks is known
+// refused and every check before it is known to pass: a refund or read of
+// TB.TAKE, SW.HIT or FW.INCR always does, and a refused ML.THROTTLE call's
+// uncharged reads of its passing checks show what they allow (remaining
+// only grows until someone spends on the key; this Client forgets the key
+// when it does). The answer is Limited, with Refused naming that check,
+// its Result as above, and only the Limit of the other checks (the server
+// would report an uncharged read of each).
 //
 // Where the cache answers refused when the server would allow:
 //
@@ -75,7 +77,8 @@
 //     (call Forget when you know of it). Calls that spend on the key
 //     meanwhile do not change the decision (they only delay the next
 //     pass), but the server's RetryAfter and ResetAfter would be later and
-//     its Remaining lower;
+//     its Remaining lower; for AllowAll, another process spending on a
+//     check known to pass may make the server name that earlier check;
 //   - clocks: the Client counts the retry time on its own clock from when
 //     it received the refusal, the server from when it decided; so the
 //     cache may answer refused for up to the round-trip time longer than

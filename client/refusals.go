@@ -80,14 +80,20 @@ func roundCell(d, _ time.Duration) time.Duration {
 	return s
 }
 
-// refusal is one key's refusal: the limit and cost refused, the Result
-// the server replied, and when the Client received it (Unix ns on
-// Options.Now), and until when it is known.
+// refusal is what the cache knows of one key under one limit: a refusal
+// (cost > 0): the cost refused, the Result the server replied, when the
+// Client received it (Unix ns on Options.Now) and until when it is known;
+// and whether the key passes (passAt > 0): since passAt it allows any
+// cost up to passUpTo, as a refused ML.THROTTLE call's uncharged read of
+// it showed (remaining only grows while no one spends). An entry is never
+// changed once stored.
 type refusal struct {
 	limit     Limit // Name and Failure cleared: the limit as sent
 	cost      int64
 	res       Result
 	at, until int64
+	passUpTo  int64
+	passAt    int64
 }
 
 // refusalShard is one part of the cache: an LRU of keys to *refusal, and
@@ -142,7 +148,7 @@ func (rc *refusals) lookup(ch *Check, now int64) (Result, bool) {
 		return Result{}, false
 	}
 	e := v.(*refusal) // never changed once stored
-	if now < e.at || now > e.until || ch.Cost < e.cost || asSent(ch.Limit) != e.limit {
+	if e.cost == 0 || now < e.at || now > e.until || ch.Cost < e.cost || asSent(ch.Limit) != e.limit {
 		return Result{}, false
 	}
 	rule := refusalRules[e.limit.Kind]
@@ -162,8 +168,28 @@ func (rc *refusals) lookup(ch *Check, now int64) (Result, bool) {
 	return r, true
 }
 
+// passes reports whether ch is known to pass at now: a refund or read of
+// a kind whose refunds always pass, or a cost up to what a read of its
+// key showed, no one of this Client having spent on it since.
+func (rc *refusals) passes(ch *Check, now int64) bool {
+	if ch.Cost <= 0 && ch.Limit.Kind != GCRA {
+		return true // TB.TAKE, SW.HIT and FW.INCR always allow a refund or a read
+	}
+	sh := rc.shard(ch.Key)
+	sh.mu.RLock()
+	v, ok := sh.lru.Peek(ch.Key)
+	sh.mu.RUnlock()
+	if !ok {
+		return false
+	}
+	e := v.(*refusal)
+	return e.passAt != 0 && now >= e.passAt && now-e.passAt <= int64(refusalMaxAge) &&
+		ch.Cost <= e.passUpTo && asSent(ch.Limit) == e.limit
+}
+
 // answer returns the Decision for checks at now when one of them is known
-// refused. The first such check is the one Refused names; the other
+// refused and every check before it is known to pass (so that the server
+// would name it first). That check is the one Refused names; the other
 // checks report their Limit only (the server would report an uncharged
 // read of each), see the package doc.
 func (rc *refusals) answer(checks []Check, now int64) (Decision, bool) {
@@ -183,6 +209,9 @@ func (rc *refusals) answer(checks []Check, now int64) (Decision, bool) {
 		if r2, ok := rc.lookup(&checks[i], now); ok {
 			first, r = i, r2
 			break
+		}
+		if !rc.passes(&checks[i], now) {
+			return Decision{}, false // it may refuse: the server names the first that does
 		}
 	}
 	if first < 0 {
@@ -239,8 +268,10 @@ func (s *refusalSnap) gen(i int) uint64 {
 }
 
 // learn reads the server's Decision d on checks, received at now (Unix
-// ns): a refused check of positive cost is kept; a key that spent (the
-// call allowed) or was refunded is forgotten, since its state changed.
+// ns): a refused check of positive cost is kept, and so is what a refused
+// ML.THROTTLE call's uncharged reads show of its other checks; a key that
+// spent (the call allowed) or was refunded is forgotten, since its state
+// changed.
 func (rc *refusals) learn(checks []Check, d *Decision, snap *refusalSnap, now int64) {
 	if rc == nil {
 		return
@@ -250,11 +281,15 @@ func (rc *refusals) learn(checks []Check, d *Decision, snap *refusalSnap, now in
 		switch {
 		case ch.Cost < 0:
 			rc.forget(ch.Key)
-		case ch.Cost == 0:
 		case !d.Limited:
-			rc.forget(ch.Key)
-		case d.Results[i].Limited:
+			if ch.Cost > 0 {
+				rc.forget(ch.Key)
+			}
+		case ch.Cost > 0 && d.Results[i].Limited:
 			rc.store(ch, d.Results[i], snap.gen(i), now)
+		case len(checks) > 1 && !d.Results[i].Limited:
+			// An uncharged read of a check that would have passed.
+			rc.storePass(ch, d.Results[i].Remaining, snap.gen(i), now)
 		}
 	}
 }
@@ -274,6 +309,35 @@ func (rc *refusals) store(ch *Check, res Result, gen uint64, now int64) {
 	sh := rc.shard(ch.Key)
 	sh.mu.Lock()
 	if sh.gen.Load() == gen {
+		if v, ok := sh.lru.Peek(ch.Key); ok {
+			if old := v.(*refusal); old.limit == e.limit {
+				e.passUpTo, e.passAt = old.passUpTo, old.passAt // still true: no one spent since
+			}
+		}
+		sh.lru.Add(ch.Key, e)
+	}
+	sh.mu.Unlock()
+}
+
+// storePass notes that ch's key, read at now, showed remaining: any cost
+// up to it passes (up to one less for GCRA, whose remaining is cut to
+// microseconds), until someone spends on the key.
+func (rc *refusals) storePass(ch *Check, remaining int64, gen uint64, now int64) {
+	if ch.Limit.Kind == GCRA {
+		remaining--
+	}
+	if remaining < 0 || int(ch.Limit.Kind) >= len(refusalRules) || refusalRules[ch.Limit.Kind] == nil {
+		return
+	}
+	e := &refusal{limit: asSent(ch.Limit), passUpTo: remaining, passAt: max(now, 1)}
+	sh := rc.shard(ch.Key)
+	sh.mu.Lock()
+	if sh.gen.Load() == gen {
+		if v, ok := sh.lru.Peek(ch.Key); ok {
+			if old := v.(*refusal); old.limit == e.limit && old.cost != 0 {
+				e.cost, e.res, e.at, e.until = old.cost, old.res, old.at, old.until
+			}
+		}
 		sh.lru.Add(ch.Key, e)
 	}
 	sh.mu.Unlock()

@@ -135,7 +135,7 @@ func matchServer(t *testing.T, exact bool, seed uint64) {
 			return 7 // above every limit of cacheLimits
 		}
 	}
-	var cached, mlDiffer, burst int
+	var cached, ml, burst int
 	var on, off []client.Check
 	for step := range steps {
 		var d time.Duration
@@ -203,14 +203,14 @@ func matchServer(t *testing.T, exact bool, seed uint64) {
 			continue
 		}
 		cached++
-		i := don.Refused - 1
-		if nchecks == 1 || doff.Refused == don.Refused {
-			checkCached(t, what, on[i], don.Results[i], doff.Results[i], exact)
-		} else if doff.Refused > don.Refused || !doff.Results[doff.Refused-1].Limited {
-			t.Fatalf("%s: the cache named check %d, the server %d: %+v, %+v", what, don.Refused, doff.Refused, don, doff)
-		} else {
-			mlDiffer++ // an earlier check refused too, as the doc says
+		if nchecks > 1 {
+			ml++
 		}
+		if don.Refused != doff.Refused {
+			t.Fatalf("%s: the cache named check %d, the server %d: %+v, %+v", what, don.Refused, doff.Refused, don, doff)
+		}
+		i := don.Refused - 1
+		checkCached(t, what, on[i], don.Results[i], doff.Results[i], exact)
 		for j := range don.Results {
 			if don.Results[j].Limit != doff.Results[j].Limit {
 				t.Fatalf("%s: limit of check %d: %+v, %+v", what, j+1, don, doff)
@@ -218,9 +218,9 @@ func matchServer(t *testing.T, exact bool, seed uint64) {
 		}
 	}
 	st := p.on.Stats()
-	t.Logf("%d calls: %d answered by the cache (Stats %+v), %d of several limits naming a later check than the server", steps, cached, st, mlDiffer)
-	if st.Cached != uint64(cached) || cached < steps/10 {
-		t.Fatalf("the cache answered %d calls (Stats %+v): want at least %d", cached, st, steps/10)
+	t.Logf("%d calls: %d answered by the cache (Stats %+v), %d of them of several limits", steps, cached, st, ml)
+	if st.Cached != uint64(cached) || cached < steps/10 || ml < 10 {
+		t.Fatalf("the cache answered %d calls (Stats %+v), %d of several limits: want at least %d and 10", cached, st, ml, steps/10)
 	}
 	if off := p.off.Stats(); off.Cached != 0 {
 		t.Fatalf("NoRefusalCache: %+v", off)
