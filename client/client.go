@@ -77,7 +77,8 @@ type Options struct {
 	// server. Default: on (see the package doc).
 	NoRefusalCache bool
 	// RefusalCacheSize bounds the keys whose refusal the cache holds (the
-	// least recently refused go first). Default 10000.
+	// least recently refused go first; at least 64 are held). Default
+	// 10000.
 	RefusalCacheSize int
 }
 

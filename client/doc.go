@@ -34,8 +34,8 @@
 //     client sends them MS, so their replies are in ms), 1 s for
 //     CL.THROTTLE, whose replies are whole seconds (a CL.THROTTLE refusal
 //     whose retry_after is 1 s or less is not kept at all: a GCRA limit
-//     of more than a request every second or so gains nothing; TB.TAKE is
-//     the same bucket with replies in ms);
+//     that lets a request through every second or more often gains
+//     nothing; TB.TAKE is the same bucket with replies in ms);
 //   - only while remaining cannot change: for FW.INCR always, for the
 //     other kinds when remaining is one below the cost (so always for a
 //     cost of 1); a cost above the limit (retry_after -1) is kept while the
@@ -85,8 +85,8 @@
 //     the server would, as long as the two clocks run at the same rate. A
 //     refusal is not used while the Client's clock is back before it.
 //
-// The cache holds at most Options.RefusalCacheSize keys (default 10000),
-// in 64 shards, each an LRU (the latest refusals stay) under a read-write
+// The cache holds at most Options.RefusalCacheSize keys (default 10000;
+// at least 64), in 64 shards of a 64th of it, each an LRU (the latest refusals stay) under a read-write
 // lock, so a flood on one key takes one shard's read lock per call and
 // many keys spread over the shards.
 package client
