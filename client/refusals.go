@@ -96,22 +96,26 @@ type refusal struct {
 	passAt    int64
 }
 
-// refusalShard is one part of the cache: an LRU of keys to *refusal, and
-// a generation counted up each time one of its keys is forgotten, so that
-// a refusal whose call was sent before the forgetting is not stored after
-// it.
+// refusalShard is one part of the cache: an LRU of keys to *refusal.
 type refusalShard struct {
 	mu  sync.RWMutex
 	lru *simplelru.LRU // string → *refusal
-	gen atomic.Uint64
-	_   [64]byte // keeps shards' locks off one cache line
+	_   [64]byte       // keeps shards' locks off one cache line
 }
+
+// refusalGens is how many generations the cache counts: each key has
+// one, shared with the keys of the same hash, counted up each time one of
+// them is forgotten, so that a refusal whose call was sent before the
+// forgetting is not stored after it (an allowed call on another key of
+// the generation only makes a refusal on its way go unstored).
+const refusalGens = 4096
 
 // refusals is the refusal cache, safe for concurrent use. A nil
 // *refusals is a cache that is off.
 type refusals struct {
 	seed   maphash.Seed
 	shards [refusalShards]refusalShard
+	gens   [refusalGens]atomic.Uint64
 }
 
 // newRefusals returns a cache of about size keys (at least one a shard).
@@ -126,6 +130,12 @@ func newRefusals(size int) *refusals {
 
 func (rc *refusals) shard(key string) *refusalShard {
 	return &rc.shards[maphash.String(rc.seed, key)%refusalShards]
+}
+
+// slot returns key's shard and generation.
+func (rc *refusals) slot(key string) (*refusalShard, *atomic.Uint64) {
+	h := maphash.String(rc.seed, key)
+	return &rc.shards[h%refusalShards], &rc.gens[h/refusalShards%refusalGens]
 }
 
 // asSent returns l as the server sees it: without Name and Failure.
@@ -236,14 +246,14 @@ func (rc *refusals) answer(checks []Check, now int64) (Decision, bool) {
 	return d, true
 }
 
-// refusalSnap holds the generations of the checks' shards before their
+// refusalSnap holds the generations of the checks' keys before their
 // call was sent.
 type refusalSnap struct {
 	small [4]uint64
 	more  []uint64
 }
 
-// snapshot notes the generations of the checks' shards.
+// snapshot notes the generations of the checks' keys.
 func (rc *refusals) snapshot(checks []Check) refusalSnap {
 	var s refusalSnap
 	if rc == nil {
@@ -255,7 +265,8 @@ func (rc *refusals) snapshot(checks []Check) refusalSnap {
 		gens = s.more
 	}
 	for i := range checks {
-		gens = append(gens, rc.shard(checks[i].Key).gen.Load())
+		_, g := rc.slot(checks[i].Key)
+		gens = append(gens, g.Load())
 	}
 	return s
 }
@@ -306,9 +317,9 @@ func (rc *refusals) store(ch *Check, res Result, gen uint64, now int64) {
 		return
 	}
 	e := &refusal{limit: asSent(ch.Limit), cost: ch.Cost, res: res, at: now, until: now + int64(known)}
-	sh := rc.shard(ch.Key)
+	sh, g := rc.slot(ch.Key)
 	sh.mu.Lock()
-	if sh.gen.Load() == gen {
+	if g.Load() == gen {
 		if v, ok := sh.lru.Peek(ch.Key); ok {
 			if old := v.(*refusal); old.limit == e.limit {
 				e.passUpTo, e.passAt = old.passUpTo, old.passAt // still true: no one spent since
@@ -330,9 +341,9 @@ func (rc *refusals) storePass(ch *Check, remaining int64, gen uint64, now int64)
 		return
 	}
 	e := &refusal{limit: asSent(ch.Limit), passUpTo: remaining, passAt: max(now, 1)}
-	sh := rc.shard(ch.Key)
+	sh, g := rc.slot(ch.Key)
 	sh.mu.Lock()
-	if sh.gen.Load() == gen {
+	if g.Load() == gen {
 		if v, ok := sh.lru.Peek(ch.Key); ok {
 			if old := v.(*refusal); old.limit == e.limit && old.cost != 0 {
 				e.cost, e.res, e.at, e.until = old.cost, old.res, old.at, old.until
@@ -374,8 +385,8 @@ func knownFor(rule *refusalRule, ch *Check, res *Result) time.Duration {
 
 // forget drops key's refusal, and any refusal of key still on its way.
 func (rc *refusals) forget(key string) {
-	sh := rc.shard(key)
-	sh.gen.Add(1)
+	sh, g := rc.slot(key)
+	g.Add(1)
 	sh.mu.RLock()
 	ok := sh.lru.Contains(key)
 	sh.mu.RUnlock()
