@@ -44,8 +44,9 @@ type Limit struct {
 	// the windows' limit.
 	Rate int64
 	// Period is GCRA's and TokenBucket's period, the windows' window. It
-	// is sent in seconds when it is a whole number of seconds, else in
-	// milliseconds with MS (GCRA takes whole seconds only).
+	// is sent in milliseconds with MS to the kinds that take MS, so that
+	// their replies' times are in milliseconds too (which the refusal
+	// cache needs); GCRA takes and replies whole seconds only.
 	Period time.Duration
 	// Exact makes a SlidingWindow an exact sliding log (SW.HIT EXACT).
 	Exact bool
@@ -119,9 +120,11 @@ func (l *Limit) name() string {
 }
 
 // millis reports whether the period goes in milliseconds (MS): the reply's
-// times are then milliseconds too.
+// times are then milliseconds too. Every kind that takes MS gets it, a
+// whole number of seconds included: a reply rounded up to the second would
+// leave the refusal cache nothing to cache of a retry_after under 1 s.
 func (l *Limit) millis() bool {
-	return l.Kind.Spec().Options&limiter.OptMS != 0 && l.Period%time.Second != 0
+	return l.Kind.Spec().Options&limiter.OptMS != 0
 }
 
 // unit is the unit of the reply's times.
@@ -251,15 +254,20 @@ const (
 	// FromFailOpen: the server was unreachable and the limit fails open:
 	// allowed, Remaining reported as Limit.
 	FromFailOpen
+	// FromCache: the refusal cache answered, from a refusal the server
+	// gave this Client earlier (see the package doc).
+	FromCache
 )
 
-// String names the source: "server", "local" or "fail-open".
+// String names the source: "server", "local", "fail-open" or "cache".
 func (s Source) String() string {
 	switch s {
 	case FromLocal:
 		return "local"
 	case FromFailOpen:
 		return "fail-open"
+	case FromCache:
+		return "cache"
 	}
 	return "server"
 }
