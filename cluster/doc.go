@@ -17,10 +17,12 @@
 // Redis's) is memberlist's, TCP and UDP, and a third port would be one
 // more to announce, open and secure; on the client port a link reuses
 // the server's RESP handling, its TLS port with its certificate
-// reloading, and go-redis as the hand-off client (its OnConnect runs the
-// handshake), and what sets it apart from a client connection is the
-// handshake, after which the connection may run CLUSTER IMPORT, which no
-// client may. Hand-offs go in messages small enough for any receiver's
+// reloading, and go-redis as the hand-off client (its Dialer runs the
+// handshake, bound to the connection's TLS session), and what sets it
+// apart from a client connection is the handshake, after which the
+// connection may run CLUSTER IMPORT, which no client may. Protected mode
+// lets a non-local connection in for the handshake alone (server's
+// Config.admitsLinks), since links do not use requirepass. Hand-offs go in messages small enough for any receiver's
 // client limits (handoff.go), so those limits need no exception for
 // links. The handshake is written here: it is a few HMACs, and no RESP
 // library has a challenge-response authentication to offer.

@@ -73,13 +73,50 @@ func (n *Node) fwdGet(addr string) (*fwdConn, error) {
 		return fc, nil
 	default:
 	}
-	c, err := n.dialLink(addr)
+	if n.cfg.TLS == nil {
+		return n.openLink(addr)
+	}
+	md, ok := n.memberAt(addr)
+	if !ok {
+		return nil, fmt.Errorf("cluster: no member at %s", addr)
+	}
+	return n.openLink(n.linkAddr(md))
+}
+
+// memberAt is the member whose client address is addr.
+func (n *Node) memberAt(addr string) (memberMeta, bool) {
+	for _, md := range n.routes.Load().members {
+		if net.JoinHostPort(md.IP, strconv.Itoa(md.Port)) == addr {
+			return md, true
+		}
+	}
+	return memberMeta{}, false
+}
+
+// openLink connects to target, a member's link address (linkAddr), over
+// TLS with Config.TLS, and runs the link handshake on the connection,
+// bound to its TLS session (link.go), within Config.HandoffTimeout.
+func (n *Node) openLink(target string) (*fwdConn, error) {
+	d := &net.Dialer{Timeout: n.cfg.HandoffTimeout}
+	var c net.Conn
+	var tlsState *tls.ConnectionState
+	var err error
+	if n.cfg.TLS == nil {
+		c, err = d.Dial("tcp", target)
+	} else {
+		var tc *tls.Conn
+		tc, err = tls.DialWithDialer(d, "tcp", target, n.cfg.TLS)
+		if err == nil {
+			st := tc.ConnectionState()
+			c, tlsState = tc, &st
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	fc := &fwdConn{c: c, r: bufio.NewReader(c)}
 	_ = c.SetDeadline(time.Now().Add(n.cfg.HandoffTimeout))
-	err = n.linkDial(func(args ...string) ([]string, error) {
+	err = n.linkDial(tlsState, func(args ...string) ([]string, error) {
 		req := make([][]byte, len(args))
 		for i, a := range args {
 			req[i] = []byte(a)
@@ -91,24 +128,10 @@ func (n *Node) fwdGet(addr string) (*fwdConn, error) {
 	})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("cluster: link to %s: %w", addr, err)
+		return nil, fmt.Errorf("cluster: link to %s: %w", target, err)
 	}
+	_ = c.SetDeadline(time.Time{})
 	return fc, nil
-}
-
-// dialLink connects to the member whose client address is addr: there,
-// or with Config.TLS to its TLS port over TLS.
-func (n *Node) dialLink(addr string) (net.Conn, error) {
-	d := &net.Dialer{Timeout: n.cfg.HandoffTimeout}
-	if n.cfg.TLS == nil {
-		return d.Dial("tcp", addr)
-	}
-	for _, md := range n.routes.Load().members {
-		if net.JoinHostPort(md.IP, strconv.Itoa(md.Port)) == addr {
-			return tls.DialWithDialer(d, "tcp", n.linkAddr(md), n.cfg.TLS)
-		}
-	}
-	return nil, fmt.Errorf("cluster: no member at %s", addr)
 }
 
 // linkAddr is where a link to the member md goes: its client port, or

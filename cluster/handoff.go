@@ -360,20 +360,16 @@ func (n *Node) send(addr, to string, payload []byte, flag string) error {
 		p = redis.NewClient(&redis.Options{
 			Addr: addr, Protocol: 2, MaxRetries: -1,
 			DialTimeout: n.cfg.HandoffTimeout, ReadTimeout: n.cfg.HandoffTimeout, WriteTimeout: n.cfg.HandoffTimeout,
-			DisableIdentity: true, PoolSize: 2, TLSConfig: n.cfg.TLS,
-			// Every new connection is a link (link.go) before it is used.
-			OnConnect: func(ctx context.Context, cn *redis.Conn) error {
-				return n.linkDial(func(args ...string) ([]string, error) {
-					a := make([]any, len(args))
-					for i, s := range args {
-						a[i] = s
-					}
-					cmd := cn.Do(ctx, a...)
-					if args[2] == "PROOF" {
-						return nil, cmd.Err()
-					}
-					return cmd.StringSlice()
-				})
+			DisableIdentity: true, PoolSize: 2,
+			// Every new connection is a link (link.go) before it is used;
+			// the handshake needs the connection's TLS session, which
+			// go-redis's OnConnect does not show, so it runs here.
+			Dialer: func(context.Context, string, string) (net.Conn, error) {
+				fc, err := n.openLink(addr)
+				if err != nil {
+					return nil, err
+				}
+				return fc.c, nil
 			},
 		})
 		n.handoffClients[addr] = p

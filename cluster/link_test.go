@@ -27,7 +27,7 @@ func dialer(s *Node, sent *[][]string, ok *bool) func(args ...string) ([]string,
 		for i, a := range args[2:] {
 			b[i] = []byte(a)
 		}
-		reply, next, done, err := s.Link(state, b)
+		reply, next, done, err := s.Link(state, b, nil)
 		state = next
 		*ok = *ok || done
 		return reply, err
@@ -42,7 +42,7 @@ func TestLinkHandshake(t *testing.T) {
 	s, d := linkNode(t, "s3cret"), linkNode(t, "s3cret")
 	var sent [][]string
 	var ok bool
-	if err := d.linkDial(dialer(s, &sent, &ok)); err != nil || !ok || len(sent) != 2 {
+	if err := d.linkDial(nil, dialer(s, &sent, &ok)); err != nil || !ok || len(sent) != 2 {
 		t.Fatalf("same secret: %v, linked %v after %q", err, ok, sent)
 	}
 	for _, arg := range sent[0] {
@@ -53,27 +53,27 @@ func TestLinkHandshake(t *testing.T) {
 
 	// A server without the secret: the dialer stops after HELLO.
 	sent, ok = nil, false
-	if err := d.linkDial(dialer(linkNode(t, "other"), &sent, &ok)); !errors.Is(err, ErrLinkAuth) || ok || len(sent) != 1 {
+	if err := d.linkDial(nil, dialer(linkNode(t, "other"), &sent, &ok)); !errors.Is(err, ErrLinkAuth) || ok || len(sent) != 1 {
 		t.Fatalf("server without the secret: %v, linked %v after %q", err, ok, sent)
 	}
 	// A dialer without the secret: the server refuses its proof.
 	sent, ok = nil, false
-	if err := linkNode(t, "other").linkDial(dialer(s, &sent, &ok)); err == nil || ok {
+	if err := linkNode(t, "other").linkDial(nil, dialer(s, &sent, &ok)); err == nil || ok {
 		t.Fatalf("dialer without the secret: %v, linked %v", err, ok)
 	}
 	// A proof replayed on a new connection (the server's nonce is new).
 	hello := [][]byte{[]byte("hello"), []byte(d.ID()), []byte(strings.Repeat("ab", nonceLen))}
-	_, st1, _, err := s.Link(nil, hello)
+	_, st1, _, err := s.Link(nil, hello, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	parts := strings.Fields(string(st1))
-	proof := d.linkMAC("D", d.ID(), s.ID(), parts[2], parts[1])
-	if _, _, ok, err := s.Link(st1, [][]byte{[]byte("proof"), []byte(proof)}); !ok || err != nil {
+	proof := d.linkMAC("D", d.ID(), s.ID(), parts[2], parts[1], "")
+	if _, _, ok, err := s.Link(st1, [][]byte{[]byte("proof"), []byte(proof)}, nil); !ok || err != nil {
 		t.Fatalf("the proof on its own connection: %v %v", ok, err)
 	}
-	_, st2, _, _ := s.Link(nil, hello)
-	if _, _, ok, err := s.Link(st2, [][]byte{[]byte("proof"), []byte(proof)}); ok || !errors.Is(err, ErrLinkAuth) {
+	_, st2, _, _ := s.Link(nil, hello, nil)
+	if _, _, ok, err := s.Link(st2, [][]byte{[]byte("proof"), []byte(proof)}, nil); ok || !errors.Is(err, ErrLinkAuth) {
 		t.Fatalf("a replayed proof: %v %v", ok, err)
 	}
 	// Steps out of order or malformed.
@@ -86,7 +86,7 @@ func TestLinkHandshake(t *testing.T) {
 		{[]byte("hello")},
 		{[]byte("HELLO"), []byte(strings.Repeat("g", 40)), []byte(strings.Repeat("ab", nonceLen))},
 	} {
-		if _, _, ok, err := s.Link(nil, args); ok || err == nil {
+		if _, _, ok, err := s.Link(nil, args, nil); ok || err == nil {
 			t.Errorf("%q: %v %v", args, ok, err)
 		}
 	}

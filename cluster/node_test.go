@@ -121,7 +121,7 @@ func (n *testNode) serve(conn redcon.Conn, cmd redcon.Command) {
 	}
 	switch strings.ToLower(string(cmd.Args[1])) {
 	case "link":
-		reply, next, ok, err := n.Link(lc.state, cmd.Args[2:])
+		reply, next, ok, err := n.Link(lc.state, cmd.Args[2:], nil)
 		lc.state = next
 		switch {
 		case err != nil:

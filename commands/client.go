@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"crypto/tls"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,12 +97,13 @@ type Client struct {
 	mark          int64    // mono.Now() when the running command began: see Mark
 	batch         bool     // between Mark and Settle: fast commands are timed together
 	run           [runMax]*Command
-	runN          int      // fast commands in run, run since mark and not timed yet
-	runArgs       [][]byte // the arguments of the one in run, while runN is 1
-	asking        bool     // ASKING was the previous command (cluster mode)
-	peer          bool     // a cluster link: a peer node proved the cluster secret (CLUSTER LINK)
-	linkState     []byte   // the link handshake's state between its steps (Router.Link)
-	multiSlot     int      // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
+	runN          int                         // fast commands in run, run since mark and not timed yet
+	runArgs       [][]byte                    // the arguments of the one in run, while runN is 1
+	asking        bool                        // ASKING was the previous command (cluster mode)
+	peer          bool                        // a cluster link: a peer node proved the cluster secret (CLUSTER LINK)
+	linkState     []byte                      // the link handshake's state between its steps (Router.Link)
+	tlsState      func() *tls.ConnectionState // the connection's TLS state; nil: plain TCP
+	multiSlot     int                         // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
 
 	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]
@@ -133,6 +135,9 @@ type ClientOptions struct {
 	// ::1) or a unix socket, for commands only local clients may run
 	// (DEBUG with enable-debug-command local).
 	Local bool
+	// TLS returns the connection's TLS state once its handshake is done,
+	// nil over plain TCP (CLUSTER LINK binds a link to it). nil: plain.
+	TLS func() *tls.ConnectionState
 }
 
 // NewClient returns the state of a new connection served by t.
@@ -140,7 +145,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, netW: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush,
+		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush, tlsState: o.TLS,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 		done: make(chan struct{}),
 	}

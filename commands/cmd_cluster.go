@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"crypto/tls"
 	"strconv"
 	"strings"
 
@@ -305,7 +306,11 @@ func clusterLeave(c *Client, _ *Request) {
 // once the peer has proved the cluster secret, the connection is a
 // cluster link, authenticated, that may run CLUSTER IMPORT.
 func clusterLink(c *Client, req *Request) {
-	reply, next, ok, err := c.table.router.Link(c.linkState, req.Args[2:])
+	var st *tls.ConnectionState
+	if c.tlsState != nil {
+		st = c.tlsState()
+	}
+	reply, next, ok, err := c.table.router.Link(c.linkState, req.Args[2:], st)
 	c.linkState = next
 	if err != nil {
 		c.fail(errLink(err))

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func (r *fakeRouter) Import(args [][]byte) error {
 }
 
 // Link takes "HELLO x" then "PROOF good".
-func (r *fakeRouter) Link(state []byte, args [][]byte) ([]string, []byte, bool, error) {
+func (r *fakeRouter) Link(state []byte, args [][]byte, _ *tls.ConnectionState) ([]string, []byte, bool, error) {
 	switch {
 	case len(args) == 2 && string(args[0]) == "HELLO":
 		return []string{"a", "b"}, []byte("hello"), false, nil

@@ -1,5 +1,7 @@
 package commands
 
+import "crypto/tls"
+
 // Route is where a keyed command's hash slot is served, as a Router sees
 // it.
 type Route uint8
@@ -53,8 +55,10 @@ type Router interface {
 	// the peer holds the cluster secret. state is what the connection's
 	// previous step returned (nil at first); reply is the strings to
 	// answer with (none: +OK); ok says that the peer has proved itself,
-	// and the connection is then a cluster link, authenticated.
-	Link(state []byte, args [][]byte) (reply []string, next []byte, ok bool, err error)
+	// and the connection is then a cluster link, authenticated. tlsState
+	// is the connection's TLS state (nil over plain TCP), to which the
+	// handshake is bound.
+	Link(state []byte, args [][]byte, tlsState *tls.ConnectionState) (reply []string, next []byte, ok bool, err error)
 }
 
 // ClusterTopology is the cluster as one node sees it.

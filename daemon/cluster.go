@@ -67,6 +67,11 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 // at the address they announce, which their certificate need not name:
 // the chain is checked without the host name, as Redis checks its
 // cluster bus, and the link handshake proves the cluster secret besides.
+// Without CAs no certificate is checked: the handshake, whose MACs are
+// bound to the TLS session (cluster/link.go), is then what authenticates
+// the peer, and a man in the middle who ends TLS on both sides cannot
+// relay it; the node sends nothing else on a session before the peer has
+// proved the secret on it.
 func linkTLS(srv *tls.Config) *tls.Config {
 	roots := srv.ClientCAs
 	return &tls.Config{

@@ -145,3 +145,38 @@ func TestClusterLinksOverTLS(t *testing.T) {
 		t.Errorf("a TLS client without a certificate was served")
 	}
 }
+
+// With tls-cluster and no tls-ca-cert-file (and tls-auth-clients no, as
+// no client certificate could be checked), no certificate is checked on
+// the links, and they still work: the handshake, bound to each TLS
+// session, authenticates the peers (cluster's TestLinkOverTLSRefusesRelay
+// shows a relay failing).
+func TestClusterLinksOverTLSWithoutCA(t *testing.T) {
+	_, cert, key, _ := nodePKI(t)
+	start2 := func(join string) (*redis.Client, int) {
+		port := testkit.FreePair(t, cluster.BusPortOffset)
+		cfg := clusterConfig(port)
+		cfg.TLSPort, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCluster, cfg.TLSAuthClients = testkit.FreePort(t), cert, key, true, "no"
+		if join != "" {
+			cfg.ClusterJoin = []string{join}
+		}
+		start(t, cfg)
+		c := redis.NewClient(&redis.Options{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		testkit.WaitFor(t, "a node", func() bool { return c.Ping(ctx).Err() == nil })
+		return c, port
+	}
+	a, pa := start2("")
+	for i := range 100 {
+		if err := a.Do(ctx, "FW.INCR", "user:"+strconv.Itoa(i), "1", "600").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, _ := start2(net.JoinHostPort("127.0.0.1", strconv.Itoa(pa)))
+	testkit.Until(t, 15*time.Second, "node B to take its keys", func() error {
+		if n, err := b.DBSize(ctx).Result(); err != nil || n == 0 {
+			return fmt.Errorf("B holds %d keys (%v)", n, err)
+		}
+		return nil
+	})
+}

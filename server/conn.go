@@ -75,6 +75,11 @@ type conn struct {
 
 	deadline bool // a read deadline is set
 
+	// linkOnly: protected mode let the connection in for the cluster link
+	// handshake alone (Config.admitsLinks); linkSteps counts its steps.
+	linkOnly  bool
+	linkSteps int
+
 	writeBy   int64     // the write deadline set, Unix ns; 0: set it again
 	softSince time.Time // since when more than the soft limit waits; zero: not above it
 	retryAt   int       // under output limits, the next mid-batch write waits for this many bytes
@@ -138,6 +143,12 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			return nil // CLIENT KILL or shutdown: run nothing more
 		}
 		c.taken = r
+		if c.linkOnly && !c.linkStep(args) {
+			c.s.connsRejected.Add(1)
+			c.w.WriteError(commands.ErrProtectedMode)
+			c.flush(true) // closing anyway
+			return nil
+		}
 		if q != nil {
 			c.s.table.DispatchFound(c.cl, q.cmd, args, q.key)
 		} else {

@@ -97,6 +97,7 @@ func (s *Server) ListenAndServe() error {
 	s.cfgMu.RLock()
 	open := !s.cfg.ProtectedMode && s.cfg.RequirePass == ""
 	guarded := s.cfg.ProtectedMode && s.cfg.RequirePass == ""
+	links := s.cfg.admitsLinks()
 	s.cfgMu.RUnlock()
 	for _, ln := range lns {
 		if ta, ok := ln.Addr().(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
@@ -104,7 +105,11 @@ func (s *Server) ListenAndServe() error {
 			case open:
 				s.log.Logf("warning", "WARNING: listening on %s with protected-mode no and no requirepass: any client that can reach it may run any command", ta)
 			case guarded:
-				s.log.Logf("notice", "Protected mode: listening on %s with no requirepass, only loopback clients are served", ta)
+				if links {
+					s.log.Logf("notice", "Protected mode: listening on %s with no requirepass, only loopback clients are served, and others may run the cluster link handshake alone", ta)
+				} else {
+					s.log.Logf("notice", "Protected mode: listening on %s with no requirepass, only loopback clients are served", ta)
+				}
 			}
 		}
 	}
@@ -172,14 +177,17 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // admit registers a new connection, or refuses it when protected mode
-// turns it away, the server is closing or at maxclients.
+// turns it away, the server is closing or at maxclients. In cluster mode
+// a connection protected mode would turn away is let in to run the
+// cluster link handshake only (Config.admitsLinks, conn.linkStep).
 func (s *Server) admit(nc net.Conn) *conn {
 	s.connsReceived.Add(1)
 	s.cfgMu.RLock()
 	maxClients, pass := s.cfg.MaxClients, s.cfg.RequirePass
 	refused := s.cfg.refuses(nc.RemoteAddr())
+	linkOnly := refused && s.cfg.admitsLinks()
 	s.cfgMu.RUnlock()
-	if refused {
+	if refused && !linkOnly {
 		s.connsRejected.Add(1)
 		go refuse(nc, commands.ErrProtectedMode)
 		return nil
@@ -196,8 +204,12 @@ func (s *Server) admit(nc net.Conn) *conn {
 		go refuse(nc, commands.ErrMaxClients)
 		return nil
 	}
+	var tlsState func() *tls.ConnectionState
+	if tc, ok := nc.(*tls.Conn); ok {
+		tlsState = func() *tls.ConnectionState { st := tc.ConnectionState(); return &st }
+	}
 	nc = rawconn.Wrap(nc)
-	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc)}
+	c := &conn{s: s, nc: nc, w: commands.NewWriter(nc), linkOnly: linkOnly}
 	c.cl = s.table.NewClient(commands.ClientOptions{
 		ID:         s.nextID.Add(1),
 		Addr:       nc.RemoteAddr().String(),
@@ -205,8 +217,9 @@ func (s *Server) admit(nc net.Conn) *conn {
 		Writer:     c.w,
 		Close:      func() { nc.Close() },
 		Flush:      func() bool { return c.flush(false) },
-		Authorized: pass == "",
+		Authorized: pass == "" && !linkOnly,
 		Local:      isLocal(nc.RemoteAddr()),
+		TLS:        tlsState,
 	})
 	s.clients[c.cl] = c
 	s.conns.Add(1)
