@@ -541,8 +541,9 @@ func (c *Client) authOK() {
 }
 
 // authFailed logs (rate-limited) and slows down a failed authentication
-// as user, before its error reply is written.
-func (c *Client) authFailed(user []byte, hasUser bool) {
+// as user, before its error reply is written: by its connection's delay,
+// or queued, its wait over the total budget (authguard.go), the longer.
+func (c *Client) authFailed(user []byte, hasUser bool, queued time.Duration) {
 	c.authFailures++
 	t := c.table
 	if suppressed, ok := t.authLog.note(t.now()); ok {
@@ -556,7 +557,7 @@ func (c *Client) authFailed(user []byte, hasUser bool) {
 			c.host.Logf("warning", "Failed AUTH from %s (id=%d) as user %q", c.addr, c.id, name)
 		}
 	}
-	if d := authDelay(c.authFailures); d > 0 && !c.inExec {
+	if d := max(authDelay(c.authFailures), queued); d > 0 && !c.inExec {
 		t.sleep(d, c.done)
 	}
 }
