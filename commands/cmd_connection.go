@@ -68,12 +68,15 @@ func quit(c *Client, _ *Request) {
 // MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
 // the connection's name (not its CLIENT SETINFO library, as Redis keeps
 // it), goes back to RESP2 and database 0, and, when a password is set,
-// to unauthenticated. The failed-AUTH count of the connection is kept,
-// so that RESET cannot start a guesser's delays afresh.
+// to unauthenticated. A cluster link stops being one, and a link
+// handshake under way is forgotten. The failed-AUTH count of the
+// connection is kept, so that RESET cannot start a guesser's delays
+// afresh.
 func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
 	c.asking = false
+	c.peer, c.linkState = false, nil
 	c.resp = 2
 	c.authenticated = c.host.RequirePass() == ""
 	c.mu.Lock()
