@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func linkNode(t *testing.T, secret string) *Node {
@@ -88,6 +91,62 @@ func TestLinkHandshake(t *testing.T) {
 	} {
 		if _, _, ok, err := s.Link(nil, args, nil); ok || err == nil {
 			t.Errorf("%q: %v %v", args, ok, err)
+		}
+	}
+}
+
+// TestLinkFailuresLogRateLimited (found in review): CLUSTER LINK runs
+// before AUTH, and each failed proof wrote a warning line, so anyone who
+// reached the port flooded the log. Now at most one line a second, which
+// counts the failures left out since the line before; no secret in it.
+func TestLinkFailuresLogRateLimited(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.Secret = "127.0.0.1", 7000, "s3cret"
+	var lines []string
+	cfg.Logf = func(level, format string, args ...any) {
+		if level == "warning" {
+			lines = append(lines, fmt.Sprintf(format, args...))
+		}
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	s.linkLog.now = func() time.Time { return now }
+	from := strings.Repeat("ab", 20)
+	hello := [][]byte{[]byte("hello"), []byte(from), []byte(strings.Repeat("cd", nonceLen))}
+	fail := func(n int) {
+		t.Helper()
+		for range n {
+			_, st, _, err := s.Link(nil, hello, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok, err := s.Link(st, [][]byte{[]byte("proof"), []byte("forged")}, nil); ok || !errors.Is(err, ErrLinkAuth) {
+				t.Fatalf("a forged proof: linked %v, %v", ok, err)
+			}
+		}
+	}
+	fail(1000)
+	want := []string{"cluster: a connection claiming to be node " + from + " failed the link handshake"}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("1000 failed handshakes in one instant logged %q, want %q", lines, want)
+	}
+	now = now.Add(999 * time.Millisecond)
+	fail(1)
+	if len(lines) != 1 {
+		t.Fatalf("a failure within the second logged: %q", lines)
+	}
+	now = now.Add(time.Millisecond)
+	fail(1)
+	want = append(want, "cluster: a connection claiming to be node "+from+" failed the link handshake; 1000 more failed link handshakes not logged since the last line")
+	if !slices.Equal(lines, want) {
+		t.Fatalf("a second later: %q, want %q", lines, want)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "s3cret") {
+			t.Fatalf("the secret in the log: %q", l)
 		}
 	}
 }

@@ -59,6 +59,7 @@ type Node struct {
 
 	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
 	linkKey        []byte                   // HMAC key of the link handshake (link.go), from the cluster secret
+	linkLog        linkLog                  // rate-limits failed handshakes' log lines (link.go)
 	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
 	handoffClients map[string]*redis.Client // hand-off connections, by member client address
 	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address

@@ -13,25 +13,40 @@ import (
 	"github.com/cellserver/cellserver/limiter"
 )
 
-// Failed AUTH is limited per client address and in total, with
-// cellserver's own token bucket (limiter.TokenBucket) on a small table of
-// its own, not the user's keyspace:
+// Failed AUTH is limited per client address and in total, on a small
+// table of its own, not the user's keyspace:
 //
-//   - Each address has a budget of AuthLimits.PerAddress failed AUTH
-//     (AUTH or HELLO … AUTH), refilled evenly over AuthLimits.Period. An
-//     IPv6 address counts by its /64 (one host usually holds a whole
-//     /64), an IPv4-mapped one as its IPv4 address, and every loopback
-//     address and unix socket as one address, "local".
-//   - All addresses together have a budget of AuthLimits.Total, but
-//     local clients and the addresses that authenticated lately (the last
-//     authTrusted of them) never wait for it: a guesser spread over many
-//     addresses cannot lock out the clients that know the password.
+//   - Each remote address has a budget of AuthLimits.PerAddress failed
+//     AUTH (AUTH or HELLO … AUTH), refilled evenly over AuthLimits.Period,
+//     with cellserver's own token bucket (limiter.TokenBucket). An IPv6
+//     address counts by its /56 (the smallest prefix ISPs and clouds
+//     commonly hand one customer; a /64 each would give a guesser with one
+//     such delegation 256 budgets), an IPv4-mapped one as its IPv4
+//     address. With an address's budget spent, its AUTH is refused
+//     unchecked until the budget refills; such a refusal costs nothing.
+//   - Local clients (loopback addresses and unix sockets) have no budget of
+//     their own: they cannot be told apart (every client behind a
+//     sidecar proxy is local), so one shared budget let a single stale
+//     password lock every local client out, the right password in hand.
+//     The total budget and the per-connection slow-down hold them.
+//   - All clients together (but the addresses that authenticated lately,
+//     the last authTrusted of them, which never wait for it) have a
+//     budget of AuthLimits.Total failures per Period, a GCRA (the virtual
+//     time at which the budget is whole again; each failure adds
+//     Period/Total). It never refuses a right password: an AUTH over it
+//     is checked all the same, a right password admitted at once and at
+//     no cost, and a wrong one answered only once the budget has room for
+//     it (its failure is charged ahead, so later ones queue behind it).
+//     That wait holds the connection, whose replies go in order: the
+//     wrong passwords answered in any time T number at most Total × (1 +
+//     T/Period), and a guesser who reads "no OK at once" as wrong still
+//     cannot free a connection to try again sooner, so at most
+//     maxclients more are checked. Inside EXEC nothing may wait, and an
+//     AUTH over the total budget is refused unchecked there.
 //   - An AUTH takes one failure from its budgets before the password is
 //     checked, and a right password gives it back: so a correct AUTH costs
 //     no budget, and however many connections guess at once, no more
-//     guesses are checked than the budget allows. With a budget spent,
-//     AUTH answers errAuthThrottled without checking the password; such a
-//     refusal costs no budget.
+//     guesses are checked than the budgets allow.
 //   - The addresses' table holds at most authAddresses buckets, the least
 //     recently used one dropped for a new one (an address whose bucket is
 //     full again holds none), so memory stays bounded whatever the number
@@ -39,23 +54,29 @@ import (
 //     table.
 //
 // golang-lru's simplelru is the table's LRU: a proven one, and already in
-// the module graph (through memberlist). AUTH is not on the request
-// path: the guard costs an AUTH one mutex and two table lookups.
+// the module graph (through memberlist). The total budget is a few lines
+// of GCRA by hand because limiter.TokenBucket cannot run into debt, which
+// the queue of wrong passwords needs. AUTH is not on the request path:
+// the guard costs an AUTH one mutex and two table lookups.
 const (
 	authAddresses = 16384
 	authTrusted   = 1024
 	authLocalKey  = "local"
+	// authIPv6Prefix is the prefix length by which an IPv6 address counts.
+	authIPv6Prefix = 56
 )
 
 // AuthLimits bound failed AUTH (see above). The zero value limits
 // nothing.
 type AuthLimits struct {
-	// PerAddress is how many failed AUTH one address may make in Period;
-	// 0: no limit per address. Default 10.
+	// PerAddress is how many failed AUTH one remote address may make in
+	// Period (local clients have no such budget); 0: no limit per
+	// address. Default 10.
 	PerAddress int64
-	// Total is how many failed AUTH all addresses together (but local
-	// clients and those that authenticated lately) may make in Period; 0:
-	// no total limit. Default 1000.
+	// Total is how many failed AUTH all clients together (but the
+	// addresses that authenticated lately) may make in Period before
+	// wrong passwords wait for their answer; 0: no total limit. Default
+	// 1000.
 	Total int64
 	// Period is how long a spent budget takes to refill wholly. Default
 	// one minute.
@@ -79,8 +100,9 @@ type authGuard struct {
 	limits  AuthLimits
 	buckets *simplelru.LRU // address key → limiter.TokenBucketState
 	trusted *simplelru.LRU // address key → struct{}: authenticated lately
-	total   limiter.TokenBucketState
-	totalOn bool // total holds a bucket that is not full
+	// total is the total budget's GCRA: the Unix ns at which it is whole
+	// again (≤ now: it is whole); each failure adds Period/Total.
+	total int64
 
 	failed  atomic.Int64 // wrong credentials
 	refused atomic.Int64 // refused unchecked, over a budget
@@ -112,7 +134,7 @@ func authAddrKey(addr string, local bool) string {
 	case ip.IsLoopback():
 		return authLocalKey
 	case ip.Is6():
-		p, _ := ip.Prefix(64) // never fails for an IPv6 address
+		p, _ := ip.Prefix(authIPv6Prefix) // never fails for an IPv6 address
 		return p.String()
 	}
 	return ip.String()
@@ -121,7 +143,8 @@ func authAddrKey(addr string, local bool) string {
 // authReservation is what reserve took, for release.
 type authReservation struct {
 	key           string
-	addr, inTotal bool // a failure taken from the address's, the total budget
+	addr, inTotal bool          // a failure taken from the address's, the total budget
+	wait          time.Duration // over the total budget: how long a wrong password waits for its answer
 }
 
 // bucket returns the token bucket request of a budget of n: one failure
@@ -130,18 +153,26 @@ func (l *AuthLimits) bucket(n, cost int64) limiter.TokenBucketRequest {
 	return limiter.TokenBucketRequest{Capacity: n, Refill: n, Period: max(l.Period.Milliseconds(), 1), Millis: true, Cost: cost}
 }
 
+// interval is the total budget's cost of one failure, in ns.
+func (l *AuthLimits) interval() int64 {
+	return max(l.Period.Nanoseconds()/max(l.Total, 1), 1)
+}
+
 // reserve takes one failure from the budgets of key (local: a local
-// client) at now (Unix ns). When one is spent it takes nothing and
-// returns false, the wait until it has room, and whether it is the total
-// budget that is spent.
-func (g *authGuard) reserve(key string, local bool, now int64) (r authReservation, ok bool, wait time.Duration, total bool) {
+// client, which has no address budget) at now (Unix ns). Over the total
+// budget it still takes one, and r.wait says how long a wrong password
+// must wait for its answer, unless inExec (nothing may wait): then, as
+// when the address's budget is spent, it takes nothing and returns false,
+// the wait until there is room, and whether it is the total budget that
+// is spent.
+func (g *authGuard) reserve(key string, local, inExec bool, now int64) (r authReservation, ok bool, wait time.Duration, total bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r.key = key
 	l := &g.limits
 	var addrSt limiter.TokenBucketState
 	var addrOut limiter.Outcome
-	if l.PerAddress > 0 {
+	if l.PerAddress > 0 && !local {
 		v, exists := g.buckets.Get(key)
 		st, _ := v.(limiter.TokenBucketState)
 		var err error
@@ -151,21 +182,22 @@ func (g *authGuard) reserve(key string, local bool, now int64) (r authReservatio
 		}
 		r.addr = err == nil
 	}
-	var totalSt limiter.TokenBucketState
-	var totalOut limiter.Outcome
-	if l.Total > 0 && !local && !g.trusted.Contains(key) {
-		var err error
-		totalSt, totalOut, err = limiter.TokenBucket(g.total, g.totalOn, now, l.bucket(l.Total, 1))
-		if err == nil && totalOut.Result.Limited {
-			return authReservation{key: key}, false, time.Duration(totalOut.Result.RetryAfter) * time.Millisecond, true
+	var tat int64
+	if l.Total > 0 && !g.trusted.Contains(key) { // local is never trusted
+		tat = max(g.total, now) + l.interval()
+		if over := time.Duration(tat - now - l.Period.Nanoseconds()); over > 0 {
+			if inExec {
+				return authReservation{key: key}, false, over, true
+			}
+			r.wait = over
 		}
-		r.inTotal = err == nil
+		r.inTotal = true
 	}
 	if r.addr {
 		g.store(key, addrSt, addrOut.Write)
 	}
 	if r.inTotal {
-		g.total, g.totalOn = totalSt, totalOut.Write == limiter.WriteStore
+		g.total = tat
 	}
 	return r, true, 0, false
 }
@@ -184,10 +216,8 @@ func (g *authGuard) release(r authReservation, now int64) {
 			}
 		}
 	}
-	if r.inTotal && l.Total > 0 && g.totalOn {
-		if next, out, err := limiter.TokenBucket(g.total, true, now, l.bucket(l.Total, -1)); err == nil {
-			g.total, g.totalOn = next, out.Write == limiter.WriteStore
-		}
+	if r.inTotal && l.Total > 0 {
+		g.total -= l.interval()
 	}
 	if r.key != authLocalKey {
 		g.trusted.Add(r.key, struct{}{})
@@ -255,7 +285,7 @@ func (c *Client) authenticate(user []byte, hasUser bool, pass []byte) string {
 	g := t.auth
 	now := t.now()
 	key := authAddrKey(c.addr, c.local)
-	r, ok, wait, total := g.reserve(key, key == authLocalKey, now.UnixNano())
+	r, ok, wait, total := g.reserve(key, key == authLocalKey, c.inExec, now.UnixNano())
 	if !ok {
 		g.refused.Add(1)
 		if suppressed, logIt := g.log.note(now); logIt {
@@ -273,7 +303,7 @@ func (c *Client) authenticate(user []byte, hasUser bool, pass []byte) string {
 	}
 	if !c.checkPassword(user, hasUser, pass) {
 		g.failed.Add(1)
-		c.authFailed(user, hasUser)
+		c.authFailed(user, hasUser, r.wait)
 		return errWrongPass
 	}
 	g.release(r, now.UnixNano())

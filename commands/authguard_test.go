@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func (h *harness) client(id int64, addr string, local bool) *Client {
 // TestAuthBudget: after PerAddress failed AUTH from one address, AUTH
 // from it is refused unchecked, the right password too, until its budget
 // refills; another address is not; a right password costs no budget;
-// HELLO … AUTH shares it; an IPv6 /64 is one address. Time is the
+// HELLO … AUTH shares it; an IPv6 /56 is one address. Time is the
 // harness's clock.
 func TestAuthBudget(t *testing.T) {
 	h := newHarness(t, "pw")
@@ -94,46 +95,136 @@ func TestAuthBudget(t *testing.T) {
 		t.Fatalf("the fourth failure's room: %q", got)
 	}
 
-	// An IPv6 /64 is one address; the next /64 another.
+	// An IPv6 /56 is one address, its /64s included; the next /56 another.
 	for range 3 {
 		h.as(h.client(5, "[2001:db8::1]:5000", false), "AUTH", "guess")
 	}
 	if got := h.as(h.client(6, "[2001:db8::ffff:2]:5000", false), "AUTH", "pw"); !strings.HasPrefix(got, "-WRONGPASS too many") {
 		t.Fatalf("same /64: %q", got)
 	}
-	if got := h.as(h.client(7, "[2001:db8:0:1::1]:5000", false), "AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("next /64: %q", got)
+	if got := h.as(h.client(6, "[2001:db8:0:ff::2]:5000", false), "AUTH", "pw"); !strings.HasPrefix(got, "-WRONGPASS too many") {
+		t.Fatalf("another /64 of the same /56: %q", got)
+	}
+	if got := h.as(h.client(7, "[2001:db8:0:100::1]:5000", false), "AUTH", "pw"); got != "+OK\r\n" {
+		t.Fatalf("next /56: %q", got)
 	}
 }
 
-// TestAuthTotalBudget: the total budget refuses every address once spent,
-// but local clients and addresses that authenticated lately.
+// TestAuthTotalBudget: once the total budget is spent, a right password
+// still gets in at once, from any address, while a wrong one is answered
+// only when the budget has room for it, each queued behind the one before
+// (the harness records the waits); addresses that authenticated lately
+// never wait; inside EXEC, where nothing may wait, AUTH over the total is
+// refused unchecked.
 func TestAuthTotalBudget(t *testing.T) {
 	h := newHarness(t, "pw")
-	h.table.SetAuthLimits(AuthLimits{Total: 2, Period: time.Minute})
+	h.table.SetAuthLimits(AuthLimits{Total: 2, Period: time.Minute}) // one failure every 30 s
 	known := h.client(1, "10.0.0.9:5000", false)
 	if got := h.as(known, "AUTH", "pw"); got != "+OK\r\n" {
 		t.Fatal(got)
 	}
 	h.as(h.client(2, "10.0.0.1:5000", false), "AUTH", "guess")
 	h.as(h.client(3, "10.0.0.2:5000", false), "AUTH", "guess")
-	want := errReply("WRONGPASS too many failed AUTH from all addresses; try again in 30 seconds (the password was not checked)")
-	if got := h.as(h.client(4, "10.0.0.3:5000", false), "AUTH", "pw"); got != want {
-		t.Fatalf("a third address: %q", got)
+	if len(h.sleeps) != 0 {
+		t.Fatalf("failures within the budget waited: %v", h.sleeps)
 	}
-	if got := h.as(h.client(5, "10.0.0.9:6000", false), "AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("an address that authenticated before: %q", got)
+	for _, cl := range []*Client{h.client(4, "10.0.0.3:5000", false), h.client(5, "/tmp/cellserver.sock", true), h.client(6, "127.0.0.5:5000", false)} {
+		if got := h.as(cl, "AUTH", "pw"); got != "+OK\r\n" {
+			t.Fatalf("%s, the right password, over the total budget: %q", cl.addr, got)
+		}
 	}
-	if got := h.as(h.client(6, "/tmp/cellserver.sock", true), "AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("a local client: %q", got)
+	if len(h.sleeps) != 0 {
+		t.Fatalf("a right password waited: %v", h.sleeps)
 	}
-	if got := h.as(h.client(7, "127.0.0.5:5000", false), "AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("a loopback address: %q", got)
+	// Wrong passwords over the total queue: 30 s, then 60 s.
+	for i, want := range []time.Duration{30 * time.Second, 60 * time.Second} {
+		if got := h.as(h.client(10+int64(i), "10.0.1."+itoaInt(i)+":5000", false), "AUTH", "guess"); got != errReply(errWrongPass) {
+			t.Fatalf("a wrong password over the total budget: %q", got)
+		}
+		if n := len(h.sleeps); n != i+1 || h.sleeps[i] != want {
+			t.Fatalf("wrong password %d over the total: waits %v, want %v last", i+1, h.sleeps, want)
+		}
 	}
-	// Off: no budget refuses.
+	// A local client's wrong password queues too; an address that
+	// authenticated lately does not wait.
+	h.sleeps = nil
+	h.as(h.client(20, "127.0.0.1:7000", false), "AUTH", "guess")
+	if len(h.sleeps) != 1 || h.sleeps[0] != 90*time.Second {
+		t.Fatalf("a local wrong password over the total: waits %v, want 90s", h.sleeps)
+	}
+	h.sleeps = nil
+	if got := h.as(h.client(21, "10.0.0.9:6000", false), "AUTH", "guess"); got != errReply(errWrongPass) || len(h.sleeps) != 0 {
+		t.Fatalf("an address that authenticated before: %q, waits %v", got, h.sleeps)
+	}
+	if f, r := h.table.AuthCounts(); f != 6 || r != 0 {
+		t.Fatalf("AuthCounts: %d failed, %d refused", f, r)
+	}
+	// Inside EXEC (a connection authenticated already, as MULTI needs):
+	// refused unchecked, the right password too.
+	m := h.table.NewClient(ClientOptions{ID: 30, Addr: "10.0.2.1:5000", Writer: NewWriter(h.out), Authorized: true})
+	h.as(m, "MULTI")
+	h.as(m, "AUTH", "pw")
+	want := "*1\r\n" + errReply("WRONGPASS too many failed AUTH from all addresses; try again in 120 seconds (the password was not checked)")
+	if got := h.as(m, "EXEC"); got != want || len(h.sleeps) != 0 {
+		t.Fatalf("AUTH inside EXEC over the total: %q, waits %v", got, h.sleeps)
+	}
+	// The budget refills: 150 s on, one failure fits again.
+	h.now = h.now.Add(150 * time.Second)
+	if got := h.as(h.client(31, "10.0.3.1:5000", false), "AUTH", "guess"); got != errReply(errWrongPass) || len(h.sleeps) != 0 {
+		t.Fatalf("after the refill: %q, waits %v", got, h.sleeps)
+	}
+	// Off: nothing waits.
 	h.table.SetAuthLimits(AuthLimits{})
-	if got := h.as(h.client(8, "10.0.0.3:5000", false), "AUTH", "pw"); got != "+OK\r\n" {
-		t.Fatalf("limits off: %q", got)
+	h.as(h.client(32, "10.0.3.2:5000", false), "AUTH", "guess")
+	h.as(h.client(33, "10.0.3.3:5000", false), "AUTH", "guess")
+	if got := h.as(h.client(34, "10.0.3.3:5000", false), "AUTH", "guess"); got != errReply(errWrongPass) || len(h.sleeps) != 0 {
+		t.Fatalf("limits off: %q, waits %v", got, h.sleeps)
+	}
+}
+
+// TestAuthGuessesFromOnePrefixLockOutNoOne (found in review): a guesser
+// with 100 IPv6 prefixes of one /48, ten guesses each, spent the default
+// total budget, and every client from an address that had not
+// authenticated since the start was then refused unchecked, the right
+// password in hand. The total budget never refuses a right password now.
+func TestAuthGuessesFromOnePrefixLockOutNoOne(t *testing.T) {
+	h := newHarness(t, "pw") // DefaultAuthLimits
+	id := int64(100)
+	for sub := 0; sub < 100; sub++ { // 2001:db8:0:XX00::/56, 100 of them
+		for range 10 {
+			id++
+			h.as(h.client(id, "[2001:db8:0:"+strconv.FormatInt(int64(sub)<<8, 16)+"::1]:5000", false), "AUTH", "guess")
+		}
+	}
+	got := h.as(h.client(1, "198.51.100.7:5000", false), "AUTH", "pw")
+	if got != "+OK\r\n" {
+		t.Errorf("a new client with the right password after 1000 guesses from one /48: %q", strings.TrimSpace(got))
+	}
+}
+
+// TestAuthLocalGuesserLocksOutNoLocalClient (found in review): every
+// loopback address and unix socket shared one address budget, so ten
+// wrong AUTH from any local process (a stale password during a rotation)
+// refused every local client unchecked, the right password in hand.
+// Local clients have no address budget now; the total budget still
+// bounds their guesses (TestAuthTotalBudget).
+func TestAuthLocalGuesserLocksOutNoLocalClient(t *testing.T) {
+	h := newHarness(t, "pw") // DefaultAuthLimits: 10 per address per minute
+	guesser := h.client(1, "127.0.0.1:40000", false)
+	for range 20 {
+		if got := h.as(guesser, "AUTH", "stale"); got != errReply(errWrongPass) {
+			t.Fatalf("a local wrong password: %q", got)
+		}
+	}
+	for _, cl := range []*Client{
+		h.client(2, "/tmp/cellserver.sock", true),
+		h.client(3, "127.0.0.6:41000", false),
+		h.client(4, "[::1]:42000", false),
+	} {
+		got := h.as(cl, "AUTH", "pw")
+		if got != "+OK\r\n" {
+			t.Errorf("client %s with the right password after a local guesser: %q", cl.addr, strings.TrimSpace(got))
+		}
 	}
 }
 
@@ -146,8 +237,9 @@ func TestAuthAddrKey(t *testing.T) {
 	}{
 		{"10.1.2.3:4000", false, "10.1.2.3"},
 		{"[::ffff:10.1.2.3]:4000", false, "10.1.2.3"},
-		{"[2001:db8:1:2:3:4:5:6]:1", false, "2001:db8:1:2::/64"},
-		{"[fe80::1%eth0]:1", false, "fe80::/64"},
+		{"[2001:db8:1:2:3:4:5:6]:1", false, "2001:db8:1::/56"},
+		{"[2001:db8:1:1234:3:4:5:6]:1", false, "2001:db8:1:1200::/56"},
+		{"[fe80::1%eth0]:1", false, "fe80::/56"},
 		{"127.0.0.1:1", false, "local"},
 		{"[::1]:1", false, "local"},
 		{"/run/cellserver.sock", true, "local"},
@@ -166,7 +258,7 @@ func TestAuthTableBounded(t *testing.T) {
 	g.limits = AuthLimits{PerAddress: 5, Period: time.Minute}
 	for i := range authAddresses + 1000 {
 		key := authAddrKey("10."+itoaInt(i>>16&255)+"."+itoaInt(i>>8&255)+"."+itoaInt(i&255)+":1", false)
-		if _, ok, _, _ := g.reserve(key, false, now0); !ok {
+		if _, ok, _, _ := g.reserve(key, false, false, now0); !ok {
 			t.Fatalf("address %d refused at its first failure", i)
 		}
 	}

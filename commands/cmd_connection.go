@@ -68,12 +68,15 @@ func quit(c *Client, _ *Request) {
 // MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
 // the connection's name (not its CLIENT SETINFO library, as Redis keeps
 // it), goes back to RESP2 and database 0, and, when a password is set,
-// to unauthenticated. The failed-AUTH count of the connection is kept,
-// so that RESET cannot start a guesser's delays afresh.
+// to unauthenticated. A cluster link stops being one, and a link
+// handshake under way is forgotten. The failed-AUTH count of the
+// connection is kept, so that RESET cannot start a guesser's delays
+// afresh.
 func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
 	c.asking = false
+	c.peer, c.linkState = false, nil
 	c.resp = 2
 	c.authenticated = c.host.RequirePass() == ""
 	c.mu.Lock()
@@ -541,8 +544,9 @@ func (c *Client) authOK() {
 }
 
 // authFailed logs (rate-limited) and slows down a failed authentication
-// as user, before its error reply is written.
-func (c *Client) authFailed(user []byte, hasUser bool) {
+// as user, before its error reply is written: by its connection's delay,
+// or queued, its wait over the total budget (authguard.go), the longer.
+func (c *Client) authFailed(user []byte, hasUser bool, queued time.Duration) {
 	c.authFailures++
 	t := c.table
 	if suppressed, ok := t.authLog.note(t.now()); ok {
@@ -556,7 +560,7 @@ func (c *Client) authFailed(user []byte, hasUser bool) {
 			c.host.Logf("warning", "Failed AUTH from %s (id=%d) as user %q", c.addr, c.id, name)
 		}
 	}
-	if d := authDelay(c.authFailures); d > 0 && !c.inExec {
+	if d := max(authDelay(c.authFailures), queued); d > 0 && !c.inExec {
 		t.sleep(d, c.done)
 	}
 }

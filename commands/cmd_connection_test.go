@@ -256,3 +256,37 @@ func TestReset(t *testing.T) {
 		t.Fatalf("RESET x: %q", got)
 	}
 }
+
+// TestResetEndsClusterLink (found in review): RESET left a cluster link's
+// state, so the connection could still run CLUSTER IMPORT after it, and a
+// handshake begun before it could be finished after it. RESET makes the
+// connection a new one: no link, no handshake under way, and with a
+// password set, unauthenticated.
+func TestResetEndsClusterLink(t *testing.T) {
+	for _, pass := range []string{"", "pw"} {
+		h := newHarness(t, pass)
+		r := &fakeRouter{mine: map[int]bool{}, moving: map[int]bool{}, down: map[int]bool{}, held: map[int]int{}}
+		h.table = NewTable(h.host, Options{Router: r})
+		h.c = h.table.NewClient(ClientOptions{ID: 9, Writer: NewWriter(h.out), Authorized: pass == ""})
+		steps := []struct{ args, want string }{
+			{"CLUSTER LINK HELLO x", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+			{"CLUSTER LINK PROOF good", "+OK\r\n"},
+			{"RESET", "+RESET\r\n"},
+			{"CLUSTER IMPORT a b", errReply(errNotLink)},
+			{"CLUSTER LINK HELLO x", "*2\r\n$1\r\na\r\n$1\r\nb\r\n"},
+			{"RESET", "+RESET\r\n"},
+			{"CLUSTER LINK PROOF good", errReply("ERR cluster link refused: bad step")}, // the HELLO is forgotten
+		}
+		if pass != "" {
+			steps[3].want = errReply(errNoAuth)
+		}
+		for _, tc := range steps {
+			if got := h.do(strings.Fields(tc.args)...); got != tc.want {
+				t.Errorf("password %q, %s: got %q, want %q", pass, tc.args, got, tc.want)
+			}
+		}
+		if h.c.peer || h.c.linkState != nil || len(r.imported) != 0 {
+			t.Fatalf("password %q: after RESET peer %v, link state %q, imported %q", pass, h.c.peer, h.c.linkState, r.imported)
+		}
+	}
+}

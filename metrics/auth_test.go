@@ -13,17 +13,21 @@ import (
 
 // TestAuthFailuresCounted: cellserver_auth_failures_total counts the
 // failed AUTH by reason: a wrong password, and one refused unchecked over
-// the address's failed-AUTH budget.
+// a failed-AUTH budget (a loopback client has no address budget: the
+// total budget's, inside EXEC, where an AUTH over it cannot wait).
 func TestAuthFailuresCounted(t *testing.T) {
 	srv := inproc.Start(t, func(c *server.Config) {
 		c.RequirePass = "pw"
-		c.AuthLimits.PerAddress = 2
+		c.AuthLimits.Total = 2
 	})
 	c := srv.Dial(t)
 	for _, step := range []struct{ words, want string }{
+		{"AUTH pw", "+OK"},
 		{"AUTH x", "-WRONGPASS invalid username-password pair or user is disabled."},
 		{"AUTH y", "-WRONGPASS invalid username-password pair or user is disabled."},
-		{"AUTH pw", "-WRONGPASS too many failed AUTH from this address; try again in 30 seconds (the password was not checked)"},
+		{"MULTI", "+OK"},
+		{"AUTH pw", "+QUEUED"},
+		{"EXEC", "-WRONGPASS too many failed AUTH from all addresses; try again in 30 seconds (the password was not checked)"},
 	} {
 		if got := do(c, strings.Fields(step.words)...); got != step.want {
 			t.Fatalf("%s: %q, want %q", step.words, got, step.want)
