@@ -215,7 +215,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 // awaited (parser.need, bigBulk), the step that would pass its request's
 // end stops there, with readBufSize more for the arguments after it: a
 // request of 1 MiB ends in a buffer of about 1 MiB, after doublings from
-// readBufSize that copied less than that in all.
+// readBufSize that allocated about 3 MiB and copied about 2 MiB in all.
 func (c *conn) grow() {
 	size := 2 * len(c.buf)
 	if need := c.p.need + readBufSize; c.p.need > len(c.buf) && need < size {

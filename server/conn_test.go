@@ -344,8 +344,8 @@ func TestConnBuffersABulkAsItsBytesCome(t *testing.T) {
 }
 
 // TestConnBuffersARefusedKeyAsItComes: a key longer than max-key-size is
-// refused once read (Dispatch), so it is not given a buffer of its size
-// before its bytes come, as a large argument that will be served is.
+// refused once read (Dispatch); while it comes, its buffer grows only with
+// what has arrived, as any bulk string's does, and the connection goes on.
 func TestConnBuffersARefusedKeyAsItComes(t *testing.T) {
 	s := newTestServer(t)
 	_, rc := pipeConn(t, s)
