@@ -5,7 +5,9 @@
 // commands.Router) and the metrics' HTTP server (package metrics, reading
 // the server, its snapshots and its node through metrics.Source; with the
 // health endpoints, and bounded in connections and time so that its
-// clients cannot take the RESP port's descriptors), then
+// clients cannot take the RESP port's descriptors, by a listener of its own,
+// connLimiter, since golang.org/x/net/netutil's only makes clients wait),
+// then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //

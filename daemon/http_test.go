@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -133,9 +134,13 @@ func TestHTTPClosesIdleConns(t *testing.T) {
 	t.Logf("7 idle connections closed within %v", time.Since(start))
 }
 
-// Past the cap on HTTP connections a new one waits in the listen queue,
-// holding no descriptor of the server, until one closes; meanwhile the
-// RESP port takes clients as ever (issue 24.9).
+// Past the cap on HTTP connections, a new one closes the oldest that is
+// waiting for a request (here kept alive after one), so that the server
+// never holds more than the cap and a new client is answered at once;
+// meanwhile the RESP port takes clients as ever (issue 24.9). Before the
+// review hrev, a new connection waited in the listen queue until one
+// closed, which connections sending nothing made last 5 s, longer than a
+// liveness probe waits.
 func TestHTTPConnsCapped(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
@@ -150,21 +155,196 @@ func TestHTTPConnsCapped(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	extra := dialHTTP(t, cfg.MetricsAddr) // the kernel accepts it; the server does not yet
-	if code, err := extra.get("/healthz", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("connection %d past the cap of %d: GET /healthz = %d, %v; want no answer while the others are open", hc.MaxConns+1, hc.MaxConns, code, err)
+	// The fourth made the cap: the oldest idle one gave its place.
+	if err := held[0].waitClosed(); err != nil {
+		t.Fatalf("the oldest idle connection, once %d are open: %v", hc.MaxConns, err)
+	}
+	extra := dialHTTP(t, cfg.MetricsAddr)
+	if code, err := extra.get("/healthz", testkit.IOTimeout); code != http.StatusOK || err != nil {
+		t.Fatalf("connection %d past the cap of %d: GET /healthz = %d, %v", hc.MaxConns+1, hc.MaxConns, code, err)
+	}
+	if err := held[1].waitClosed(); err != nil {
+		t.Fatalf("the oldest idle connection, once connection %d came: %v", hc.MaxConns+1, err)
+	}
+	for i, c := range held[2:] {
+		if code, err := c.get("/healthz", testkit.IOTimeout); code != http.StatusOK || err != nil {
+			t.Fatalf("idle connection %d, not the oldest: GET /healthz = %d, %v", i+2, code, err)
+		}
 	}
 	for range 12 {
 		rc := testkit.Dial(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)))
 		rc.WantDo("+PONG\r\n", "PING")
 	}
-	held[0].Close()
+}
+
+// A liveness probe is answered while the HTTP port is full of
+// connections that send nothing: each new connection closes the oldest
+// that has sent no request. Before (review hrev), server.HTTPConns such
+// connections, renewed every 5 s (the header timeout then), failed every
+// probe with its 3 s timeout (deploy/kubernetes/statefulset.yaml,
+// deploy/docker/Dockerfile's HEALTHCHECK, cellserver --healthcheck), and
+// the kubelet restarted the pod after three.
+func TestSilentHTTPConnsLeaveLivenessProbe(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
+	startHTTP(t, cfg, defaultHTTPConfig())
+	for range 2 * server.HTTPConns {
+		dialHTTP(t, cfg.MetricsAddr) // sends nothing
+	}
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 3 * time.Second}
+	for i := range 3 {
+		start := time.Now()
+		resp, err := probe.Get("http://" + cfg.MetricsAddr + "/healthz")
+		if err != nil {
+			t.Fatalf("liveness probe %d (3 s timeout) with %d silent connections opened: %v after %v", i, 2*server.HTTPConns, err, time.Since(start).Round(time.Millisecond))
+		}
+		resp.Body.Close()
+		dialHTTP(t, cfg.MetricsAddr) // one more silent connection between probes
+	}
+}
+
+// The header timeout is shorter than the liveness probes' own timeouts.
+func TestHTTPHeaderTimeoutUnderProbeTimeouts(t *testing.T) {
+	const probe = 3 * time.Second
+	if got := defaultHTTPConfig().ReadHeaderTimeout; got >= probe {
+		t.Fatalf("ReadHeaderTimeout %v, want under the probes' %v", got, probe)
+	}
+	for _, f := range []string{"../deploy/kubernetes/statefulset.yaml", "../deploy/docker/Dockerfile", "../cmd/cellserver/healthcheck.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := regexp.MustCompile(`(?:timeoutSeconds: |--timeout=|healthTimeout = )(\d+)`).FindAllSubmatch(b, -1)
+		if len(ms) == 0 {
+			t.Errorf("%s: no probe timeout found", f)
+		}
+		for _, m := range ms {
+			if n, _ := strconv.Atoi(string(m[1])); time.Duration(n)*time.Second != probe {
+				t.Errorf("%s: a probe timeout of %s s, want %v (or change this test and the header timeout)", f, m[1], probe)
+			}
+		}
+	}
+}
+
+// serveLimited serves h on a loopback listener limited to max connections
+// (limitConns), with the default timeouts, and returns its address and
+// limiter.
+func serveLimited(t *testing.T, max int, h http.Handler) (string, *connLimiter) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := defaultHTTPConfig()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout,
+		WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.IdleTimeout}
+	l := limitConns(ln, max, hs).(*connLimiter)
+	go func() { _ = hs.Serve(l) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return ln.Addr().String(), l
+}
+
+// openConns returns how many connections l holds.
+func (l *connLimiter) openConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
+}
+
+// waitingConns returns how many of l's connections wait for a request.
+func (l *connLimiter) waitingConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waiting.Len()
+}
+
+// While every place is serving a request, a new connection waits in the
+// listen queue; a connection whose reply is written then is closed rather
+// than kept alive, and the waiting one is served. The count of open
+// connections never passes the cap.
+func TestConnLimiterWaitsWhileAllServe(t *testing.T) {
+	release := make(chan struct{})
+	addr, l := serveLimited(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			<-release
+		}
+		io.WriteString(w, "ok\n")
+	}))
+	var busy []*httpConn
+	for range 2 {
+		c := dialHTTP(t, addr)
+		if _, err := io.WriteString(c, "GET /block HTTP/1.1\r\nHost: cellserver\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		busy = append(busy, c)
+		// Serving before the next comes: one still waiting for its
+		// header would give its place to the next at the cap.
+		testkit.WaitFor(t, "the request to be served", func() bool { return l.waitingConns() == 0 })
+	}
+	for range 8 {
+		dialHTTP(t, addr) // silent ones, queued behind
+	}
+	extra := dialHTTP(t, addr)
+	if code, err := extra.get("/", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection while every place serves: GET / = %d, %v; want no answer yet", code, err)
+	}
+	if n := l.openConns(); n != 2 {
+		t.Fatalf("%d connections open, cap 2", n)
+	}
+	release <- struct{}{}
+	var freed *httpConn
+	for _, c := range busy { // either handler may have taken the release
+		_ = c.SetReadDeadline(time.Now().Add(time.Second))
+		if resp, err := http.ReadResponse(c.r, nil); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			freed = c
+			break
+		}
+	}
+	if freed == nil {
+		t.Fatal("no reply from the released request")
+	}
+	if err := freed.waitClosed(); err != nil {
+		t.Fatalf("a connection that finished its reply at the cap: %v", err)
+	}
+	close(release)
 	_ = extra.SetReadDeadline(time.Now().Add(testkit.IOTimeout))
 	resp, err := http.ReadResponse(extra.r, nil)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("once a connection closed, the waiting GET /healthz = %v, %v", resp, err)
+		t.Fatalf("once a place was free, the waiting GET / = %v, %v", resp, err)
 	}
 	resp.Body.Close()
+	if n := l.openConns(); n > 2 {
+		t.Fatalf("%d connections open, cap 2", n)
+	}
+}
+
+// A request announcing a body that never comes (these endpoints take
+// none) is answered at once and its connection closed, rather than held
+// serving while the server waits for the body (ReadTimeout, 10 s).
+func TestConnLimiterClosesAfterABody(t *testing.T) {
+	addr, _ := serveLimited(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	}))
+	c := dialHTTP(t, addr)
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: cellserver\r\nContent-Length: 10\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		t.Fatalf("a request whose body never comes: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if !resp.Close {
+		t.Errorf("reply to a request with a body: Connection %q, want close", resp.Header.Get("Connection"))
+	}
+	_ = c.SetReadDeadline(time.Now().Add(time.Second)) // well before ReadTimeout
+	if _, err := c.r.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a connection after a request with a body: %v, want it closed", err)
+	}
 }
 
 // getStatus returns the status and body of GET http://addr/path.

@@ -112,7 +112,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.cl.Mark()
 		c.cl.CountInput(m)
 	}
-	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load(), table: c.s.table}
+	lim := bounds{maxBulk: c.s.limits.maxBulk.Load(), maxQuery: c.s.limits.maxQuery.Load()}
 	c.la.reset(r)
 	for r < n {
 		lim.authed = c.cl.Authenticated() // AUTH may come in this very batch
@@ -194,13 +194,6 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	// Keep the unparsed rest of a request at the front of the buffer.
 	pending := n - r
 	switch {
-	case c.p.need > len(c.buf):
-		// A large bulk string is on its way: a buffer that holds its
-		// request up to the payload's end, and a little more for the
-		// arguments after it (parser.need, bigBulk).
-		grown := make([]byte, c.p.need+readBufSize)
-		copy(grown, c.buf[r:n])
-		c.buf = grown
 	case len(c.buf) > readBufSize && pending <= readBufSize/2 && c.p.need == 0:
 		small := make([]byte, readBufSize) // give a large request's buffer back
 		copy(small, c.buf[r:n])
@@ -210,9 +203,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	}
 	c.n = pending
 	if c.n == len(c.buf) {
-		grown := make([]byte, 2*len(c.buf))
-		copy(grown, c.buf[:c.n])
-		c.buf = grown
+		c.grow()
 	}
 
 	c.cl.NoteBuffers(c.n, len(c.buf)-c.n, c.w.Len(), len(c.buf)+c.w.Cap())
@@ -226,6 +217,24 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 		c.deadline = false
 	}
 	return c.buf[c.n:]
+}
+
+// grow replaces the full read buffer by one twice its size: never more
+// than twice the bytes of the request that have arrived, so that what a
+// client makes the server hold, and used_memory count, is bounded by what
+// it sent, not by what a header announces. While a large bulk string is
+// awaited (parser.need, bigBulk), the step that would pass its request's
+// end stops there, with readBufSize more for the arguments after it: a
+// request of 1 MiB ends in a buffer of about 1 MiB, after doublings from
+// readBufSize that allocated about 3 MiB and copied about 2 MiB in all.
+func (c *conn) grow() {
+	size := 2 * len(c.buf)
+	if need := c.p.need + readBufSize; c.p.need > len(c.buf) && need < size {
+		size = need
+	}
+	grown := make([]byte, size)
+	copy(grown, c.buf[:c.n])
+	c.buf = grown
 }
 
 // countBuffers brings the engine's count of buffer memory (for

@@ -257,10 +257,10 @@ func TestConnGrowsAndShrinksItsBuffer(t *testing.T) {
 }
 
 // TestConnSizesItsBufferForALargeBulk: a bulk string of bigBulk bytes or
-// more is read into a buffer sized for its request once its header is in,
-// as Redis reads a large argument, not into one that doubles as its bytes
-// arrive: a request of 1 MiB and 27 bytes took a 2 MiB buffer, and
-// allocations of 4 MiB in all on the way there.
+// more ends in a buffer sized for its request, as Redis reads a large
+// argument: the buffer doubles as its bytes arrive but stops at the
+// request's end, where plain doubling took a 2 MiB buffer for a request of
+// 1 MiB and 27 bytes, and allocations of 4 MiB in all on the way there.
 func TestConnSizesItsBufferForALargeBulk(t *testing.T) {
 	s := newTestServer(t)
 	_, rc := pipeConn(t, s)
@@ -291,9 +291,61 @@ func TestConnSizesItsBufferForALargeBulk(t *testing.T) {
 	}
 }
 
+// clientBuffer waits, via admin's CLIENT LIST, for the first client's
+// read buffer to hold qbuf bytes, and returns the buffer's size.
+func clientBuffer(t *testing.T, admin *testkit.Conn, qbuf int) int {
+	t.Helper()
+	var got, free int
+	testkit.WaitFor(t, "the request's bytes in the buffer", func() bool {
+		list := admin.Do("CLIENT", "LIST")
+		line := strings.SplitN(list[strings.Index(list, "\r\n")+2:], "\n", 2)[0] // the first client's
+		for _, f := range strings.Fields(line) {
+			fmt.Sscanf(f, "qbuf=%d", &got)
+			fmt.Sscanf(f, "qbuf-free=%d", &free)
+		}
+		return got == qbuf
+	})
+	return got + free
+}
+
+// TestConnBuffersABulkAsItsBytesCome: a large bulk string's header alone
+// does not size the read buffer; the buffer grows only as the payload
+// arrives, to at most twice what has. Before, the 27 bytes of a header
+// announcing 256 MiB made the connection allocate 256 MiB, and used_memory
+// count it (review hrev).
+func TestConnBuffersABulkAsItsBytesCome(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.LogLevel = "nothing"
+	s, err := New(cfg) // proto-max-bulk-len 512 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	_, rc := pipeConn(t, s)
+	_, admin := pipeConn(t, s)
+	used := s.eng.UsedMemory()
+	head := "*2\r\n$4\r\nECHO\r\n$268435456\r\n"
+	if _, err := rc.NetConn().Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	if got := clientBuffer(t, admin, len(head)); got != readBufSize {
+		t.Fatalf("read buffer of %d bytes for the header of a 256 MiB bulk string, want %d", got, readBufSize)
+	}
+	if got := s.eng.UsedMemory(); got > used+1<<20 {
+		t.Fatalf("used_memory %d after the header of a 256 MiB bulk string, %d before", got, used)
+	}
+	part := strings.Repeat("x", 100<<10)
+	if _, err := rc.NetConn().Write([]byte(part)); err != nil {
+		t.Fatal(err)
+	}
+	if got, in := clientBuffer(t, admin, len(head)+len(part)), len(head)+len(part); got > 2*in {
+		t.Fatalf("read buffer of %d bytes for %d bytes of a request: want at most twice", got, in)
+	}
+}
+
 // TestConnBuffersARefusedKeyAsItComes: a key longer than max-key-size is
-// refused once read (Dispatch), so it is not given a buffer of its size
-// before its bytes come, as a large argument that will be served is.
+// refused once read (Dispatch); while it comes, its buffer grows only with
+// what has arrived, as any bulk string's does, and the connection goes on.
 func TestConnBuffersARefusedKeyAsItComes(t *testing.T) {
 	s := newTestServer(t)
 	_, rc := pipeConn(t, s)

@@ -12,9 +12,10 @@ import (
 const reservedFDs = 32
 
 // HTTPConns is how many connections the metrics' HTTP server (metrics-addr,
-// which package daemon serves) holds open at once; further ones wait in
-// the listen queue, where they hold none of the process's file
-// descriptors. With metrics-addr set, fitMaxClients keeps that many open
+// which package daemon serves) holds open at once; at that many, a new one
+// closes the oldest that is waiting for a request, or waits in the listen
+// queue, where it holds none of the process's file descriptors, while
+// none is. With metrics-addr set, fitMaxClients keeps that many open
 // files for it besides reservedFDs, so that HTTP clients, idle or not,
 // never take the descriptors the RESP port's clients need.
 const HTTPConns = 16

@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"errors"
-
-	"github.com/cellserver/cellserver/commands"
 )
 
 // The request parser. It reads RESP multibulk requests and inline (telnet)
@@ -33,15 +31,19 @@ type parser struct {
 	inline []byte // unescaped inline arguments
 	// need, while a large bulk string's payload is awaited, is the
 	// bytes from the request's start to the end of that payload; 0
-	// otherwise. The connection sizes its buffer by it (bigBulk).
+	// otherwise. The connection's buffer grows no further than that
+	// (conn.grow, bigBulk).
 	need int
 }
 
-// bigBulk is the length from which a bulk string's payload is read into a
-// buffer sized for it once its header has arrived, as Redis reads
-// arguments of 32 KiB or more (PROTO_MBULK_BIG_ARG), rather than into one
-// that doubles as bytes arrive: doubling to hold n bytes allocates up to
-// 4n in all and holds up to 3n at once, and keeps a buffer of up to 2n.
+// bigBulk is the length from which the read buffer, doubling as a bulk
+// string's bytes arrive, stops at the end of its request rather than
+// doubling past it (conn.grow), so that a large argument ends in a buffer
+// about its size; Redis reads arguments of 32 KiB or more
+// (PROTO_MBULK_BIG_ARG) apart too. The buffer is not sized by the header
+// alone: a header costs a few bytes to send and would make the server
+// hold, and maxmemory count, as much as proto-max-bulk-len for as long as
+// the client stays connected.
 const bigBulk = 32 << 10
 
 // bounds are the limits a request is read under.
@@ -49,10 +51,6 @@ type bounds struct {
 	maxBulk  int64 // proto-max-bulk-len
 	maxQuery int64 // client-query-buffer-limit
 	authed   bool  // false: Redis's limits for a client that has not authenticated
-	// table, when set, says which commands create keys: a bulk string
-	// of theirs longer than max-key-size is refused once read, and is
-	// not given a buffer of its size ahead of its bytes (bigBulk).
-	table *commands.Table
 }
 
 // Redis's limits before AUTH, when a password is required.
@@ -118,7 +116,7 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 			return nil, 0, protocolError("invalid bulk length")
 		}
 		if int64(len(b)-end) < n+2 {
-			if n >= bigBulk && !p.refused(b, n, lim.table) {
+			if n >= bigBulk {
 				p.need = end + int(n) + 2
 			}
 			return nil, 0, nil // the payload is not all here; the header is kept
@@ -131,19 +129,6 @@ func (p *parser) parse(b []byte, lim bounds) (args [][]byte, used int, err error
 	}
 	used = p.scan
 	return p.fromSpans(b, p.spans), used, nil
-}
-
-// refused reports whether a bulk string of n bytes, the next argument of
-// the request in b, is one Dispatch will refuse for its length: an
-// argument longer than max-key-size of a command that creates keys. Such a
-// command's other arguments are integers and words, so a long one is a key
-// or refused anyway.
-func (p *parser) refused(b []byte, n int64, t *commands.Table) bool {
-	if t == nil || len(p.spans) == 0 || n <= t.MaxKeySize() {
-		return false
-	}
-	cmd := t.Lookup(p.spans[0].of(b))
-	return cmd != nil && cmd.Flags&commands.FlagNewKeys != 0
 }
 
 // reset readies the parser for the next request, keeping small slices for

@@ -148,9 +148,9 @@ func TestHealthcheck(t *testing.T) {
 
 // Under `ulimit -n 128`, 120 idle HTTP connections to metrics-addr (each
 // after one request, kept alive) do not starve the RESP port: the HTTP
-// server holds at most server.HTTPConns of them, the rest wait in the
-// listen queue holding no descriptor, and a dozen new RESP clients are
-// all answered (issue 24.9: before, 7 of 12 hung).
+// server holds at most server.HTTPConns of them (each new one closes the
+// oldest idle one), and a dozen new RESP clients are all answered (issue
+// 24.9: before, 7 of 12 hung).
 func TestIdleHTTPConnsLeaveRESPClients(t *testing.T) {
 	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
 		t.Skip("no RLIMIT_NOFILE on " + runtime.GOOS)

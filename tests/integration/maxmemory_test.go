@@ -112,3 +112,41 @@ func TestMaxMemory(t *testing.T) {
 		t.Fatalf("maxmemory-policy %q after a refused change", got)
 	}
 }
+
+// A bulk string's header alone counts nothing against maxmemory: the
+// read buffer grows toward a large bulk's announced length only as its
+// bytes arrive (server/conn.go). Before, "$268435456\r\n" after an ECHO
+// (about 20 bytes) made the connection allocate the announced 256 MiB at
+// once, and used_memory counted it as long as the client stayed
+// connected: used_memory went from 716 KB to 269 MB, and under
+// allkeys-lru 538 keys were evicted to add 1000 (review hrev).
+func TestBulkHeaderAloneCountsNoMemory(t *testing.T) {
+	ctx := context.Background()
+	p := startBinary(t, t0, testkit.Build(t, testkit.Cellserver), "--loglevel", "warning")
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr, PoolSize: 1})
+	defer rdb.Close()
+	if errs := fill(t, rdb, 0, 20000); len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	used := infoInt(t, rdb, "memory", "used_memory")
+	limit := used + 16<<20
+	for _, kv := range [][2]string{{"maxmemory", strconv.FormatInt(limit, 10)}, {"maxmemory-policy", "allkeys-lru"}} {
+		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const head = "*2\r\n$4\r\nECHO\r\n$268435456\r\n" // the header only; no payload ever follows
+	rc := testkit.Dial(t, p.Addr)
+	rc.Send(head)
+	testkit.WaitFor(t, "the server to read the header", func() bool {
+		return regexp.MustCompile(`\bqbuf=` + strconv.Itoa(len(head)) + `\b`).MatchString(rdb.ClientList(ctx).Val())
+	})
+	got := infoInt(t, rdb, "memory", "used_memory")
+	errs := fill(t, rdb, 20000, 21000)
+	evicted := infoInt(t, rdb, "stats", "evicted_keys")
+	if got >= limit || evicted > 0 || len(errs) != 0 {
+		t.Fatalf("a 20-byte bulk header with no payload: used_memory %d (%d before it, maxmemory %d), %d keys evicted to add 1000, errors %v",
+			got, used, limit, evicted, errs)
+	}
+	t.Logf("used_memory %d before the header, %d after it (maxmemory %d)", used, got, limit)
+}
