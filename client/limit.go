@@ -26,22 +26,25 @@ const (
 	SlidingWindow = limiter.KindSlidingWindow
 	// FixedWindow is FW.INCR.
 	FixedWindow = limiter.KindFixedWindow
+	// Queue is LB.QUEUE: the leaky bucket as a queue, which gives a
+	// request its turn rather than refusing it (see Client.Wait).
+	Queue = limiter.KindLeakyQueue
 )
 
 // Limit is one rate limit: an algorithm and its parameters, as its command
 // takes them, plus what to do when the server cannot answer. Build one
 // with NewGCRA, NewTokenBucket, NewSlidingWindow or NewFixedWindow and
-// change its fields as needed.
+// change its fields as needed (NewLeakyQueue for a Queue).
 type Limit struct {
 	// Name names the limit in the RateLimit-Policy header field, e.g.
 	// "per-second". Default: the kind's word in lower case.
 	Name string
 	Kind Kind
-	// Burst is GCRA's max_burst and TokenBucket's capacity; unused for the
-	// windows.
+	// Burst is GCRA's max_burst, TokenBucket's capacity and Queue's
+	// places; unused for the windows.
 	Burst int64
 	// Rate is what one Period allows: GCRA's count, TokenBucket's refill,
-	// the windows' limit.
+	// the windows' limit, the requests leaving a Queue.
 	Rate int64
 	// Period is GCRA's and TokenBucket's period, the windows' window. It
 	// is sent in seconds when it is a whole number of seconds, else in
@@ -49,6 +52,11 @@ type Limit struct {
 	Period time.Duration
 	// Exact makes a SlidingWindow an exact sliding log (SW.HIT EXACT).
 	Exact bool
+	// MaxWait, when positive, is the longest wait for its turn a Queue
+	// request accepts (MAXWAIT): a turn further away is refused. It is
+	// sent in the period's unit, rounded down. Default 0: no bound (Wait
+	// bounds it by its context's deadline).
+	MaxWait time.Duration
 	// Failure says what happens when the server cannot answer. Default
 	// (the zero value): FailLocal.
 	Failure Failure
@@ -76,6 +84,12 @@ func NewSlidingWindow(limit int64, window time.Duration) Limit {
 // window.
 func NewFixedWindow(limit int64, window time.Duration) Limit {
 	return Limit{Kind: FixedWindow, Rate: limit, Period: window}
+}
+
+// NewLeakyQueue returns an LB.QUEUE limit: a queue of capacity places
+// from which rate requests leave per period, one every period/rate.
+func NewLeakyQueue(capacity, rate int64, period time.Duration) Limit {
+	return Limit{Kind: Queue, Burst: capacity, Rate: rate, Period: period}
 }
 
 // CLThrottle calls CL.THROTTLE key maxBurst count period quantity; period
@@ -146,8 +160,8 @@ func (l *Limit) period() (int64, error) {
 
 // parts returns the limit's arguments after the key, as its command
 // takes them (its row of limiter.Kinds): the integers (Burst when the kind
-// takes three, then Rate, the period and the cost), then the words EXACT
-// and MS where they apply.
+// takes three, then Rate, the period and the cost), then the words EXACT,
+// MS and MAXWAIT with its value where they apply.
 func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
 	p, err := l.period()
 	if err != nil {
@@ -163,6 +177,9 @@ func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
 	}
 	if l.millis() {
 		flags = append(flags, "MS")
+	}
+	if l.MaxWait > 0 && spec.Options&limiter.OptMaxWait != 0 {
+		flags = append(flags, "MAXWAIT", strconv.FormatInt(int64(l.MaxWait/l.unit()), 10))
 	}
 	return ints, flags, nil
 }
