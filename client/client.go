@@ -73,6 +73,10 @@ type Options struct {
 	// OnEvent, when set, is called on server errors, breaker transitions
 	// and fallbacks, from the calling goroutine. Default: none.
 	OnEvent func(Event)
+	// Sleep waits d, or until ctx ends (then it returns ctx's error), for
+	// Wait and the middleware's MaxDelay. Tests give it a clock of their
+	// own. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // EnsureDefaults fills in the fields left at zero.
@@ -94,6 +98,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.OnEvent == nil {
 		o.OnEvent = func(Event) {}
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepContext
 	}
 }
 

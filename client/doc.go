@@ -1,5 +1,7 @@
 // Package client is cellserver's client side for users' programs: typed
-// calls for CL.THROTTLE, TB.TAKE, SW.HIT, FW.INCR and the all-or-nothing
+// calls for CL.THROTTLE, TB.TAKE, SW.HIT, FW.INCR, LB.QUEUE (and Wait,
+// which sleeps until a queue's turn, as x/time/rate's Wait does but
+// across processes) and the all-or-nothing
 // ML.THROTTLE over any go-redis v9 redis.UniversalClient (a single node, a
 // ClusterClient, or Redis with redis-cell for CL.THROTTLE), net/http
 // middleware that answers 429 with Retry-After and the IETF RateLimit

@@ -54,9 +54,15 @@ type Limit struct {
 	Exact bool
 	// MaxWait, when positive, is the longest wait for its turn a Queue
 	// request accepts (MAXWAIT): a turn further away is refused. It is
-	// sent in the period's unit, rounded down. Default 0: no bound (Wait
-	// bounds it by its context's deadline).
+	// sent in the reply's unit, rounded down (below one unit it admits
+	// only into an empty queue). Default 0: no bound (Wait bounds it by
+	// its context's deadline).
 	MaxWait time.Duration
+
+	// waitMS, set by Wait and the middleware's MaxDelay, sends a Queue's
+	// period in milliseconds (MS) whatever it is, so that waits come in
+	// milliseconds; bounded sends MAXWAIT even when MaxWait is 0.
+	waitMS, bounded bool
 	// Failure says what happens when the server cannot answer. Default
 	// (the zero value): FailLocal.
 	Failure Failure
@@ -118,6 +124,13 @@ func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window tim
 	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
 }
 
+// LBQueue calls LB.QUEUE key capacity rate period cost (with MS when
+// period is not whole seconds): it takes a turn without waiting for it,
+// ResetAfter being the wait (Wait sleeps it).
+func (c *Client) LBQueue(ctx context.Context, key string, capacity, rate int64, period time.Duration, cost int64) (Result, error) {
+	return c.Allow(ctx, key, NewLeakyQueue(capacity, rate, period), cost)
+}
+
 // Errors in a Limit, returned before anything is sent.
 var (
 	ErrKind   = errors.New("client: unknown limit kind")
@@ -135,7 +148,7 @@ func (l *Limit) name() string {
 // millis reports whether the period goes in milliseconds (MS): the reply's
 // times are then milliseconds too.
 func (l *Limit) millis() bool {
-	return l.Kind.Spec().Options&limiter.OptMS != 0 && l.Period%time.Second != 0
+	return l.Kind.Spec().Options&limiter.OptMS != 0 && (l.Period%time.Second != 0 || l.waitMS)
 }
 
 // unit is the unit of the reply's times.
@@ -178,7 +191,7 @@ func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
 	if l.millis() {
 		flags = append(flags, "MS")
 	}
-	if l.MaxWait > 0 && spec.Options&limiter.OptMaxWait != 0 {
+	if (l.MaxWait > 0 || l.bounded) && spec.Options&limiter.OptMaxWait != 0 {
 		flags = append(flags, "MAXWAIT", strconv.FormatInt(int64(l.MaxWait/l.unit()), 10))
 	}
 	return ints, flags, nil
