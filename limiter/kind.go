@@ -56,6 +56,16 @@ var options = [...]struct {
 	{OptMaxWait, "maxwait", "maxwait"},
 }
 
+// valued is the Options that take a value, from options.
+var valued = func() (v Option) {
+	for _, o := range options {
+		if o.value != "" {
+			v |= o.opt
+		}
+	}
+	return v
+}()
+
 // optionIndex returns o's index in options (o is one Option).
 func optionIndex(o Option) int {
 	for i := range options {

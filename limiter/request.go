@@ -142,7 +142,7 @@ func Parse(k Kind, args [][]byte, r *Request) error {
 			return syntaxError(k, w, o, opts)
 		}
 		opts |= o
-		if o.Value() != "" {
+		if o&valued != 0 {
 			if i++; i == len(rest) {
 				return &ArgError{Err: ErrSyntax, Arg: string(w), Kind: k, Reason: MissingValue}
 			}
