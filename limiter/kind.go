@@ -27,7 +27,8 @@ const (
 	NumKinds = iota
 )
 
-// Option is a word a kind's command takes after its integers.
+// Option is a word a kind's command takes after its integers (and, for
+// one that takes a value, such as MAXWAIT, the integer after it).
 type Option uint8
 
 const (
