@@ -262,7 +262,8 @@ type Result struct {
 	// never will (a cost above the limit).
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key is back to its idle state
-	// (full, or empty of hits).
+	// (full, or empty of hits). For a Queue it is the wait before the
+	// request's turn (0 when the queue was empty), as LB.QUEUE replies it.
 	ResetAfter time.Duration
 	// Source says who answered: the server, the local fallback, or the
 	// failure policy.
