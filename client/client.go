@@ -77,6 +77,13 @@ type Options struct {
 	// Wait and the middleware's MaxDelay. Tests give it a clock of their
 	// own. Default: a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// NoRefusalCache turns the refusal cache off: every call goes to the
+	// server. Default: on (see the package doc).
+	NoRefusalCache bool
+	// RefusalCacheSize bounds the keys whose refusal the cache holds (the
+	// least recently refused go first; at least 64 are held). Default
+	// 10000.
+	RefusalCacheSize int
 }
 
 // EnsureDefaults fills in the fields left at zero.
@@ -102,6 +109,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Sleep == nil {
 		o.Sleep = sleepContext
 	}
+	if o.RefusalCacheSize == 0 {
+		o.RefusalCacheSize = 10_000
+	}
 }
 
 // Validate reports an option out of range.
@@ -115,6 +125,8 @@ func (o *Options) Validate() error {
 		return errors.New("client: negative OpenFor")
 	case o.LocalMaxKeys < 0:
 		return errors.New("client: negative LocalMaxKeys")
+	case o.RefusalCacheSize < 0:
+		return errors.New("client: negative RefusalCacheSize")
 	}
 	return nil
 }
@@ -127,6 +139,9 @@ type Client struct {
 	br    *breaker
 	local *local
 	dials *dialNotes
+	// refusals is the refusal cache (nil when off); counts, the Stats.
+	refusals *refusals
+	counts   counters
 }
 
 // New returns a Client over rdb, which it does not close. It adds a hook
@@ -140,6 +155,9 @@ func New(rdb redis.UniversalClient, opt Options) (*Client, error) {
 	opt.EnsureDefaults()
 	c := &Client{rdb: rdb, opt: opt, local: newLocal(opt.LocalMaxKeys), dials: &dialNotes{},
 		br: &breaker{threshold: opt.FailureThreshold, openFor: opt.OpenFor, now: opt.Now, emit: opt.OnEvent}}
+	if !opt.NoRefusalCache {
+		c.refusals = newRefusals(opt.RefusalCacheSize)
+	}
 	c.dials.watch(rdb)
 	return c, nil
 }
@@ -196,7 +214,9 @@ func (c *Client) Allow(ctx context.Context, key string, l Limit, cost int64) (Re
 
 // AllowAll applies every check all or nothing: one check with its own
 // command, several with ML.THROTTLE, whose keys must share a hash slot in
-// a cluster (give them a common {hash tag}). When the server cannot
+// a cluster (give them a common {hash tag}). A call that a refusal this
+// Client received still answers is answered from the refusal cache,
+// without a round trip (see the package doc). When the server cannot
 // answer, each check follows its limit's Failure: if any fails closed the
 // call returns ErrUnavailable; the FailLocal ones are applied all or
 // nothing by the local fallback and the FailOpen ones allow.
@@ -212,12 +232,24 @@ func (c *Client) AllowAll(ctx context.Context, checks ...Check) (Decision, error
 			return Decision{}, err
 		}
 	}
+	var snap refusalSnap
+	if c.refusals != nil {
+		if d, ok := c.refusals.answer(checks, c.opt.Now().UnixNano()); ok {
+			c.counts.cached.Add(1)
+			return d, nil
+		}
+		snap = c.refusals.snapshot(checks)
+	}
 	cause := errBreakerOpen
 	if c.br.allow() {
+		c.counts.sent.Add(1)
 		d, err := c.remote(ctx, checks)
 		switch {
 		case err == nil:
 			c.br.success()
+			if c.refusals != nil {
+				c.refusals.learn(checks, &d, &snap, c.opt.Now().UnixNano())
+			}
 			return d, nil
 		case ctx.Err() != nil:
 			c.br.abandon() // the caller gave up: that says nothing of the server

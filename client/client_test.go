@@ -80,10 +80,10 @@ func TestAllowAll(t *testing.T) {
 	checks := []client.Check{{Key: "{u}s", Limit: perSec, Cost: 1}, {Key: "{u}d", Limit: perDay, Cost: 1}}
 	day := 24 * time.Hour
 	steps := []client.Decision{
-		{Results: []client.Result{{Limit: 5, Remaining: 4, ResetAfter: time.Second}, {Limit: 2, Remaining: 1, ResetAfter: day}}},
-		{Results: []client.Result{{Limit: 5, Remaining: 3, ResetAfter: time.Second}, {Limit: 2, Remaining: 0, ResetAfter: day}}},
+		{Results: []client.Result{{Limit: 5, Remaining: 4, ResetAfter: 200 * time.Millisecond}, {Limit: 2, Remaining: 1, ResetAfter: day}}},
+		{Results: []client.Result{{Limit: 5, Remaining: 3, ResetAfter: 400 * time.Millisecond}, {Limit: 2, Remaining: 0, ResetAfter: day}}},
 		// The day refuses; the second's bucket reports its state, uncharged.
-		{Limited: true, Refused: 2, Results: []client.Result{{Limit: 5, Remaining: 3, ResetAfter: time.Second},
+		{Limited: true, Refused: 2, Results: []client.Result{{Limit: 5, Remaining: 3, ResetAfter: 400 * time.Millisecond},
 			{Limited: true, Limit: 2, Remaining: 0, RetryAfter: day, ResetAfter: day}}},
 	}
 	for i, w := range steps {

@@ -132,7 +132,7 @@ func (c *Client) Middleware(opt MiddlewareOptions) (func(http.Handler) http.Hand
 	limits := slices.Clone(opt.Limits)
 	for i := range limits {
 		if l := &limits[i]; l.Kind == Queue {
-			l.waitMS, l.bounded = true, true
+			l.bounded = true
 			if l.MaxWait <= 0 || l.MaxWait > opt.MaxDelay {
 				l.MaxWait = opt.MaxDelay
 			}

@@ -47,8 +47,9 @@ type Limit struct {
 	// the windows' limit, the requests leaving a Queue.
 	Rate int64
 	// Period is GCRA's and TokenBucket's period, the windows' window. It
-	// is sent in seconds when it is a whole number of seconds, else in
-	// milliseconds with MS (GCRA takes whole seconds only).
+	// is sent in milliseconds with MS to the kinds that take MS, so that
+	// their replies' times are in milliseconds too (which the refusal
+	// cache needs); GCRA takes and replies whole seconds only.
 	Period time.Duration
 	// Exact makes a SlidingWindow an exact sliding log (SW.HIT EXACT).
 	Exact bool
@@ -59,10 +60,9 @@ type Limit struct {
 	// its context's deadline).
 	MaxWait time.Duration
 
-	// waitMS, set by Wait and the middleware's MaxDelay, sends a Queue's
-	// period in milliseconds (MS) whatever it is, so that waits come in
-	// milliseconds; bounded sends MAXWAIT even when MaxWait is 0.
-	waitMS, bounded bool
+	// bounded, set by Wait and the middleware's MaxDelay, sends MAXWAIT
+	// even when MaxWait is 0.
+	bounded bool
 	// Failure says what happens when the server cannot answer. Default
 	// (the zero value): FailLocal.
 	Failure Failure
@@ -124,8 +124,8 @@ func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window tim
 	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
 }
 
-// LBQueue calls LB.QUEUE key capacity rate period cost (with MS when
-// period is not whole seconds): it takes a turn without waiting for it,
+// LBQueue calls LB.QUEUE key capacity rate period cost MS: it takes a
+// turn without waiting for it,
 // ResetAfter being the wait (Wait sleeps it).
 func (c *Client) LBQueue(ctx context.Context, key string, capacity, rate int64, period time.Duration, cost int64) (Result, error) {
 	return c.Allow(ctx, key, NewLeakyQueue(capacity, rate, period), cost)
@@ -146,9 +146,11 @@ func (l *Limit) name() string {
 }
 
 // millis reports whether the period goes in milliseconds (MS): the reply's
-// times are then milliseconds too.
+// times are then milliseconds too. Every kind that takes MS gets it, a
+// whole number of seconds included: a reply rounded up to the second would
+// leave the refusal cache nothing to cache of a retry_after under 1 s.
 func (l *Limit) millis() bool {
-	return l.Kind.Spec().Options&limiter.OptMS != 0 && (l.Period%time.Second != 0 || l.waitMS)
+	return l.Kind.Spec().Options&limiter.OptMS != 0
 }
 
 // unit is the unit of the reply's times.
@@ -282,15 +284,20 @@ const (
 	// FromFailOpen: the server was unreachable and the limit fails open:
 	// allowed, Remaining reported as Limit.
 	FromFailOpen
+	// FromCache: the refusal cache answered, from a refusal the server
+	// gave this Client earlier (see the package doc).
+	FromCache
 )
 
-// String names the source: "server", "local" or "fail-open".
+// String names the source: "server", "local", "fail-open" or "cache".
 func (s Source) String() string {
 	switch s {
 	case FromLocal:
 		return "local"
 	case FromFailOpen:
 		return "fail-open"
+	case FromCache:
+		return "cache"
 	}
 	return "server"
 }

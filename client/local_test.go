@@ -16,14 +16,14 @@ func TestLocalAllOrNothing(t *testing.T) {
 	log.Exact = true
 	checks := []check{{"s", &sec, 1}, {"d", &day, 1}, {"l", &log, 1}}
 	res, first, err := s.apply(checks, now0)
-	want := []Result{{Limit: 5, Remaining: 4, ResetAfter: time.Second, Source: FromLocal},
+	want := []Result{{Limit: 5, Remaining: 4, ResetAfter: 200 * time.Millisecond, Source: FromLocal},
 		{Limit: 1, Remaining: 0, ResetAfter: 24 * time.Hour, Source: FromLocal},
 		{Limit: 3, Remaining: 2, ResetAfter: 10 * time.Second, Source: FromLocal}}
 	if err != nil || first != 0 || !reflect.DeepEqual(res, want) {
 		t.Fatalf("got %+v, %d, %v", res, first, err)
 	}
 	res, first, err = s.apply(checks, now0)
-	want = []Result{{Limit: 5, Remaining: 4, ResetAfter: time.Second, Source: FromLocal},
+	want = []Result{{Limit: 5, Remaining: 4, ResetAfter: 200 * time.Millisecond, Source: FromLocal},
 		{Limited: true, Limit: 1, Remaining: 0, RetryAfter: 24 * time.Hour, ResetAfter: 24 * time.Hour, Source: FromLocal},
 		{Limit: 3, Remaining: 2, ResetAfter: 10 * time.Second, Source: FromLocal}}
 	if err != nil || first != 2 || !reflect.DeepEqual(res, want) {
@@ -89,7 +89,6 @@ func TestBreaker(t *testing.T) {
 func TestLocalQueue(t *testing.T) {
 	s := newLocal(10)
 	q := NewLeakyQueue(3, 10, time.Second)
-	q.waitMS = true // as Wait sends it
 	var waits []time.Duration
 	for range 3 {
 		res, first, err := s.apply([]check{{"q", &q, 1}}, now0)

@@ -38,8 +38,8 @@ func (e *QueueFullError) Is(target error) bool { return target == ErrQueueFull }
 
 // Wait reserves a turn of cost places in key's queue (l's Kind must be
 // Queue) and sleeps until it comes, then returns the queue's Result:
-// ResetAfter is the wait it slept. Waits come in milliseconds whatever
-// l.Period (Wait sends MS).
+// ResetAfter is the wait it slept, in milliseconds (the client sends MS
+// to every kind that takes it).
 //
 // When the context has a deadline, the turn must come before it: the
 // request goes with MAXWAIT the time left (or l.MaxWait, if shorter), so
@@ -58,7 +58,6 @@ func (c *Client) Wait(ctx context.Context, key string, l Limit, cost int64) (Res
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	l.waitMS = true
 	if dl, ok := ctx.Deadline(); ok {
 		left := dl.Sub(c.opt.Now())
 		if l.MaxWait <= 0 || left < l.MaxWait {

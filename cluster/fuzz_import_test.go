@@ -145,3 +145,25 @@ func TestImportSeeds(t *testing.T) {
 		}
 	}
 }
+
+// A slot whose keys come in several messages is still pending between
+// them, and each message restarts its wait: a long hand-off is not served
+// half empty at PendingTimeout while its messages keep coming.
+func TestMoreRestartsThePendingWait(t *testing.T) {
+	n := importNode(t)
+	seeds := importSeeds(t)
+	s := engine.Slot([]byte("{k}"))
+	long := time.Now().Add(-time.Hour)
+	n.stateSince[s] = long
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	mac := n.sign(fuzzPeer, n.ID(), ts, "more", seeds[0])
+	if err := n.Import([][]byte{[]byte(fuzzPeer), []byte(n.ID()), []byte(ts), []byte("more"), seeds[0], []byte(mac)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := n.slots[s].state.Load(); st != pending {
+		t.Fatalf("slot %d in state %d after a message with more to come, want pending", s, st)
+	}
+	if since := n.stateSince[s]; !since.After(long.Add(59 * time.Minute)) {
+		t.Fatalf("the slot's wait started at %v, an hour ago: the message did not restart it", since)
+	}
+}

@@ -471,7 +471,15 @@ func (n *Node) Import(args [][]byte) error {
 			}
 			keys++
 		}
-		if !restored && !(more && i == len(sections)-1) {
+		switch {
+		case restored:
+		case more && i == len(sections)-1:
+			// The slot's keys go on in the next message: its hand-off
+			// is under way, so its wait for one starts again (a slot of
+			// many keys may take longer than PendingTimeout to arrive,
+			// and must not be served half empty meanwhile).
+			n.stateSince[sec.slot] = now
+		default:
 			n.slots[sec.slot].state.Store(serving)
 		}
 	}

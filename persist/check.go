@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -136,7 +137,13 @@ func (s *Store) check() error {
 	if err := s.open(true); err != nil {
 		// Pebble's other refusals of a store that exists (a table's size
 		// against the MANIFEST's, say) are damage too; a permission is not.
-		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnknownFormat) && !errors.Is(err, fs.ErrPermission) {
+		switch {
+		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrUnknownFormat), errors.Is(err, fs.ErrPermission):
+		case transient(err):
+			// Not the store's fault: store-damaged move-aside must not
+			// act on it.
+			return fmt.Errorf("persist: %s: cannot read the store: %w", s.dir, err)
+		default:
 			err = fmt.Errorf("%w: %v", ErrCorrupt, err)
 		}
 		if strings.Contains(err.Error(), "WAL") {
@@ -154,4 +161,15 @@ func (s *Store) check() error {
 			ErrCorrupt, s.dir, got, want, genName, logs)
 	}
 	return nil
+}
+
+// transient reports whether err is the system's refusal of an operation
+// (too many open files, no memory, an I/O error, a full disk) rather than
+// something found in the store's files: an error number other than "no
+// such file", which a file the store refers to and lacks is. Such an
+// error stops the start as any other, but it is not damage: the same
+// store may open a moment later, so it must not be moved aside.
+func transient(err error) bool {
+	var errno syscall.Errno
+	return errors.As(err, &errno) && !errors.Is(errno, fs.ErrNotExist) && !pebble.IsCorruptionError(err)
 }

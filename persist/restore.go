@@ -181,6 +181,9 @@ func (s *Store) verifyTables() error {
 			}
 			seen[name] = true
 			if err := contain(s.fatal, func() error { return s.verifyTable(name) }); err != nil {
+				if transient(err) {
+					return fmt.Errorf("persist: %s: cannot read %s: %w", s.dir, name, err)
+				}
 				return fmt.Errorf("%w: %s: corrupt file %s: %v", ErrCorrupt, s.dir, name, err)
 			}
 		}
