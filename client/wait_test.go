@@ -272,3 +272,61 @@ func TestWaitPaces(t *testing.T) {
 		t.Errorf("%.2f turns per second, want 25 ± 10%%", rate)
 	}
 }
+
+// TestRefusalCacheQueue: the refusal cache answers a Queue's refusal for
+// want of places as the server would, and keeps nothing of a Queue with
+// MaxWait, whose refusal may be for its wait alone while places free
+// (remaining rises before retry_after).
+func TestRefusalCacheQueue(t *testing.T) {
+	p := newPair(t)
+	q := client.NewLeakyQueue(3, 4, time.Second) // T = 250 ms
+	bounded := q
+	bounded.MaxWait = 300 * time.Millisecond
+	for _, c := range []*client.Client{p.on, p.off} {
+		if _, err := c.Allow(ctx, "full", q, 3); err != nil { // 750 ms of work
+			t.Fatal(err)
+		}
+	}
+	both := func(what string, l client.Limit) (on, off client.Result) {
+		t.Helper()
+		var err error
+		if on, err = p.on.Allow(ctx, "full", l, 1); err != nil {
+			t.Fatal(err)
+		}
+		if off, err = p.off.Allow(ctx, "full", l, 1); err != nil {
+			t.Fatal(err)
+		}
+		if on.Limited != off.Limited || on.Remaining != off.Remaining || on.RetryAfter != off.RetryAfter || on.ResetAfter != off.ResetAfter {
+			t.Fatalf("%s: the cache answered %+v, the server %+v", what, on, off)
+		}
+		return on, off
+	}
+	// Full: refused for a place, which frees in 250 ms; the wait beyond
+	// 300 ms keeps it refused until 450 ms.
+	if on, _ := both("bounded, full", bounded); on.Source != client.FromServer || on.RetryAfter != 450*time.Millisecond || on.Remaining != 0 {
+		t.Fatalf("bounded, full: %+v", on)
+	}
+	p.advance(300 * time.Millisecond) // a place is free; the wait, 450 ms, is still too long
+	if on, _ := both("bounded, a place free", bounded); on.Source != client.FromServer || !on.Limited || on.Remaining != 1 {
+		t.Fatalf("bounded, a place free: %+v", on)
+	}
+	// Without MaxWait a refusal for want of places is kept until a place
+	// frees.
+	if _, err := p.on.Allow(ctx, "q2", q, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.off.Allow(ctx, "q2", q, 3); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.on.Allow(ctx, "q2", q, 1)
+	if err != nil || !first.Limited || first.Source != client.FromServer {
+		t.Fatalf("the first refusal: %+v, %v", first, err)
+	}
+	p.advance(100 * time.Millisecond)
+	on, err := p.on.Allow(ctx, "q2", q, 1)
+	off, err2 := p.off.Allow(ctx, "q2", q, 1)
+	if err != nil || err2 != nil || on.Source != client.FromCache || on.Limited != off.Limited || on.Remaining != off.Remaining ||
+		on.RetryAfter != off.RetryAfter || on.ResetAfter != off.ResetAfter {
+		t.Fatalf("cached %+v, server %+v (%v, %v)", on, off, err, err2)
+	}
+}
