@@ -74,7 +74,8 @@ func limiterCases(tb testing.TB) []limiterCase {
 	swReq := limiter.SlidingWindowRequest{Limit: 30, Window: 60, Cost: 1}
 	slReq := limiter.SlidingWindowRequest{Limit: 100, Window: 60, Cost: 1, Exact: true}
 	fwReq := limiter.FixedWindowRequest{Limit: 30, Window: 60, Cost: 1}
-	for _, v := range []interface{ Validate() error }{tbReq, swReq, slReq, fwReq} {
+	lbReq := limiter.LeakyQueueRequest{Capacity: 16, Rate: 30, Period: 60, Cost: 1}
+	for _, v := range []interface{ Validate() error }{tbReq, swReq, slReq, fwReq, lbReq} {
 		if err := v.Validate(); err != nil {
 			tb.Fatal(err)
 		}
@@ -90,6 +91,8 @@ func limiterCases(tb testing.TB) []limiterCase {
 			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, slReq.Request(), nil) }},
 		{"FW.INCR", []string{"FW.INCR", "", "30", "60"},
 			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, fwReq.Request(), nil) }},
+		{"LB.QUEUE", []string{"LB.QUEUE", "", "16", "30", "60"},
+			func(e *engine.Engine, k []byte) (limiter.Result, error) { return e.Apply(k, lbReq.Request(), nil) }},
 	}
 }
 

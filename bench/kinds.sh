@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/kinds.sh — the four limiters side by side at -P 16, against
+# bench/kinds.sh — the limiters side by side at -P 16, against
 # CL.THROTTLE and PING in the same round.
 #
 #   bench/kinds.sh [ROUNDS] [N]
@@ -16,7 +16,8 @@
 # The parameters give every kind the same rate, 30 per 60 s with a burst
 # of 16 where the kind has one, as bench/run.sh does:
 #   CL.THROTTLE k 15 30 60, TB.TAKE k 16 30 60, SW.HIT k 30 60,
-#   FW.INCR k 30 60, and SW.HIT k 100 60 EXACT (the sliding log).
+#   FW.INCR k 30 60, SW.HIT k 100 60 EXACT (the sliding log), and
+#   LB.QUEUE k 16 30 60 (the leaky queue: 16 places, 30 leave per 60 s).
 # At this rate a key of TB.TAKE or CL.THROTTLE lives a few seconds after
 # its last request, the windows' keys a minute or two, and a sliding log
 # holds every hit of its last minute (about one a second per key here).
@@ -37,9 +38,9 @@ for _ in $(seq 50); do redis-cli -p "$port" PING >/dev/null 2>&1 && break; sleep
 
 run() { redis-benchmark -p "$port" -c 50 -r 1000000 -n "$1" -P 16 -q "${@:2}" 2>&1 | tr '\r' '\n' | rps; }
 
-names=("CL.THROTTLE" "TB.TAKE" "SW.HIT" "FW.INCR" "SW.HIT EXACT" "PING")
+names=("CL.THROTTLE" "TB.TAKE" "SW.HIT" "FW.INCR" "SW.HIT EXACT" "LB.QUEUE" "PING")
 cmds=("CL.THROTTLE cl:__rand_int__ 15 30 60" "TB.TAKE tb:__rand_int__ 16 30 60" "SW.HIT sw:__rand_int__ 30 60"
-	"FW.INCR fw:__rand_int__ 30 60" "SW.HIT sx:__rand_int__ 100 60 EXACT" "PING")
+	"FW.INCR fw:__rand_int__ 30 60" "SW.HIT sx:__rand_int__ 100 60 EXACT" "LB.QUEUE lb:__rand_int__ 16 30 60" "PING")
 declare -A ratios
 for r in $(seq "$rounds"); do
 	line="round $r (load $(cut -d' ' -f1 /proc/loadavg)):"

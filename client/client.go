@@ -73,6 +73,10 @@ type Options struct {
 	// OnEvent, when set, is called on server errors, breaker transitions
 	// and fallbacks, from the calling goroutine. Default: none.
 	OnEvent func(Event)
+	// Sleep waits d, or until ctx ends (then it returns ctx's error), for
+	// Wait and the middleware's MaxDelay. Tests give it a clock of their
+	// own. Default: a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 	// NoRefusalCache turns the refusal cache off: every call goes to the
 	// server. Default: on (see the package doc).
 	NoRefusalCache bool
@@ -101,6 +105,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.OnEvent == nil {
 		o.OnEvent = func(Event) {}
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepContext
 	}
 	if o.RefusalCacheSize == 0 {
 		o.RefusalCacheSize = 10_000

@@ -49,6 +49,10 @@ func TestTypedCalls(t *testing.T) {
 			client.Result{Limited: true, Limit: 2, Remaining: 0, RetryAfter: 10 * sec, ResetAfter: 10 * sec}},
 		{"FW.INCR", func() (client.Result, error) { return c.FWIncr(ctx, "fw", 3, time.Minute, 1) },
 			client.Result{Limit: 3, Remaining: 2, ResetAfter: time.Minute}},
+		{"LB.QUEUE MS", func() (client.Result, error) { return c.LBQueue(ctx, "lb", 4, 2, 500*ms, 2) },
+			client.Result{Limit: 4, Remaining: 2}},
+		{"LB.QUEUE behind 2", func() (client.Result, error) { return c.LBQueue(ctx, "lb", 4, 2, 500*ms, 1) },
+			client.Result{Limit: 4, Remaining: 1, ResetAfter: 500 * ms}},
 	}
 	for _, cl := range calls {
 		got, err := cl.do()

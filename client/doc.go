@@ -1,5 +1,7 @@
 // Package client is cellserver's client side for users' programs: typed
-// calls for CL.THROTTLE, TB.TAKE, SW.HIT, FW.INCR and the all-or-nothing
+// calls for CL.THROTTLE, TB.TAKE, SW.HIT, FW.INCR, LB.QUEUE (and Wait,
+// which sleeps until a queue's turn, as x/time/rate's Wait does but
+// across processes) and the all-or-nothing
 // ML.THROTTLE over any go-redis v9 redis.UniversalClient (a single node, a
 // ClusterClient, or Redis with redis-cell for CL.THROTTLE), net/http
 // middleware that answers 429 with Retry-After and the IETF RateLimit
@@ -30,7 +32,8 @@
 // from it while the refusal is known:
 //
 //   - until retry_after less one unit of the reply, since the server
-//     rounds retry_after up: 1 ms for TB.TAKE, SW.HIT and FW.INCR (the
+//     rounds retry_after up: 1 ms for TB.TAKE, SW.HIT, FW.INCR and
+//     LB.QUEUE (the
 //     client sends them MS, so their replies are in ms), 1 s for
 //     CL.THROTTLE, whose replies are whole seconds (a CL.THROTTLE refusal
 //     whose retry_after is 1 s or less is not kept at all: a GCRA limit
@@ -39,7 +42,10 @@
 //   - only while remaining cannot change: for FW.INCR always, for the
 //     other kinds when remaining is one below the cost (so always for a
 //     cost of 1); a cost above the limit (retry_after -1) is kept while the
-//     key is at rest, and for FW.INCR until its window ends;
+//     key is at rest, and for FW.INCR until its window ends; a Queue with
+//     MaxWait (or called through Wait or the middleware's MaxDelay, which
+//     send MAXWAIT) is never kept, since its refusal may be for the wait
+//     alone while places free;
 //   - a minute at most.
 //
 // The Result it answers has Source FromCache and is what the server would
@@ -63,7 +69,7 @@
 // AllowAll with several checks (ML.THROTTLE) names the first check that
 // refuses, so it is answered locally when one of its checks is known
 // refused and every check before it is known to pass: a refund or read of
-// TB.TAKE, SW.HIT or FW.INCR always does, and a refused ML.THROTTLE call's
+// TB.TAKE, SW.HIT, FW.INCR or LB.QUEUE always does, and a refused ML.THROTTLE call's
 // uncharged reads of its passing checks show what they allow (remaining
 // only grows until someone spends on the key; this Client forgets the key
 // when it does). The answer is Limited, with Refused naming that check,

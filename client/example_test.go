@@ -66,3 +66,29 @@ func ExampleClient_Middleware() {
 	// 200 "per-minute";q=2;w=60 "per-minute";r=0;t=60 []
 	// 429 "per-minute";q=2;w=60 "per-minute";r=0;t=60 [60]
 }
+
+// Wait paces work to a queue's rate: each caller gets its turn and sleeps
+// until it. Here no server listens, so the local fallback keeps the queue
+// (with a server, every process sharing the key shares one schedule), the
+// clock is fixed and the sleeps are only printed.
+func ExampleClient_Wait() {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	now := time.Unix(1_700_006_400, 0)
+	sleep := func(_ context.Context, d time.Duration) error { fmt.Println("sleep", d); return nil }
+	c, _ := client.New(rdb, client.Options{Now: func() time.Time { return now }, Sleep: sleep})
+	payments := client.NewLeakyQueue(3, 10, time.Second) // 3 places, one leaves every 100 ms
+	for range 4 {
+		if _, err := c.Wait(context.Background(), "payments", payments, 1); err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println("call the payment provider")
+	}
+	// Output:
+	// call the payment provider
+	// sleep 100ms
+	// call the payment provider
+	// sleep 200ms
+	// call the payment provider
+	// client: queue full: retry after 100ms
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,18 @@ type MiddlewareOptions struct {
 	// Error answers a request when the server replied an error (a
 	// WRONGTYPE key, a limit it rejects). Default: 500.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
+	// MaxDelay, when positive, lets the Queue limits among Limits
+	// (NewLeakyQueue) delay a request rather than refuse it: each gives
+	// the request a turn no further than MaxDelay away (LB.QUEUE with
+	// MAXWAIT, or the limit's own MaxWait if shorter), and the request
+	// waits for the latest of its turns (Options.Sleep) before it reaches
+	// the next handler. A turn further away is refused as any limit
+	// refuses. If the request's context ends while it waits (the client
+	// went away), its places are given back and nothing is written.
+	// Default 0: a Queue limit delays nothing; it admits a request only
+	// into an empty queue (MAXWAIT 0), a meter of one request per
+	// period/rate.
+	MaxDelay time.Duration
 }
 
 // RemoteIP returns the IP of the request's peer (r.RemoteAddr without its
@@ -112,6 +125,19 @@ func (c *Client) Middleware(opt MiddlewareOptions) (func(http.Handler) http.Hand
 		q, w := l.quota()
 		policies[i] = sfString(names[i]) + ";q=" + strconv.FormatInt(q, 10) + ";w=" + strconv.FormatInt(w, 10)
 	}
+	if opt.MaxDelay < 0 {
+		return nil, errors.New("client: negative MaxDelay")
+	}
+	// The Queue limits wait in milliseconds, bounded by MaxDelay.
+	limits := slices.Clone(opt.Limits)
+	for i := range limits {
+		if l := &limits[i]; l.Kind == Queue {
+			l.bounded = true
+			if l.MaxWait <= 0 || l.MaxWait > opt.MaxDelay {
+				l.MaxWait = opt.MaxDelay
+			}
+		}
+	}
 	policy := strings.Join(policies, ", ")
 
 	return func(next http.Handler) http.Handler {
@@ -121,9 +147,9 @@ func (c *Client) Middleware(opt MiddlewareOptions) (func(http.Handler) http.Hand
 			if opt.Cost != nil {
 				cost = opt.Cost(r)
 			}
-			checks := make([]Check, len(opt.Limits))
-			for i := range opt.Limits {
-				checks[i] = Check{Key: opt.Prefix + "{" + id + "}:" + names[i], Limit: opt.Limits[i], Cost: cost}
+			checks := make([]Check, len(limits))
+			for i := range limits {
+				checks[i] = Check{Key: opt.Prefix + "{" + id + "}:" + names[i], Limit: limits[i], Cost: cost}
 			}
 			d, err := c.AllowAll(r.Context(), checks...)
 			h := w.Header()
@@ -153,6 +179,22 @@ func (c *Client) Middleware(opt MiddlewareOptions) (func(http.Handler) http.Hand
 				h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(retry), 1), 10))
 				opt.Limited.ServeHTTP(w, r)
 				return
+			}
+			if opt.MaxDelay > 0 {
+				var delay time.Duration
+				for i := range checks {
+					if checks[i].Limit.Kind == Queue {
+						delay = max(delay, d.Results[i].ResetAfter)
+					}
+				}
+				if err := c.sleep(r.Context(), delay); err != nil {
+					for i := range checks {
+						if ch := &checks[i]; ch.Limit.Kind == Queue {
+							c.giveBack(r.Context(), ch.Key, ch.Limit, ch.Cost)
+						}
+					}
+					return
+				}
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -28,7 +28,7 @@ func TestEveryKindHasAClientKind(t *testing.T) {
 		}
 		return true
 	})
-	names := map[limiter.Kind]string{GCRA: "KindGCRA", TokenBucket: "KindTokenBucket", SlidingWindow: "KindSlidingWindow", FixedWindow: "KindFixedWindow"}
+	names := map[limiter.Kind]string{GCRA: "KindGCRA", TokenBucket: "KindTokenBucket", SlidingWindow: "KindSlidingWindow", FixedWindow: "KindFixedWindow", Queue: "KindLeakyQueue"}
 	for k := limiter.KindGCRA; k < limiter.NumKinds; k++ {
 		if !k.Base() {
 			continue

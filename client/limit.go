@@ -26,22 +26,25 @@ const (
 	SlidingWindow = limiter.KindSlidingWindow
 	// FixedWindow is FW.INCR.
 	FixedWindow = limiter.KindFixedWindow
+	// Queue is LB.QUEUE: the leaky bucket as a queue, which gives a
+	// request its turn rather than refusing it (see Client.Wait).
+	Queue = limiter.KindLeakyQueue
 )
 
 // Limit is one rate limit: an algorithm and its parameters, as its command
 // takes them, plus what to do when the server cannot answer. Build one
 // with NewGCRA, NewTokenBucket, NewSlidingWindow or NewFixedWindow and
-// change its fields as needed.
+// change its fields as needed (NewLeakyQueue for a Queue).
 type Limit struct {
 	// Name names the limit in the RateLimit-Policy header field, e.g.
 	// "per-second". Default: the kind's word in lower case.
 	Name string
 	Kind Kind
-	// Burst is GCRA's max_burst and TokenBucket's capacity; unused for the
-	// windows.
+	// Burst is GCRA's max_burst, TokenBucket's capacity and Queue's
+	// places; unused for the windows.
 	Burst int64
 	// Rate is what one Period allows: GCRA's count, TokenBucket's refill,
-	// the windows' limit.
+	// the windows' limit, the requests leaving a Queue.
 	Rate int64
 	// Period is GCRA's and TokenBucket's period, the windows' window. It
 	// is sent in milliseconds with MS to the kinds that take MS, so that
@@ -50,6 +53,16 @@ type Limit struct {
 	Period time.Duration
 	// Exact makes a SlidingWindow an exact sliding log (SW.HIT EXACT).
 	Exact bool
+	// MaxWait, when positive, is the longest wait for its turn a Queue
+	// request accepts (MAXWAIT): a turn further away is refused. It is
+	// sent in the reply's unit, rounded down (below one unit it admits
+	// only into an empty queue). Default 0: no bound (Wait bounds it by
+	// its context's deadline).
+	MaxWait time.Duration
+
+	// bounded, set by Wait and the middleware's MaxDelay, sends MAXWAIT
+	// even when MaxWait is 0.
+	bounded bool
 	// Failure says what happens when the server cannot answer. Default
 	// (the zero value): FailLocal.
 	Failure Failure
@@ -79,6 +92,12 @@ func NewFixedWindow(limit int64, window time.Duration) Limit {
 	return Limit{Kind: FixedWindow, Rate: limit, Period: window}
 }
 
+// NewLeakyQueue returns an LB.QUEUE limit: a queue of capacity places
+// from which rate requests leave per period, one every period/rate.
+func NewLeakyQueue(capacity, rate int64, period time.Duration) Limit {
+	return Limit{Kind: Queue, Burst: capacity, Rate: rate, Period: period}
+}
+
 // CLThrottle calls CL.THROTTLE key maxBurst count period quantity; period
 // must be whole seconds.
 func (c *Client) CLThrottle(ctx context.Context, key string, maxBurst, count int64, period time.Duration, quantity int64) (Result, error) {
@@ -103,6 +122,13 @@ func (c *Client) SWHit(ctx context.Context, key string, limit int64, window time
 // whole seconds).
 func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window time.Duration, cost int64) (Result, error) {
 	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
+}
+
+// LBQueue calls LB.QUEUE key capacity rate period cost MS: it takes a
+// turn without waiting for it,
+// ResetAfter being the wait (Wait sleeps it).
+func (c *Client) LBQueue(ctx context.Context, key string, capacity, rate int64, period time.Duration, cost int64) (Result, error) {
+	return c.Allow(ctx, key, NewLeakyQueue(capacity, rate, period), cost)
 }
 
 // Errors in a Limit, returned before anything is sent.
@@ -149,8 +175,8 @@ func (l *Limit) period() (int64, error) {
 
 // parts returns the limit's arguments after the key, as its command
 // takes them (its row of limiter.Kinds): the integers (Burst when the kind
-// takes three, then Rate, the period and the cost), then the words EXACT
-// and MS where they apply.
+// takes three, then Rate, the period and the cost), then the words EXACT,
+// MS and MAXWAIT with its value where they apply.
 func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
 	p, err := l.period()
 	if err != nil {
@@ -166,6 +192,9 @@ func (l *Limit) parts(cost int64) (ints []int64, flags []string, err error) {
 	}
 	if l.millis() {
 		flags = append(flags, "MS")
+	}
+	if (l.MaxWait > 0 || l.bounded) && spec.Options&limiter.OptMaxWait != 0 {
+		flags = append(flags, "MAXWAIT", strconv.FormatInt(int64(l.MaxWait/l.unit()), 10))
 	}
 	return ints, flags, nil
 }
@@ -235,7 +264,8 @@ type Result struct {
 	// never will (a cost above the limit).
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key is back to its idle state
-	// (full, or empty of hits).
+	// (full, or empty of hits). For a Queue it is the wait before the
+	// request's turn (0 when the queue was empty), as LB.QUEUE replies it.
 	ResetAfter time.Duration
 	// Source says who answered: the server, the local fallback, or the
 	// failure policy.

@@ -82,3 +82,31 @@ func TestBreaker(t *testing.T) {
 		t.Fatalf("events %v, want %v", got, want)
 	}
 }
+
+// TestLocalQueue: the local fallback keeps a Queue as the server does
+// (the same limiter.Apply): turns 100 ms apart, refused once full, a
+// MaxWait honoured.
+func TestLocalQueue(t *testing.T) {
+	s := newLocal(10)
+	q := NewLeakyQueue(3, 10, time.Second)
+	var waits []time.Duration
+	for range 3 {
+		res, first, err := s.apply([]check{{"q", &q, 1}}, now0)
+		if err != nil || first != 0 {
+			t.Fatalf("%+v, %d, %v", res, first, err)
+		}
+		waits = append(waits, res[0].ResetAfter)
+	}
+	if want := []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}; !reflect.DeepEqual(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	res, first, err := s.apply([]check{{"q", &q, 1}}, now0)
+	if want := (Result{Limited: true, Limit: 3, RetryAfter: 100 * time.Millisecond, ResetAfter: 300 * time.Millisecond, Source: FromLocal}); err != nil || first != 1 || res[0] != want {
+		t.Fatalf("full: %+v, %d, %v", res, first, err)
+	}
+	q.MaxWait = 150 * time.Millisecond
+	res, _, err = s.apply([]check{{"q", &q, 1}}, now0+int64(200*time.Millisecond))
+	if err != nil || res[0].Limited || res[0].ResetAfter != 100*time.Millisecond {
+		t.Fatalf("200 ms later, MaxWait 150 ms: %+v, %v", res, err)
+	}
+}

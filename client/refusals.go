@@ -54,7 +54,16 @@ var refusalRules = [limiter.NumKinds]*refusalRule{
 	limiter.KindTokenBucket:   {round: roundUp, maxCost: 1<<63 - 1},
 	limiter.KindSlidingWindow: {round: roundUp, maxCost: 1<<63 - 1},
 	limiter.KindFixedWindow:   {round: roundUp, fixed: true, maxCost: 1<<63 - 1},
+	// A queue's refusal for want of places, like a bucket's; one for its
+	// wait beyond MAXWAIT is not kept (waitBounded).
+	limiter.KindLeakyQueue: {round: roundUp, maxCost: 1<<63 - 1},
 }
+
+// waitBounded reports whether l is a Queue whose calls carry MAXWAIT: a
+// refusal of it may be for the wait alone, while places free before it
+// passes (remaining rises before retry_after), and free places do not
+// mean it passes; the cache keeps nothing of such a limit.
+func waitBounded(l *Limit) bool { return l.Kind == Queue && (l.MaxWait > 0 || l.bounded) }
 
 // roundUp rounds d up to a whole unit, as TB.TAKE, SW.HIT and FW.INCR
 // round their times.
@@ -183,7 +192,7 @@ func (rc *refusals) lookup(ch *Check, now int64) (Result, bool) {
 // key showed, no one of this Client having spent on it since.
 func (rc *refusals) passes(ch *Check, now int64) bool {
 	if ch.Cost <= 0 && ch.Limit.Kind != GCRA {
-		return true // TB.TAKE, SW.HIT and FW.INCR always allow a refund or a read
+		return true // TB.TAKE, SW.HIT, FW.INCR and LB.QUEUE always allow a refund or a read
 	}
 	sh := rc.shard(ch.Key)
 	sh.mu.RLock()
@@ -337,7 +346,7 @@ func (rc *refusals) storePass(ch *Check, remaining int64, gen uint64, now int64)
 	if ch.Limit.Kind == GCRA {
 		remaining--
 	}
-	if remaining < 0 || int(ch.Limit.Kind) >= len(refusalRules) || refusalRules[ch.Limit.Kind] == nil {
+	if remaining < 0 || int(ch.Limit.Kind) >= len(refusalRules) || refusalRules[ch.Limit.Kind] == nil || waitBounded(&ch.Limit) {
 		return
 	}
 	e := &refusal{limit: asSent(ch.Limit), passUpTo: remaining, passAt: max(now, 1)}
@@ -375,9 +384,10 @@ func knownFor(rule *refusalRule, ch *Check, res *Result) time.Duration {
 	case res.RetryAfter < 0 && rule.fixed && res.ResetAfter > 0:
 		known = res.ResetAfter - unit
 	}
-	if ch.Limit.Kind == GCRA && ch.Cost >= 1_000_000 {
-		// remaining is cut to microseconds of T: for a huge quantity it
-		// may reach the cost a little before the request passes.
+	if ch.Limit.Kind == GCRA && ch.Cost >= 1_000_000 || waitBounded(&ch.Limit) {
+		// GCRA's remaining is cut to microseconds of T: for a huge
+		// quantity it may reach the cost a little before the request
+		// passes; a queue's may rise while its wait is still too long.
 		return 0
 	}
 	return min(known, refusalMaxAge)

@@ -18,6 +18,8 @@ import (
 var cacheLimits = func() []client.Limit {
 	exact := client.NewSlidingWindow(4, 1500*time.Millisecond)
 	exact.Exact = true
+	bounded := client.NewLeakyQueue(5, 4, time.Second) // refused for its wait beyond 600 ms too
+	bounded.MaxWait = 600 * time.Millisecond
 	return []client.Limit{
 		client.NewGCRA(4, 5, 10*time.Second), // T 2 s, τ 10 s
 		client.NewGCRA(2, 1, time.Second),    // T 1 s, τ 3 s
@@ -30,6 +32,9 @@ var cacheLimits = func() []client.Limit {
 		exact,
 		client.NewFixedWindow(5, time.Second),
 		client.NewFixedWindow(3, 2500*time.Millisecond),
+		client.NewLeakyQueue(4, 3, time.Second), // one leaves every 333.3 ms
+		client.NewLeakyQueue(3, 2, 1500*time.Millisecond),
+		bounded,
 	}
 }()
 

@@ -13,6 +13,13 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(waitWorkerEnv); spec != "" { // a worker of TestWaitPaces
+		if err := waitWorker(spec); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if _, err := testkit.BuildErr(testkit.Cellserver); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

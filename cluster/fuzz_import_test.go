@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,30 +41,42 @@ func importNode(t testing.TB) *Node {
 	return n
 }
 
-// importSeeds are payloads of each kind's records, as hand-offs carry
-// them: one slot, two slots, a slot with no record.
-func importSeeds(t testing.TB) [][]byte {
+// seedReqs are one request of each kind, the keys of the seeds' slot
+// "{k}" being "{k}0", "{k}1"… in this order.
+var seedReqs = []*limiter.Request{
+	limiter.GCRAParams{Interval: 6e9, Tolerance: 36e9, Limit: 6, Increment: 6e9}.Request(),
+	limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 60, Cost: 2}.Request(),
+	limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1}.Request(),
+	limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1, Exact: true}.Request(),
+	limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 3}.Request(),
+	// T = 1/3 s: the state keeps a fraction of a ns (Rem 2).
+	limiter.LeakyQueueRequest{Capacity: 5, Rate: 3, Period: 1, Cost: 2}.Request(),
+}
+
+// seedEngine returns an engine holding a key of each of seedReqs in the
+// slot of "{k}", and one more key, "other", in another slot.
+func seedEngine(t testing.TB) *engine.View {
 	eng, err := engine.New(engine.Config{Shards: 4, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer eng.Close()
+	t.Cleanup(func() { _ = eng.Close() })
 	v := eng.NewView()
-	reqs := []*limiter.Request{
-		limiter.GCRAParams{Interval: 6e9, Tolerance: 36e9, Limit: 6, Increment: 6e9}.Request(),
-		limiter.TokenBucketRequest{Capacity: 5, Refill: 1, Period: 60, Cost: 2}.Request(),
-		limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1}.Request(),
-		limiter.SlidingWindowRequest{Limit: 5, Window: 60, Cost: 1, Exact: true}.Request(),
-		limiter.FixedWindowRequest{Limit: 5, Window: 60, Cost: 3}.Request(),
-	}
-	for i, r := range reqs {
+	for i, r := range seedReqs {
 		if _, err := v.Apply([]byte("{k}"+strconv.Itoa(i)), r, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := v.Apply([]byte("other"), reqs[0], nil); err != nil {
+	if _, err := v.Apply([]byte("other"), seedReqs[0], nil); err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+// importSeeds are payloads of each kind's records, as hand-offs carry
+// them: one slot, two slots, a slot with no record.
+func importSeeds(t testing.TB) [][]byte {
+	v := seedEngine(t)
 	ks, os := engine.Slot([]byte("{k}")), engine.Slot([]byte("other"))
 	one := appendSlot(nil, ks, v.ExportSlot(ks))
 	two := appendSlot(appendSlot(nil, ks, v.ExportSlot(ks)), os, v.ExportSlot(os))
@@ -113,8 +127,22 @@ func TestImportSeeds(t *testing.T) {
 			t.Errorf("%s: slot %d in state %d, want %d", c.flag, c.slot, st, c.state)
 		}
 	}
-	if got := n.eng.NewView().DBSize(); got != 6 {
-		t.Errorf("%d keys imported, want 6", got)
+	if got, want := n.eng.NewView().DBSize(), int64(len(seedReqs)+1); got != want {
+		t.Errorf("%d keys imported, want %d", got, want)
+	}
+	// Every kind's key arrives whole: its kind, expiry and state words.
+	ks := engine.Slot([]byte("{k}"))
+	got, want := n.eng.NewView().ExportSlot(ks), seedEngine(t).ExportSlot(ks)
+	for _, rs := range [][]engine.Record{got, want} {
+		sort.Slice(rs, func(i, j int) bool { return string(rs[i].Key) < string(rs[j].Key) })
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("imported %+v, want %+v", got, want)
+	}
+	for i, r := range seedReqs {
+		if k := n.eng.NewView().Type([]byte("{k}"+strconv.Itoa(i)), nil); k != r.Kind {
+			t.Errorf("{k}%d: %v after the import, want %v", i, k, r.Kind)
+		}
 	}
 }
 

@@ -90,6 +90,19 @@ func TestClockJumps(t *testing.T) {
 			{-25 * h, [5]int64{0, 5, 3, -1, 180060}, 180_060_000},
 			{0, [5]int64{0, 5, 2, -1, 90060}, 90_060_000},
 		}},
+		// A queue of 5 places, 5 leaving per 60 s (T = 12 s); the fifth
+		// integer is the wait for the request's turn.
+		{"LB.QUEUE", []string{"LB.QUEUE", "k", "5", "5", "60"}, []step{
+			{0, [5]int64{0, 5, 1, -1, 36}, 48_000},
+			// The queue empties 1 h + 48 s away: full; a place frees at t0.
+			{-h, [5]int64{1, 5, 0, 3600, 3648}, 3_648_000},
+			{-3 * h, [5]int64{1, 5, 0, 10800, 10848}, 10_848_000},
+			// 18 s of work left (2 places): its turn in 18 s.
+			{30 * s, [5]int64{0, 5, 2, -1, 18}, 30_000},
+			{25 * h, [5]int64{0, 5, 4, -1, 0}, 12_000},
+			{-25 * h, [5]int64{1, 5, 0, 179964, 180012}, 180_012_000},
+			{0, [5]int64{1, 5, 0, 89964, 90012}, 90_012_000},
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -24,6 +24,11 @@ func TestCommandIntrospection(t *testing.T) {
 			t.Fatalf("COMMAND DOCS lacks %q: %q", part, docs)
 		}
 	}
+	// An option that takes a value: an integer argument with its token.
+	docs = h.do("COMMAND", "DOCS", "lb.queue")
+	if part := "$4\r\nname\r\n$7\r\nmaxwait\r\n$4\r\ntype\r\n$7\r\ninteger\r\n$5\r\ntoken\r\n$7\r\nMAXWAIT\r\n"; !strings.Contains(docs, part) {
+		t.Fatalf("COMMAND DOCS lb.queue lacks %q: %q", part, docs)
+	}
 }
 
 // A command whose reply grows with its request is bounded: COMMAND DOCS

@@ -42,11 +42,12 @@ func limiterArgs(spec *limiter.KindSpec) []Arg {
 		args = append(args, Arg{Name: p, Type: "integer"})
 	}
 	args = append(args, Arg{Name: spec.Cost, Type: "integer", Optional: true})
-	if spec.Options&limiter.OptExact != 0 {
-		args = append(args, Arg{Name: "exact", Type: "pure-token", Token: "EXACT", Optional: true})
-	}
-	if spec.Options&limiter.OptMS != 0 {
-		args = append(args, Arg{Name: "ms", Type: "pure-token", Token: "MS", Optional: true})
+	for _, o := range spec.OptionList() {
+		if v := o.Value(); v != "" {
+			args = append(args, Arg{Name: v, Type: "integer", Token: o.Word(), Optional: true})
+		} else {
+			args = append(args, Arg{Name: strings.ToLower(o.Word()), Type: "pure-token", Token: o.Word(), Optional: true})
+		}
 	}
 	return args
 }
@@ -96,6 +97,9 @@ var errorTexts = []struct {
 	{limiter.ErrCapacityRange, [2]string{errRange("capacity"), ""}},
 	{limiter.ErrWindowRange, [2]string{errRange("window"), ""}},
 	{limiter.ErrExactLimit, [2]string{errExactLimit, ""}},
+	{limiter.ErrRateNotPositive, [2]string{errPositive("rate"), ""}},
+	{limiter.ErrMaxWaitNegative, [2]string{errMaxWaitNegative, ""}},
+	{limiter.ErrMaxWaitRange, [2]string{errRange("maxwait"), ""}},
 	{engine.ErrDuplicateKey, [2]string{errMLDupKey, ""}},
 	{engine.ErrOOM, [2]string{errOOM, errOOM}},
 	{engine.ErrShardFull, [2]string{errShardFull, errCellPrefix + errShardFull[len("ERR "):]}},
@@ -130,7 +134,7 @@ func errorText(err error, cell bool) string {
 
 // ML.THROTTLE numlimits kind key args… [kind key args… …] applies several
 // limits all or nothing (engine.View.ApplyAll). Each limit is a kind's
-// ML.THROTTLE word (its row of limiter.Kinds: CL, TB, SW, FW) followed by
+// ML.THROTTLE word (its row of limiter.Kinds: CL, TB, SW, FW, LB) followed by
 // the arguments of that kind's own command, parsed by the same
 // limiter.Parse. The reply is an array: the 1-based index of the first
 // limit that refused (0 when all allowed), then one five-integer array

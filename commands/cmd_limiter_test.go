@@ -134,6 +134,8 @@ func TestLimiterCommandsDoNotAllocate(t *testing.T) {
 		{"SW.HIT", []string{"SW.HIT", "user:000000000004", "30", "60"}, 2e9},
 		{"SW.HIT EXACT", []string{"SW.HIT", "user:000000000005", "100", "1", "EXACT"}, 20e6},
 		{"FW.INCR", []string{"FW.INCR", "user:000000000006", "30", "60"}, 2e9},
+		{"LB.QUEUE admitted", []string{"LB.QUEUE", "user:000000000007", "100", "10", "1000", "MS", "MAXWAIT", "5000"}, 100e6},
+		{"LB.QUEUE refused", []string{"LB.QUEUE", "user:000000000008", "5", "1", "60", "MAXWAIT", "1"}, 1e6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -284,9 +286,12 @@ func TestLimiterTop(t *testing.T) {
 		h.do("FW.INCR", "b\r\nc", "1", "60") // allowed once, then limited twice
 	}
 	h.do("TB.TAKE", "ok", "10", "1", "1") // allowed: not listed
-	want := "*2\r\n" +
+	h.do("LB.QUEUE", "q", "1", "1", "60") // admitted once, then refused once
+	h.do("LB.QUEUE", "q", "1", "1", "60")
+	want := "*3\r\n" +
 		"*3\r\n$1\r\na\r\n:3\r\n$6\r\nstring\r\n" +
-		"*3\r\n$4\r\nb\r\nc\r\n:2\r\n$11\r\nfixedwindow\r\n"
+		"*3\r\n$4\r\nb\r\nc\r\n:2\r\n$11\r\nfixedwindow\r\n" +
+		"*3\r\n$1\r\nq\r\n:1\r\n$10\r\nleakyqueue\r\n"
 	if got := h.do("LIMITER.TOP"); got != want {
 		t.Fatalf("LIMITER.TOP: %q, want %q", got, want)
 	}
@@ -307,7 +312,7 @@ func TestLimiterTop(t *testing.T) {
 	}
 	info := h.do("INFO", "limiter")
 	for _, line := range []string{
-		"top_limited_keys:2\r\n",
+		"top_limited_keys:3\r\n",
 		`top_limited_0:key="a",count=3,type=string` + "\r\n",
 		`top_limited_1:key="b\r\nc",count=2,type=fixedwindow` + "\r\n",
 	} {

@@ -25,16 +25,17 @@ const (
 	errCellPeriodRng  = "Cell error: Store error: period is out of range"
 	errCellQtyRange   = "Cell error: Store error: quantity is out of range"
 
-	errWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
-	errNotInteger    = "ERR value is not an integer or out of range"
-	errSyntax        = "ERR syntax error"
-	errExactLimit    = "ERR limit above 100000 is not supported with EXACT"
-	errInvalidCursor = "ERR invalid cursor"
-	errDBIndex       = "ERR DB index is out of range"
-	errClockRange    = "ERR clock value is out of range"
-	errSlowlogCount  = "ERR count should be greater than or equal to -1"
-	errNoConfigFile  = "ERR The server is running without a config file"
-	errDebugClock    = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
+	errWrongType       = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errNotInteger      = "ERR value is not an integer or out of range"
+	errSyntax          = "ERR syntax error"
+	errExactLimit      = "ERR limit above 100000 is not supported with EXACT"
+	errMaxWaitNegative = "ERR maxwait must not be negative"
+	errInvalidCursor   = "ERR invalid cursor"
+	errDBIndex         = "ERR DB index is out of range"
+	errClockRange      = "ERR clock value is out of range"
+	errSlowlogCount    = "ERR count should be greater than or equal to -1"
+	errNoConfigFile    = "ERR The server is running without a config file"
+	errDebugClock      = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
 	// not serve (enable-debug-command local, a remote client).
 	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
@@ -126,6 +127,8 @@ func errSyntaxHint(ae *limiter.ArgError) string {
 		why = strings.ToUpper(ae.Arg) + " is given twice"
 	case limiter.ExtraInteger:
 		why = "one integer too many ('" + clip([]byte(ae.Arg), 128) + "')"
+	case limiter.MissingValue:
+		why = strings.ToUpper(ae.Arg) + " needs a value"
 	default:
 		why = "'" + clip([]byte(ae.Arg), 128) + "' is not an option of " + name
 	}

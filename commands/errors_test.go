@@ -32,12 +32,22 @@ func TestSyntaxHints(t *testing.T) {
 		if got := h.do(append(call, "1", "FOO")...); got != errReply(errSyntax+": 'FOO' is not an option of "+strings.ToUpper(spec.Command)+usage) {
 			t.Errorf("%s 1 FOO: %q", spec.Command, got)
 		}
-		for _, o := range spec.OptionWords() {
-			want := errSyntax + ": options (" + strings.Join(spec.OptionWords(), ", ") + ") come after the " + spec.Cost + usage
-			if got := h.do(append(call, o, "5")...); got != errReply(want) {
-				t.Errorf("%s %s 5: %q", spec.Command, o, got)
+		for _, opt := range spec.OptionList() {
+			o := opt.Word()
+			given := []string{o} // the option as given, with its value if it takes one
+			if opt.Value() != "" {
+				given = append(given, "5")
+				if got := h.do(append(call, o)...); got != errReply(errSyntax+": "+o+" needs a value"+usage) {
+					t.Errorf("%s %s: %q", spec.Command, o, got)
+				}
 			}
-			if got := h.do(append(call, o, strings.ToLower(o))...); got != errReply(errSyntax+": "+o+" is given twice"+usage) {
+			want := errSyntax + ": options (" + strings.Join(spec.OptionWords(), ", ") + ") come after the " + spec.Cost + usage
+			if got := h.do(append(append(call, given...), "5")...); got != errReply(want) {
+				t.Errorf("%s %s 5: %q", spec.Command, given, got)
+			}
+			twice := append(append(append([]string{}, call...), given...), strings.ToLower(o))
+			twice = append(twice, given[1:]...)
+			if got := h.do(twice...); got != errReply(errSyntax+": "+o+" is given twice"+usage) {
 				t.Errorf("%s %s twice: %q", spec.Command, o, got)
 			}
 		}

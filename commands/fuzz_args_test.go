@@ -20,6 +20,7 @@ var argCommands = []struct {
 	{"SW.HIT", []string{"SW.HIT", "k", "5", "60"}, []string{"TB.TAKE", "k", "5", "1", "60"}},
 	{"SW.HIT", []string{"SW.HIT", "k", "5", "60", "EXACT"}, []string{"SW.HIT", "k", "5", "60"}},
 	{"FW.INCR", []string{"FW.INCR", "k", "5", "60"}, []string{"SW.HIT", "k", "5", "60", "EXACT"}},
+	{"LB.QUEUE", []string{"LB.QUEUE", "k", "5", "1", "60"}, []string{"TB.TAKE", "k", "5", "1", "60"}},
 }
 
 // stateRangeErrors are the errors that may depend on the stored state
@@ -54,14 +55,15 @@ func argErrors(cmd string, words []string) map[string]bool {
 			continue
 		}
 		for _, w := range words {
-			for r := limiter.NotAnOption; r <= limiter.ExtraInteger; r++ {
+			for r := limiter.NotAnOption; r <= limiter.MissingValue; r++ {
 				ok[errSyntaxHint(&limiter.ArgError{Err: limiter.ErrSyntax, Arg: strings.NewReplacer("\r", " ", "\n", " ").Replace(w), Kind: k, Reason: r})] = true
 			}
 		}
 	}
 	for _, e := range []string{errNotInteger, errExactLimit,
 		errPositive("capacity"), errPositive("refill"), errPositive("period"), errPositive("limit"), errPositive("window"),
-		errRange("period"), errRange("window"), errRange("capacity")} {
+		errRange("period"), errRange("window"), errRange("capacity"),
+		errPositive("rate"), errMaxWaitNegative, errRange("maxwait")} {
 		ok[e] = true
 	}
 	return ok
@@ -93,6 +95,8 @@ func FuzzLimiterArgs(f *testing.F) {
 		{2, 0, "30 60"}, {2, 1, "30 60 2 exact"}, {2, 2, "100001 1 EXACT"}, {2, 0, "5 60 MS EXACT 1"},
 		{3, 1, "30 60 EXACT ms"}, {3, 2, "5 60"}, {3, 0, "5 9223372036854775807 MS"},
 		{4, 0, "30 60"}, {4, 1, "5 60 -7"}, {4, 2, "5 60 6"}, {4, 0, "+5 -0 1"}, {4, 0, ""},
+		{5, 0, "16 30 60"}, {5, 1, "16 30 60 MS MAXWAIT 100"}, {5, 2, "5 1 1 maxwait"}, {5, 0, "1 1 1 MAXWAIT -1"},
+		{5, 3, "3 3 1 1 MAXWAIT 0"}, {5, 1, "5 1 60 -9"}, {5, 0, "1 1 9223372036 MAXWAIT 9223372037"},
 	} {
 		f.Add(s.cmd, s.pre, s.args)
 	}

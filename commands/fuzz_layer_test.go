@@ -80,6 +80,9 @@ func decodeOp(r *byteReader, now int64) layerOp {
 		case op <= 8: // SW.HIT key limit window
 			o = layerOp{kind: limiter.KindSlidingWindow, limit: int64(1 + r.next()%10)}
 			o.words = []string{"SW.HIT", key, itoa(o.limit), itoa(pick(r, times))}
+		case op == 10: // LB.QUEUE key capacity rate period
+			o = layerOp{kind: limiter.KindLeakyQueue, limit: int64(1 + r.next()%10)}
+			o.words = []string{"LB.QUEUE", key, itoa(o.limit), itoa(int64(1 + r.next()%5)), itoa(pick(r, times))}
 		default: // FW.INCR key limit window
 			o = layerOp{kind: limiter.KindFixedWindow, limit: int64(1 + r.next()%10)}
 			o.words = []string{"FW.INCR", key, itoa(o.limit), itoa(pick(r, times))}
@@ -122,7 +125,7 @@ func decodeOp(r *byteReader, now int64) layerOp {
 }
 
 // FuzzCommandLayer decodes its input into a sequence of commands — the
-// four limiters with small random parameters on a few keys, DEL, GET,
+// limiters with small random parameters on a few keys, DEL, GET,
 // TYPE, PTTL, TTL, MULTI/EXEC/DISCARD, and DEBUG CLOCK moving the clock
 // forward and back by up to a day, or to near either end of its 64-bit
 // range — and runs them on one client of one in-process table. After every
@@ -140,11 +143,12 @@ func decodeOp(r *byteReader, now int64) layerOp {
 //     written then keep instants near it: docs/commands.md 3.1), the
 //     command's documented range error is allowed too, and changes nothing
 //     either;
-//   - a limited request, and a cost-0 read of TB.TAKE, SW.HIT and FW.INCR,
+//   - a limited request, and a cost-0 read of TB.TAKE, SW.HIT, FW.INCR and LB.QUEUE,
 //     change nothing about the key (its whole stored state and expiry);
-//   - after an allowed TB.TAKE, SW.HIT (counter) or FW.INCR, the key exists
-//     exactly when remaining < limit, and exactly when reset_after > 0 (a
-//     key at rest is no key);
+//   - after an allowed TB.TAKE, SW.HIT (counter), FW.INCR or LB.QUEUE, the
+//     key exists exactly when remaining < limit, and (but LB.QUEUE, whose
+//     fifth integer is the wait) exactly when reset_after > 0 (a key at
+//     rest is no key);
 //   - TTL and PTTL are never negative but for -2 (no key), and TYPE names
 //     the kind of the key that exists;
 //   - inside MULTI every command answers QUEUED, and EXEC's array holds one
@@ -218,7 +222,7 @@ func FuzzCommandLayer(f *testing.F) {
 				}
 				exists := after != ""
 				if res[0] == 0 && o.cost != 0 && o.kind != limiter.KindGCRA && o.kind != limiter.KindSlidingLog &&
-					(exists != (res[2] < res[1]) || exists != (res[4] > 0)) {
+					(exists != (res[2] < res[1]) || o.kind != limiter.KindLeakyQueue && exists != (res[4] > 0)) {
 					t.Fatalf("%q replied %v but the key exists: %v (%s)", o.words, res, exists, after)
 				}
 				if o.kind == limiter.KindGCRA {
@@ -251,7 +255,7 @@ func rangeError(o layerOp, e string) bool {
 	switch o.kind {
 	case limiter.KindGCRA:
 		return e == errCellQtyRange
-	case limiter.KindTokenBucket:
+	case limiter.KindTokenBucket, limiter.KindLeakyQueue:
 		return e == errRange("period")
 	}
 	return e == errRange("window")

@@ -56,6 +56,7 @@ func FuzzMLThrottle(f *testing.F) {
 	}{
 		{0, "1 FW a 5 60"}, {1, "2 FW a 5 60 TB b 5 1 60"}, {2, "2 TB b 2 2 1 FW a 3 60"},
 		{3, "4 CL a 4 5 10 2 TB b 10 1 500 3 MS SW c 5 10 2 EXACT ms FW d 5 10 ms"},
+		{1, "2 LB a 5 1 60 MAXWAIT 30 FW b 5 60"}, {2, "2 LB a 2 1 1 2 MS maxwait 0 TB b 1 1 1"},
 		{1, "2 FW a 5 60 FW a 5 60"}, {2, "2 FW a 5 60 SW b 5 60"}, {0, "1 XX a 5 60"},
 		{0, "2 FW a 5 60 TB b 1 1"}, {0, "3 FW a 1 60"}, {0, "0 FW a 5 60"}, {0, "-1 FW a 5 60"},
 		{0, "1001 FW a 5 60"}, {0, "1 CL a 5 60 1 MS"}, {0, "1 FW a 5 60 EXACT"}, {0, "1 SW a 0 60"},

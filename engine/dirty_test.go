@@ -497,3 +497,27 @@ func BenchmarkTakeDirtyWait(b *testing.B) {
 		})
 	}
 }
+
+// TestTrackedQueueDoesNotAllocate: LB.QUEUE, admitted and refused, with
+// tracking, allocates nothing per call either.
+func TestTrackedQueueDoesNotAllocate(t *testing.T) {
+	e, clock := newTrackingEngine(t, 1)
+	admitted := limiter.LeakyQueueRequest{Capacity: 100, Rate: 10, Period: 1, Cost: 1}.Request()
+	refused := limiter.LeakyQueueRequest{Capacity: 1, Rate: 1, Period: 60, Cost: 1}.Request()
+	for _, c := range []struct {
+		key  []byte
+		r    *limiter.Request
+		step int64
+	}{{[]byte("user:000000000001"), admitted, 1e8}, {[]byte("user:000000000002"), refused, 1e6}} {
+		call := func() {
+			clock.Advance(c.step)
+			if _, err := e.Apply(c.key, c.r, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		call()
+		if n := testing.AllocsPerRun(100, call); n != 0 {
+			t.Fatalf("LB.QUEUE allocates %v times per call with tracking", n)
+		}
+	}
+}

@@ -2,7 +2,8 @@
 // (state, now, request) → (state, outcome): CL.THROTTLE's GCRA exactly as
 // redis-cell computes it (gcra.go), the token bucket (tokenbucket.go), the
 // sliding window as two counters (slidingwindow.go) or an exact log
-// (slidinglog.go), and the fixed window (fixedwindow.go). Every algorithm
+// (slidinglog.go), the fixed window (fixedwindow.go), and the leaky bucket
+// as a queue, which schedules rather than refuses (leakyqueue.go). Every algorithm
 // answers the same five-integer Result and says what to do with the key's
 // state through an Outcome.
 //

@@ -23,6 +23,9 @@ var (
 	ErrCapacityRange       = errors.New("limiter: capacity out of range")
 	ErrWindowRange         = errors.New("limiter: window out of range")
 	ErrExactLimit          = errors.New("limiter: limit above 100000 with EXACT")
+	ErrRateNotPositive     = errors.New("limiter: rate must be positive")
+	ErrMaxWaitNegative     = errors.New("limiter: maxwait must not be negative")
+	ErrMaxWaitRange        = errors.New("limiter: maxwait out of range")
 )
 
 // Errors in a call's words (Parse).
@@ -58,6 +61,8 @@ const (
 	CostAfterOption
 	// ExtraInteger: an integer after the cost, with no option before it.
 	ExtraInteger
+	// MissingValue: an option that takes a value (MAXWAIT) ends the call.
+	MissingValue
 )
 
 func (e *ArgError) Error() string { return e.Err.Error() + ": " + e.Arg }

@@ -20,13 +20,15 @@ const (
 	KindSlidingWindow      // SW.HIT (two counters)
 	KindSlidingLog         // SW.HIT EXACT
 	KindFixedWindow        // FW.INCR
+	KindLeakyQueue         // LB.QUEUE
 
 	// NumKinds is one more than the last kind: arrays indexed by Kind
 	// have NumKinds elements.
 	NumKinds = iota
 )
 
-// Option is a word a kind's command takes after its integers.
+// Option is a word a kind's command takes after its integers (and, for
+// one that takes a value, such as MAXWAIT, the integer after it).
 type Option uint8
 
 const (
@@ -36,7 +38,62 @@ const (
 	// OptExact: the exact sliding log rather than two counters (the kind
 	// its Exact row names).
 	OptExact
+	// OptMaxWait: MAXWAIT and the integer after it, the longest wait for
+	// its turn a request accepts (in the period's unit).
+	OptMaxWait
 )
+
+// options lists every Option: its word, in the order COMMAND DOCS and the
+// usage lines list them, and the name of the integer that follows it,
+// for an option that takes one (Parse reads it generically; the kind's
+// case in Parse takes it from the values it collected).
+var options = [...]struct {
+	opt   Option
+	word  string // lower case
+	value string // "": the option takes no value
+}{
+	{OptExact, "exact", ""},
+	{OptMS, "ms", ""},
+	{OptMaxWait, "maxwait", "maxwait"},
+}
+
+// valued is the Options that take a value, from options.
+var valued = func() (v Option) {
+	for _, o := range options {
+		if o.value != "" {
+			v |= o.opt
+		}
+	}
+	return v
+}()
+
+// optionIndex returns o's index in options (o is one Option).
+func optionIndex(o Option) int {
+	for i := range options {
+		if options[i].opt == o {
+			return i
+		}
+	}
+	return 0
+}
+
+// Value returns the name of the integer that follows the option o ("" for
+// an option that takes none).
+func (o Option) Value() string { return options[optionIndex(o)].value }
+
+// Word returns the option o's word, in upper case ("MS").
+func (o Option) Word() string { return strings.ToUpper(options[optionIndex(o)].word) }
+
+// OptionList returns s's options, in the order COMMAND DOCS lists them.
+func (s *KindSpec) OptionList() []Option {
+	var out []Option
+	for _, o := range options {
+		if s.Options&o.opt != 0 {
+			out = append(out, o.opt)
+		}
+	}
+	return out
+}
 
 // KindSpec is one row of Kinds: everything about a kind but its algorithm.
 type KindSpec struct {
@@ -114,24 +171,29 @@ var Kinds = [NumKinds]KindSpec{
 		Summary:    "Fixed window: at most limit hits per aligned window.",
 		Complexity: "O(1)",
 	},
+	KindLeakyQueue: {
+		Command: "lb.queue", Word: "lb",
+		Params: []string{"capacity", "rate", "period"}, Cost: "cost", Options: OptMS | OptMaxWait,
+		TypeName: "leakyqueue", InfoName: "lb_queue", Words: 2,
+		Summary:    "Leaky bucket as a queue: admits a request into a queue of capacity places draining rate per period, and answers the wait before its turn.",
+		Complexity: "O(1)",
+	},
 }
 
 // OptionWords returns the options of s in upper case, in the order
-// COMMAND DOCS lists them (EXACT, then MS).
+// COMMAND DOCS lists them (EXACT, MS, MAXWAIT).
 func (s *KindSpec) OptionWords() []string {
 	var out []string
-	if s.Options&OptExact != 0 {
-		out = append(out, "EXACT")
-	}
-	if s.Options&OptMS != 0 {
-		out = append(out, "MS")
+	for _, o := range s.OptionList() {
+		out = append(out, o.Word())
 	}
 	return out
 }
 
 // Usage returns how a call of s's command is written, e.g.
-// "TB.TAKE key capacity refill period [cost] [MS]", for the replies that
-// say how to fix a call.
+// "TB.TAKE key capacity refill period [cost] [MS]" or "LB.QUEUE key
+// capacity rate period [cost] [MS] [MAXWAIT maxwait]", for the replies
+// that say how to fix a call.
 func (s *KindSpec) Usage() string {
 	var b strings.Builder
 	b.WriteString(strings.ToUpper(s.Command) + " key")
@@ -139,8 +201,12 @@ func (s *KindSpec) Usage() string {
 		b.WriteString(" " + p)
 	}
 	b.WriteString(" [" + s.Cost + "]")
-	for _, o := range s.OptionWords() {
-		b.WriteString(" [" + o + "]")
+	for _, o := range s.OptionList() {
+		b.WriteString(" [" + o.Word())
+		if v := o.Value(); v != "" {
+			b.WriteString(" " + v)
+		}
+		b.WriteString("]")
 	}
 	return b.String()
 }

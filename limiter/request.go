@@ -3,7 +3,8 @@ package limiter
 // Requests, states and outcomes of the algorithms, and the one request
 // and state of any kind that commands parse (Parse) and the engine runs
 // (Apply). The algorithms themselves live one file each: gcra.go,
-// tokenbucket.go, slidingwindow.go, slidinglog.go, fixedwindow.go.
+// tokenbucket.go, slidingwindow.go, slidinglog.go, fixedwindow.go,
+// leakyqueue.go.
 
 // Write says what an algorithm wants done with a key's state.
 type Write uint8
@@ -90,6 +91,7 @@ type Request struct {
 	TokenBucket   TokenBucketRequest   // KindTokenBucket
 	SlidingWindow SlidingWindowRequest // KindSlidingWindow, KindSlidingLog (Exact)
 	FixedWindow   FixedWindowRequest   // KindFixedWindow
+	LeakyQueue    LeakyQueueRequest    // KindLeakyQueue
 }
 
 // State is a key's state for any kind: the first Words of Words (its
@@ -101,7 +103,8 @@ type State struct {
 
 // Parse reads a call of base kind k's command (or of k's word in
 // ML.THROTTLE): args are the words after the key, k's Params as integers,
-// then an optional cost, then any of k's Options. It fills r and
+// then an optional cost, then any of k's Options (one that takes a value,
+// MAXWAIT, followed by its integer). It fills r and
 // validates it: r.Kind is k, or k's Exact kind when EXACT is given. A word
 // that is not what its place takes is an *ArgError (ErrNotInteger,
 // ErrSyntax); fewer words than k's Params is ErrArity; every other error
@@ -131,12 +134,24 @@ func Parse(k Kind, args [][]byte, r *Request) error {
 		}
 	}
 	var opts Option
-	for _, w := range rest {
+	var vals [len(options)]int64 // the values of the options that take one
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
 		o := optionOf(w)
 		if o == 0 || spec.Options&o == 0 || opts&o != 0 {
 			return syntaxError(k, w, o, opts)
 		}
 		opts |= o
+		if o&valued != 0 {
+			if i++; i == len(rest) {
+				return &ArgError{Err: ErrSyntax, Arg: string(w), Kind: k, Reason: MissingValue}
+			}
+			x, ok := ParseInt(rest[i])
+			if !ok {
+				return &ArgError{Err: ErrNotInteger, Arg: string(rest[i])}
+			}
+			vals[optionIndex(o)] = x
+		}
 	}
 	ms, exact := opts&OptMS != 0, opts&OptExact != 0
 	r.Kind = k
@@ -157,6 +172,10 @@ func Parse(k Kind, args [][]byte, r *Request) error {
 	case KindFixedWindow:
 		r.FixedWindow = FixedWindowRequest{Limit: v[0], Window: v[1], Cost: cost, Millis: ms}
 		return r.FixedWindow.Validate()
+	case KindLeakyQueue:
+		r.LeakyQueue = LeakyQueueRequest{Capacity: v[0], Rate: v[1], Period: v[2], Cost: cost, Millis: ms,
+			MaxWait: vals[optionIndex(OptMaxWait)], HasMaxWait: opts&OptMaxWait != 0}
+		return r.LeakyQueue.Validate()
 	}
 	return ErrKind
 }
@@ -179,11 +198,10 @@ func syntaxError(k Kind, w []byte, o, opts Option) error {
 
 // optionOf returns the Option the word w names, in any case; 0 for none.
 func optionOf(w []byte) Option {
-	switch {
-	case equalFold(w, "ms"):
-		return OptMS
-	case equalFold(w, "exact"):
-		return OptExact
+	for i := range options {
+		if equalFold(w, options[i].word) {
+			return options[i].opt
+		}
 	}
 	return 0
 }
@@ -213,6 +231,10 @@ func Apply(st *State, exists bool, now int64, r *Request, out *Outcome) error {
 		var s FixedWindowState
 		s, *out, err = FixedWindow(FixedWindowState{Start: st.Words[0], Count: st.Words[1]}, exists, now, r.FixedWindow)
 		st.Words[0], st.Words[1] = s.Start, s.Count
+	case KindLeakyQueue:
+		var s LeakyQueueState
+		s, *out, err = LeakyQueue(LeakyQueueState{EmptyAt: st.Words[0], Rem: st.Words[1]}, exists, now, r.LeakyQueue)
+		st.Words[0], st.Words[1] = s.EmptyAt, s.Rem
 	default:
 		err = ErrKind
 	}
@@ -232,6 +254,8 @@ func (r *Request) Uncharged() Request {
 		q.SlidingWindow.Cost = 0
 	case KindFixedWindow:
 		q.FixedWindow.Cost = 0
+	case KindLeakyQueue:
+		q.LeakyQueue.Cost = 0
 	}
 	return q
 }
@@ -290,4 +314,9 @@ func (r SlidingWindowRequest) Request() *Request {
 // Request returns a request for r, as GCRAParams.Request.
 func (r FixedWindowRequest) Request() *Request {
 	return &Request{Kind: KindFixedWindow, FixedWindow: r}
+}
+
+// Request returns a request for r, as GCRAParams.Request.
+func (r LeakyQueueRequest) Request() *Request {
+	return &Request{Kind: KindLeakyQueue, LeakyQueue: r}
 }

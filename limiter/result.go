@@ -13,7 +13,8 @@ type Result struct {
 	// the command's reply unit; -1 when allowed or never allowed.
 	RetryAfter int64
 	// ResetAfter is the time until the key is back to its idle state, in
-	// the command's reply unit; 0 when it already is.
+	// the command's reply unit; 0 when it already is. LB.QUEUE puts the
+	// wait before the request's turn here instead (LeakyQueue).
 	ResetAfter int64
 }
 

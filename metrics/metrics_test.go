@@ -38,6 +38,9 @@ func TestCollectorCounts(t *testing.T) {
 		{"CL.THROTTLE k x 1 60", "-Cell error: Store error: Couldn't parse as integer: x"},
 		{"CL.THROTTLE k", "-Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"},
 		{"TB.TAKE b 10 1 1", ":0 :10 :9 :-1 :1"},
+		// LB.QUEUE is counted by its row of the kinds table like the others.
+		{"LB.QUEUE q 1 1 60", ":0 :1 :0 :-1 :0"},
+		{"LB.QUEUE q 1 1 60", ":1 :1 :0 :60 :60"},
 	} {
 		if got := do(c, strings.Fields(step.words)...); got != step.want {
 			t.Fatalf("%s: %q, want %q", step.words, got, step.want)
@@ -87,8 +90,8 @@ func TestCollectorCounts(t *testing.T) {
 			counts[m.GetLabel()[0].GetValue()] = h.GetSampleCount()
 		}
 	}
-	if fmt.Sprint(counts) != "map[cl.throttle:4 debug:1 tb.take:1]" {
-		t.Errorf("histogram counts %v, want cl.throttle 4, debug 1, tb.take 1", counts)
+	if fmt.Sprint(counts) != "map[cl.throttle:4 debug:1 lb.queue:2 tb.take:1]" {
+		t.Errorf("histogram counts %v, want cl.throttle 4, debug 1, lb.queue 2, tb.take 1", counts)
 	}
 }
 

@@ -192,6 +192,9 @@ func TestCluster(t *testing.T) {
 			{"FW.INCR", "{u2}:fw", 2, 60},
 			{"FW.INCR", "{u2}:fw", 2, 60},
 			{"FW.INCR", "{u2}:fw", 2, 60},
+			{"LB.QUEUE", "{u2}:lb", 2, 1, 10},
+			{"LB.QUEUE", "{u2}:lb", 2, 1, 10},
+			{"LB.QUEUE", "{u2}:lb", 2, 1, 10},
 			{"GET", "{u2}:fw"},
 			{"PTTL", "{u2}:fw"},
 			// ML.THROTTLE's keys move (movablekeys): the client sends it

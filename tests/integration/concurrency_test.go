@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +30,7 @@ func TestConcurrentOneKey(t *testing.T) {
 		{"SW.HIT", args("SW.HIT", "one", limit, 60), args("SW.HIT", "one", limit, 60, 0), ints(0, limit, 0, -1, 120)},
 		{"SW.HIT EXACT", args("SW.HIT", "one", limit, 60, "EXACT"), args("SW.HIT", "one", limit, 60, 0, "EXACT"), ints(0, limit, 0, -1, 60)},
 		{"FW.INCR", args("FW.INCR", "one", limit, 60), args("FW.INCR", "one", limit, 60, 0), ints(0, limit, 0, -1, 60)},
+		{"LB.QUEUE", args("LB.QUEUE", "one", limit, 1, 3600), args("LB.QUEUE", "one", limit, 1, 3600, 0), ints(0, limit, 0, -1, limit*3600)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -70,6 +73,81 @@ func TestConcurrentOneKey(t *testing.T) {
 			// Nothing left, and the key holds exactly the limit's worth.
 			wantInts(t, rdb, c.want, c.read...)
 		})
+	}
+}
+
+// TestQueueDeparturesSpaced: 50 clients send LB.QUEUE on one queue (20
+// places, 10 leave per second: T = 100 ms) together, in 30 rounds at
+// irregular instants of the frozen clock. Each admitted request leaves at
+// its arrival plus its wait; sorted, those departures are never closer
+// than T, none is lost (every round admits what the queue has room for),
+// and the queue never holds more than its places.
+func TestQueueDeparturesSpaced(t *testing.T) {
+	t.Parallel()
+	const (
+		workers  = 50
+		rounds   = 30
+		places   = 20
+		interval = 100 // ms
+	)
+	ts := startServer(t)
+	rdb := ts.client(t, noRetry, func(o *redis.Options) { o.PoolSize = workers })
+	setClock(t, rdb, t0)
+	var departures []int64 // ms after t0
+	now := int64(0)        // ms after t0
+	for round := range rounds {
+		if round > 0 {
+			step := int64(round*7919%450 + 1) // irregular: 1 ms to 450 ms
+			advance(t, rdb, step*ms)
+			now += step
+		}
+		waits := make(chan int64, workers)
+		errs := make(chan error, workers)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				r, err := rdb.Do(ctx, "LB.QUEUE", "dep", places, 1000/interval, 1000, "MS").Int64Slice()
+				switch {
+				case err != nil:
+					errs <- err
+				case len(r) != 5 || r[1] != places:
+					errs <- fmt.Errorf("reply %v", r)
+				case r[0] == 0:
+					waits <- r[4]
+				}
+			})
+		}
+		wg.Wait()
+		close(waits)
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for w := range waits {
+			departures = append(departures, now+w)
+			admitted++
+		}
+		// Room in the queue before the round: the places whose departure
+		// has not come (a request leaves its place one T after its turn).
+		queued := 0
+		for _, d := range departures[:len(departures)-admitted] {
+			if d+interval > now {
+				queued++
+			}
+		}
+		if admitted != places-queued {
+			t.Fatalf("round %d at +%d ms: %d admitted, want %d (%d queued)", round, now, admitted, places-queued, queued)
+		}
+	}
+	slices.Sort(departures)
+	for i := 1; i < len(departures); i++ {
+		if gap := departures[i] - departures[i-1]; gap < interval {
+			t.Fatalf("departures %d and %d are %d ms apart, want at least %d: %v", i-1, i, gap, interval, departures)
+		}
+	}
+	if len(departures) < places+rounds {
+		t.Fatalf("%d admitted in %d rounds", len(departures), rounds)
 	}
 }
 

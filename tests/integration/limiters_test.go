@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -30,6 +31,7 @@ var kindSetup = []struct {
 	{"sw", "slidingwindow", 120000, args("SW.HIT", "sw", 3, 60), ints(0, 3, 2, -1, 120), ints(0, 3, 1, -1, 120)},
 	{"swe", "slidinglog", 60000, args("SW.HIT", "swe", 3, 60, "EXACT"), ints(0, 3, 2, -1, 60), ints(0, 3, 1, -1, 60)},
 	{"fw", "fixedwindow", 60000, args("FW.INCR", "fw", 2, 60), ints(0, 2, 1, -1, 60), ints(0, 2, 0, -1, 60)},
+	{"lb", "leakyqueue", 30000, args("LB.QUEUE", "lb", 4, 1, 30), ints(0, 4, 3, -1, 0), ints(0, 4, 2, -1, 30)},
 }
 
 // everyKind starts a server with its clock frozen at t0 and makes the keys
@@ -69,10 +71,14 @@ func TestWrongType(t *testing.T) {
 		args("TB.TAKE", "fw", 5, 1, 10),
 		args("SW.HIT", "fw", 3, 60),
 		args("CL.THROTTLE", "fw", 15, 30, 60, -1),
+		args("LB.QUEUE", "fw", 4, 1, 30),
+		args("TB.TAKE", "lb", 5, 1, 10),
+		args("LB.QUEUE", "tb", 4, 1, 30, 0),
 		args("GET", "tb"),
 		args("GET", "sw"),
 		args("GET", "swe"),
 		args("GET", "fw"),
+		args("GET", "lb"),
 	}
 	for _, c := range cases {
 		wantErr(t, rdb, wrong, c...)
@@ -163,7 +169,7 @@ func TestExpiry(t *testing.T) {
 func TestExpiryInvisible(t *testing.T) {
 	t.Parallel()
 	rdb := everyKind(t)
-	wantVal(t, rdb, int64(5), "DBSIZE")
+	wantVal(t, rdb, int64(len(kindSetup)), "DBSIZE")
 	advance(t, rdb, 120*sec+ms) // past every key's expiry
 	wantVal(t, rdb, []any{}, "KEYS", "*")
 	wantVal(t, rdb, []any{"0", []any{}}, "SCAN", 0, "COUNT", 1000)
@@ -175,7 +181,7 @@ func TestExpiryInvisible(t *testing.T) {
 		return !strings.Contains(ks, "db0:") && do(t, rdb, "DBSIZE") == int64(0)
 	})
 	info := do(t, rdb, "INFO", "stats").(string)
-	if !containsLine(info, "expired_keys:5") {
-		t.Fatalf("INFO stats after 5 expiries:\n%s", info)
+	if want := fmt.Sprintf("expired_keys:%d", len(kindSetup)); !containsLine(info, want) {
+		t.Fatalf("INFO stats after %d expiries:\n%s", len(kindSetup), info)
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +26,12 @@ import (
 //	                     "advance 80s-1ns" moves the frozen clock
 //	                     forward (DEBUG CLOCK ADVANCE), which replies
 //	                     "OK".
+//	repeat n=50          sends the one command of its input n times, as
+//	                     fast as go-redis answers (the frozen clock does
+//	                     not move), and prints the replies run by run: a
+//	                     run is replies in which every integer moves by
+//	                     the same step from one to the next, printed
+//	                     "count× [first]", and "… [last]" when they move.
 //
 // Lines starting with # outside a directive are comments. Run with
 // -rewrite to write the outputs after a deliberate change.
@@ -56,11 +63,59 @@ func TestLimiterScripts(t *testing.T) {
 					fmt.Fprintln(&out, scriptReply(rdb.Do(ctx, args...).Result()))
 				}
 				return out.String()
+			case "repeat":
+				var n int
+				d.ScanArgs(t, "n", &n)
+				words := strings.Fields(d.Input)
+				args := make([]any, len(words))
+				for i, w := range words {
+					args[i] = w
+				}
+				replies := make([][]int64, n)
+				for i := range replies {
+					v, err := rdb.Do(ctx, args...).Int64Slice()
+					if err != nil {
+						d.Fatalf(t, "%s: %v", d.Input, err)
+					}
+					replies[i] = v
+				}
+				return scriptRuns(replies)
 			}
 			d.Fatalf(t, "unknown directive %q", d.Cmd)
 			return ""
 		})
 	})
+}
+
+// scriptRuns prints integer replies run by run (the repeat directive):
+// replies whose integers all move by one step from each to the next are
+// one run, "count× [first]", with " … [last]" when the step is not 0.
+func scriptRuns(replies [][]int64) string {
+	var out strings.Builder
+	step := func(a, b []int64) []int64 {
+		d := make([]int64, len(a))
+		for i := range a {
+			d[i] = b[i] - a[i]
+		}
+		return d
+	}
+	for i := 0; i < len(replies); {
+		j := i + 1
+		if j < len(replies) && len(replies[j]) == len(replies[i]) {
+			d := step(replies[i], replies[j])
+			for j+1 < len(replies) && len(replies[j+1]) == len(replies[i]) && slices.Equal(step(replies[j], replies[j+1]), d) {
+				j++
+			}
+			j++
+		}
+		fmt.Fprintf(&out, "%d× %v", j-i, replies[i])
+		if !slices.Equal(replies[i], replies[j-1]) {
+			fmt.Fprintf(&out, " … %v", replies[j-1])
+		}
+		out.WriteString("\n")
+		i = j
+	}
+	return out.String()
 }
 
 // scriptTime reads a sum of terms, each t0 or a Go duration, each added
