@@ -104,22 +104,22 @@ func (c *Client) CLThrottle(ctx context.Context, key string, maxBurst, count int
 	return c.Allow(ctx, key, NewGCRA(maxBurst, count, period), quantity)
 }
 
-// TBTake calls TB.TAKE key capacity refill period cost (with MS when
-// period is not whole seconds).
+// TBTake calls TB.TAKE key capacity refill period cost MS (the period in
+// milliseconds, so that the reply's times are too).
 func (c *Client) TBTake(ctx context.Context, key string, capacity, refill int64, period time.Duration, cost int64) (Result, error) {
 	return c.Allow(ctx, key, NewTokenBucket(capacity, refill, period), cost)
 }
 
-// SWHit calls SW.HIT key limit window cost [EXACT] (with MS when window is
-// not whole seconds).
+// SWHit calls SW.HIT key limit window cost [EXACT] MS (the window in
+// milliseconds, so that the reply's times are too).
 func (c *Client) SWHit(ctx context.Context, key string, limit int64, window time.Duration, cost int64, exact bool) (Result, error) {
 	l := NewSlidingWindow(limit, window)
 	l.Exact = exact
 	return c.Allow(ctx, key, l, cost)
 }
 
-// FWIncr calls FW.INCR key limit window cost (with MS when window is not
-// whole seconds).
+// FWIncr calls FW.INCR key limit window cost MS (the window in
+// milliseconds, so that the reply's times are too).
 func (c *Client) FWIncr(ctx context.Context, key string, limit int64, window time.Duration, cost int64) (Result, error) {
 	return c.Allow(ctx, key, NewFixedWindow(limit, window), cost)
 }
