@@ -52,17 +52,6 @@ func startHTTP(t *testing.T, cfg server.Config, hc httpConfig) *Daemon {
 // connections.
 var oneShot = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: testkit.IOTimeout}
 
-// getStatusErr returns the status and body of GET http://addr/path.
-func getStatusErr(addr, path string) (status string, err error) {
-	resp, err := oneShot.Get("http://" + addr + path)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return strconv.Itoa(resp.StatusCode) + " " + string(body), err
-}
-
 // httpConn is one keep-alive HTTP/1.1 connection, read and written by
 // hand so that the test sees when the server closes it.
 type httpConn struct {
