@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/console"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 )
@@ -70,9 +71,11 @@ func defaultHTTPConfig() httpConfig {
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 30 * time.Second}
 }
 
-// serveHTTP serves, on addr, src's Prometheus metrics at /metrics and the
+// serveHTTP serves, on addr, src's Prometheus metrics at /metrics, the
 // health endpoints /healthz (the process answers) and /readyz (ready says
-// the server serves), until stop is called.
+// the server serves), and the web console (package console) at / and
+// under /assets/ and /api/v1/, until stop is called. Only the console
+// asks for requirepass and obeys protected mode.
 func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpConfig) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -82,13 +85,14 @@ func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpC
 	mux.Handle("/metrics", metrics.Handler(src))
 	mux.Handle("GET /healthz", metrics.HealthHandler())
 	mux.Handle("GET /readyz", metrics.ReadyHandler(ready))
+	mux.Handle("/", console.Handler(src))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout,
 		WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.IdleTimeout, MaxHeaderBytes: 16 << 10}
 	if hc.MaxConns > 0 {
 		ln = limitConns(ln, hc.MaxConns, hs)
 	}
 	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
-	src.Logf("notice", "Serving metrics on http://%s/metrics, health on /healthz and /readyz", ln.Addr())
+	src.Logf("notice", "Serving metrics on http://%s/metrics, health on /healthz and /readyz, the console on /", ln.Addr())
 	return func() { _ = hs.Close() }, nil
 }
 
@@ -112,9 +116,11 @@ func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpC
 //     waits, the client in the listen queue holding no descriptor of the
 //     server's, and a connection that finishes a reply is closed rather
 //     than kept alive, freeing its place.
-//   - A request that carries a body (these endpoints take none) is
-//     answered without reading it, with "Connection: close", so that no
-//     client holds a serving place by sending a body slowly.
+//   - A request that carries a body (these endpoints take none but the
+//     console's playground, whose body is small and of a declared length:
+//     console.AcceptsBody) is answered without reading it, with
+//     "Connection: close", so that no client holds a serving place by
+//     sending a body slowly.
 //
 // So the descriptors stay bounded by max, and a client that sends its
 // request at once is answered at once even while the port is full of
@@ -164,7 +170,7 @@ func limitConns(ln net.Listener, max int, hs *http.Server) net.Listener {
 		if lc, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
 			l.serving(lc)
 		}
-		if r.ContentLength != 0 {
+		if r.ContentLength != 0 && !console.AcceptsBody(r) {
 			// No body is read: net/http would wait for it (ReadTimeout)
 			// before the reply and again after the handler.
 			w.Header().Set("Connection", "close")
