@@ -52,8 +52,9 @@ function drawChart() {
   svg.append(el("text", { x: 4, y: 14, "font-size": 11, fill: "#666" }, fmt(top) + "/s"));
   svg.append(el("line", { x1: P, y1: H - P, x2: W, y2: H - P, stroke: "#ccc" }));
   if (history.length < 2) return;
-  const t0 = history[history.length - 1].t - HISTORY * 1000;
-  const x = (t) => P + (W - P) * Math.max(0, t - t0) / (HISTORY * 1000);
+  // The x axis spans the history kept so far, up to HISTORY seconds.
+  const t1 = history[history.length - 1].t, t0 = Math.max(history[0].t, t1 - HISTORY * 1000);
+  const x = (t) => P + (W - P) * Math.max(0, t - t0) / Math.max(1, t1 - t0);
   const y = (v) => H - P - (H - 2 * P) * v / top;
   const line = (f, color) => {
     const pts = history.map((h) => x(h.t).toFixed(1) + "," + y(f(h)).toFixed(1)).join(" ");
@@ -61,7 +62,7 @@ function drawChart() {
   };
   line((h) => h.allowed, "#16a34a");
   line((h) => h.limited, "#dc2626");
-  svg.append(el("text", { x: P, y: H - 6, "font-size": 11, fill: "#666" }, "-" + HISTORY / 60 + " min"));
+  svg.append(el("text", { x: P, y: H - 6, "font-size": 11, fill: "#666" }, "-" + Math.round((t1 - t0) / 1000) + " s"));
   svg.append(el("text", { x: W - 30, y: H - 6, "font-size": 11, fill: "#666" }, "now"));
 }
 
@@ -188,7 +189,14 @@ function drawRun(run, res) {
   for (const d of run.decisions) {
     svg.append(el("circle", { cx: x(d.t_ms), cy: H - P + (d.allowed ? 7 : 15), r: 3, fill: d.allowed ? "#16a34a" : "#dc2626", "fill-opacity": 0.6 }));
   }
-  box.append(h, tally, svg);
+  // Every request in order, a square each: the traffic as the key saw it.
+  const strip = document.createElement("div"); strip.className = "strip";
+  for (const d of run.decisions.slice(0, 400)) {
+    const sq = document.createElement("i"); sq.className = d.error ? "" : d.allowed ? "a" : "r";
+    sq.title = (d.t_ms / 1000).toFixed(3) + " s: " + (d.error || (d.allowed ? "allowed" : "refused") + ", " + d.remaining + " remaining");
+    strip.append(sq);
+  }
+  box.append(h, tally, svg, strip);
   return box;
 }
 
