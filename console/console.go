@@ -103,14 +103,12 @@ func fail(w http.ResponseWriter, code int, msg string) {
 
 // sample is one reading of the counters.
 type sample struct {
-	at       time.Time
-	names    []string
-	counts   []commands.CommandCounts
-	allowed  int64 // the engine's allowed decisions, every kind
-	limited  int64
-	nanos    int64
-	latBkts  [commands.NumLatencyBuckets + 1]int64
-	totalCmd int64
+	at      time.Time
+	names   []string
+	counts  []commands.CommandCounts
+	allowed int64 // the engine's allowed decisions, every kind
+	limited int64
+	latBkts [commands.NumLatencyBuckets + 1]int64 // every command's latency histogram, summed
 }
 
 func (c *console) read() *sample {
@@ -121,7 +119,6 @@ func (c *console) read() *sample {
 		for j, n := range cc.Buckets {
 			s.latBkts[j] += n
 		}
-		s.totalCmd += cc.Calls
 	}
 	es := c.src.Engine().Stats()
 	for k := range limiter.Kind(limiter.NumKinds) {
