@@ -199,3 +199,26 @@ func TestPage(t *testing.T) {
 		t.Errorf("/nothing: %d, want 404", code)
 	}
 }
+
+// TestAcceptsBody: the HTTP server reads a body only for a playground
+// POST of a declared length up to MaxBody.
+func TestAcceptsBody(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		length       int64
+		want         bool
+	}{
+		{"POST", "/api/v1/playground", 100, true},
+		{"POST", "/api/v1/playground", MaxBody, true},
+		{"POST", "/api/v1/playground", MaxBody + 1, false},
+		{"POST", "/api/v1/playground", -1, false}, // chunked: no declared length
+		{"GET", "/api/v1/playground", 100, false},
+		{"POST", "/metrics", 100, false},
+	} {
+		r, _ := http.NewRequest(c.method, "http://x"+c.path, nil)
+		r.ContentLength = c.length
+		if got := AcceptsBody(r); got != c.want {
+			t.Errorf("%s %s length %d: %v, want %v", c.method, c.path, c.length, got, c.want)
+		}
+	}
+}
