@@ -3,6 +3,7 @@ package daemon
 import (
 	"container/list"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -76,23 +77,37 @@ func defaultHTTPConfig() httpConfig {
 // the server serves), and the web console (package console) at / and
 // under /assets/ and /api/v1/, until stop is called. Only the console
 // asks for requirepass and obeys protected mode.
-func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpConfig) (stop func(), err error) {
+//
+// With tlsCfg (TLS configured), the port also speaks TLS, and the console
+// answers only over it (httptls.go).
+func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpConfig, tlsCfg *tls.Config) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	bound := ln.Addr()
+	ui := console.Handler(src)
+	if tlsCfg != nil {
+		ln = tlsSniffer{Listener: ln, cfg: httpTLSConfig(tlsCfg)}
+		ui = consoleOverTLS(ui)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(src))
 	mux.Handle("GET /healthz", metrics.HealthHandler())
 	mux.Handle("GET /readyz", metrics.ReadyHandler(ready))
-	mux.Handle("/", console.Handler(src))
+	mux.Handle("/", ui)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout,
 		WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.IdleTimeout, MaxHeaderBytes: 16 << 10}
 	if hc.MaxConns > 0 {
 		ln = limitConns(ln, hc.MaxConns, hs)
 	}
+	withSniffConn(hs)
 	go func() { _ = hs.Serve(ln) }() // http.ErrServerClosed once stopped
-	src.Logf("notice", "Serving metrics on http://%s/metrics, health on /healthz and /readyz, the console on /", ln.Addr())
+	if tlsCfg != nil {
+		src.Logf("notice", "Serving metrics on http(s)://%s/metrics, health on /healthz and /readyz, the console on https://%s/ (TLS only)", bound, bound)
+	} else {
+		src.Logf("notice", "Serving metrics on http://%s/metrics, health on /healthz and /readyz, the console on /", bound)
+	}
 	return func() { _ = hs.Close() }, nil
 }
 
