@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -77,31 +76,12 @@ func linkBinding(tlsState *tls.ConnectionState) (string, error) {
 // write a log line per two commands.
 const linkLogEvery = time.Second
 
-// linkLog rate-limits the failed handshakes' log lines of a node, as
-// package commands does failed AUTH's: at most one line per
-// linkLogEvery, which counts the failures left out since the line before.
-type linkLog struct {
-	mu         sync.Mutex
-	now        func() time.Time // the clock; nil: time.Now (tests set it)
-	last       time.Time        // when the last line was written; zero: never
-	suppressed int64            // failures since then not logged
-}
-
-// note records one failure and returns how many before it went
-// unlogged, and whether this one is to be logged.
-func (l *linkLog) note() (suppressed int64, logIt bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if l.now != nil {
-		now = l.now()
+// linkNow is the time linkLog is kept on.
+func (n *Node) linkNow() time.Time {
+	if n.linkClock != nil {
+		return n.linkClock()
 	}
-	if !l.last.IsZero() && now.Sub(l.last) < linkLogEvery {
-		l.suppressed++
-		return 0, false
-	}
-	suppressed, l.suppressed, l.last = l.suppressed, 0, now
-	return suppressed, true
+	return time.Now()
 }
 
 // nonceLen is a link nonce's length in bytes (twice that in hex).
@@ -164,7 +144,7 @@ func (n *Node) Link(state []byte, args [][]byte, tlsState *tls.ConnectionState) 
 		from, theirs, mine := parts[0], parts[1], parts[2]
 		want := n.linkMAC("D", from, n.cfg.ID, mine, theirs, bind)
 		if !hmac.Equal([]byte(want), args[1]) {
-			if suppressed, logIt := n.linkLog.note(); logIt {
+			if suppressed, logIt := n.linkLog.Note(n.linkNow(), linkLogEvery); logIt {
 				if suppressed > 0 {
 					n.logf("warning", "cluster: a connection claiming to be node %s failed the link handshake; %d more failed link handshakes not logged since the last line", from, suppressed)
 				} else {

@@ -113,7 +113,7 @@ func TestLinkFailuresLogRateLimited(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_700_000_000, 0)
-	s.linkLog.now = func() time.Time { return now }
+	s.linkClock = func() time.Time { return now }
 	from := strings.Repeat("ab", 20)
 	hello := [][]byte{[]byte("hello"), []byte(from), []byte(strings.Repeat("cd", nonceLen))}
 	fail := func(n int) {

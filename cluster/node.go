@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/loglimit"
 	"github.com/hashicorp/memberlist"
 	"github.com/redis/go-redis/v9"
 )
@@ -59,7 +60,8 @@ type Node struct {
 
 	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
 	linkKey        []byte                   // HMAC key of the link handshake (link.go), from the cluster secret
-	linkLog        linkLog                  // rate-limits failed handshakes' log lines (link.go)
+	linkLog        loglimit.Limit           // rate-limits failed handshakes' log lines (link.go)
+	linkClock      func() time.Time         // linkLog's clock; nil: time.Now (tests set it)
 	connsMu        sync.Mutex               // guards handoffClients and fwdIdle
 	handoffClients map[string]*redis.Client // hand-off connections, by member client address
 	fwdIdle        map[string]chan *fwdConn // forwarding's idle connections, by owner address

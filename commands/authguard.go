@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/simplelru"
 
+	"github.com/cellserver/cellserver/internal/loglimit"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -104,9 +105,9 @@ type authGuard struct {
 	// again (≤ now: it is whole); each failure adds Period/Total.
 	total int64
 
-	failed  atomic.Int64 // wrong credentials
-	refused atomic.Int64 // refused unchecked, over a budget
-	log     authLog      // refusals' log lines
+	failed  atomic.Int64   // wrong credentials
+	refused atomic.Int64   // refused unchecked, over a budget
+	log     loglimit.Limit // refusals' log lines
 }
 
 func newAuthGuard() *authGuard {
@@ -288,7 +289,7 @@ func (c *Client) authenticate(user []byte, hasUser bool, pass []byte) string {
 	r, ok, wait, total := g.reserve(key, key == authLocalKey, c.inExec, now.UnixNano())
 	if !ok {
 		g.refused.Add(1)
-		if suppressed, logIt := g.log.note(now); logIt {
+		if suppressed, logIt := g.log.Note(now, authLogEvery); logIt {
 			budget := "its address's budget (auth-failures-per-address)"
 			if total {
 				budget = "the total budget (auth-failures-total)"

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -489,26 +488,6 @@ func authDelay(n int) time.Duration {
 	return min(d, authDelayMax)
 }
 
-// authLog rate-limits the failed-AUTH log lines of one table.
-type authLog struct {
-	mu         sync.Mutex
-	last       time.Time // when the last line was written; zero: never
-	suppressed int64     // failures since then not logged
-}
-
-// note records one failure at now and returns how many failures before it
-// went unlogged, and whether this one is to be logged.
-func (l *authLog) note(now time.Time) (suppressed int64, logIt bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < authLogEvery {
-		l.suppressed++
-		return 0, false
-	}
-	suppressed, l.suppressed, l.last = l.suppressed, 0, now
-	return suppressed, true
-}
-
 // sleepUnlessKilled waits d, or until the client is killed.
 func sleepUnlessKilled(d time.Duration, killed <-chan struct{}) {
 	t := time.NewTimer(d)
@@ -549,7 +528,7 @@ func (c *Client) authOK() {
 func (c *Client) authFailed(user []byte, hasUser bool, queued time.Duration) {
 	c.authFailures++
 	t := c.table
-	if suppressed, ok := t.authLog.note(t.now()); ok {
+	if suppressed, ok := t.authLog.Note(t.now(), authLogEvery); ok {
 		name := "default"
 		if hasUser {
 			name = clip(user, 64)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cellserver/cellserver/internal/loglimit"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -105,7 +106,7 @@ type Table struct {
 
 	now     func() time.Time                            // Options.Now
 	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
-	authLog authLog                                     // failed AUTH's log lines
+	authLog loglimit.Limit                              // failed AUTH's log lines
 	auth    *authGuard                                  // failed-AUTH budgets (authguard.go)
 	errors  errorStats                                  // error replies by first word (errstats.go)
 	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused

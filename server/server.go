@@ -26,6 +26,7 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/ahead"
 	"github.com/cellserver/cellserver/internal/fdlimit"
+	"github.com/cellserver/cellserver/internal/loglimit"
 	"github.com/cellserver/cellserver/internal/mono"
 )
 
@@ -60,8 +61,8 @@ type Server struct {
 
 	connsReceived atomic.Int64
 	connsRejected atomic.Int64
-	outputDropped atomic.Int64 // clients disconnected for their output limits
-	tlsFailures   lineLimit    // the log lines of failed TLS handshakes (tls.go)
+	outputDropped atomic.Int64   // clients disconnected for their output limits
+	tlsFailures   loglimit.Limit // the log lines of failed TLS handshakes (tls.go)
 	started       time.Time
 
 	ratesMu sync.Mutex // guards the meters

@@ -130,7 +130,7 @@ func (c *conn) handshake() bool {
 	if errors.Is(err, io.EOF) {
 		level = "verbose"
 	}
-	if suppressed, ok := c.s.tlsFailures.note(time.Now(), tlsLogEvery); ok {
+	if suppressed, ok := c.s.tlsFailures.Note(time.Now(), tlsLogEvery); ok {
 		msg := fmt.Sprintf("TLS handshake failed from %s: %v", c.nc.RemoteAddr(), err)
 		if suppressed > 0 {
 			msg += fmt.Sprintf("; %d more failed TLS handshakes not logged since the last line", suppressed)
@@ -138,26 +138,4 @@ func (c *conn) handshake() bool {
 		c.s.log.Logf(level, "%s", msg)
 	}
 	return false
-}
-
-// lineLimit rate-limits one kind of log line: at most one line per
-// interval, each counting the events left out since the one before.
-type lineLimit struct {
-	mu         sync.Mutex
-	last       time.Time // when the last line was written; zero: never
-	suppressed int64     // events since then not logged
-}
-
-// note records one event at now and returns how many events before it
-// went unlogged, and whether this one is to be logged, at most one per
-// every.
-func (l *lineLimit) note(now time.Time, every time.Duration) (suppressed int64, logIt bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < every {
-		l.suppressed++
-		return 0, false
-	}
-	suppressed, l.suppressed, l.last = l.suppressed, 0, now
-	return suppressed, true
 }

@@ -68,19 +68,3 @@ func TestTLSHandshakeFailureLogged(t *testing.T) {
 		t.Fatalf("PING over TLS: %q %v", buf, err)
 	}
 }
-
-// TestLineLimit: one line per interval, the next one counting the events
-// left out.
-func TestLineLimit(t *testing.T) {
-	var l lineLimit
-	t0 := time.Unix(1_700_000_000, 0)
-	for i, c := range []struct {
-		at         time.Duration
-		suppressed int64
-		log        bool
-	}{{0, 0, true}, {500 * time.Millisecond, 0, false}, {999 * time.Millisecond, 0, false}, {time.Second, 2, true}, {3 * time.Second, 0, true}} {
-		if n, ok := l.note(t0.Add(c.at), time.Second); n != c.suppressed || ok != c.log {
-			t.Errorf("event %d at %v: %d, %v; want %d, %v", i, c.at, n, ok, c.suppressed, c.log)
-		}
-	}
-}
