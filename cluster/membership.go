@@ -18,7 +18,7 @@ type memberMeta struct {
 	BusPort int     `json:"bus"`
 	Weight  float64 `json:"w"`
 	Leaving bool    `json:"leaving,omitempty"`
-	Started int64   `json:"started"`       // Unix ms the node started at
+	Started int64   `json:"started"`       // Unix ns the node started at: which of two nodes is older (met)
 	TLSPort int     `json:"tls,omitempty"` // its TLS port, for links over TLS
 }
 
