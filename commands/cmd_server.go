@@ -301,6 +301,7 @@ func infoServer(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "arch_bits", strconv.IntSize)
 	field(b, "go_version", runtime.Version())
 	field(b, "process_id", st.PID)
+	field(b, "run_id", st.RunID)
 	field(b, "tcp_port", st.Port)
 	field(b, "server_time_usec", time.Now().UnixMicro())
 	field(b, "uptime_in_seconds", int64(up/time.Second))

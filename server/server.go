@@ -11,6 +11,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +65,7 @@ type Server struct {
 	outputDropped atomic.Int64 // clients disconnected for their output limits
 	tlsFailures   lineLimit    // the log lines of failed TLS handshakes (tls.go)
 	started       time.Time
+	runID         string // INFO's run_id (newRunID)
 
 	ratesMu sync.Mutex // guards the meters
 	ops     rateMeter  // commands run
@@ -95,7 +98,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
+		cfg: cfg, started: time.Now(), runID: newRunID(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
 		stopping: make(chan struct{}), listening: make(chan struct{}),
 		log: newLogger(cfg.LogLevel, cfg.LogOutput), raiseFDs: fdlimit.Raise,
@@ -229,4 +232,12 @@ func (s *Server) notePeak(used int64) {
 			return
 		}
 	}
+}
+
+// newRunID returns a run id as Redis draws one: 40 hexadecimal characters
+// from crypto/rand, 160 bits, so that two starts never share one.
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
