@@ -66,6 +66,11 @@ const (
 	errInvalidClientID = "ERR Invalid client ID"
 	errClientIDZero    = "ERR client-id should be greater than 0"
 
+	// SCRIPT's (cmd_script.go): cellserver runs no scripts.
+	errNotBusy         = "NOTBUSY No scripts in execution right now."
+	errScriptFlushMode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	errNoScripting     = "ERR cellserver runs no scripts: SCRIPT LOAD, SCRIPT DEBUG and EVAL are not supported"
+
 	errLoading          = "LOADING Redis is loading the dataset in memory"
 	errNoPersistence    = "ERR persistence is off: start cellserver with --dir <path> (and save <seconds> <changes> rules) to take snapshots"
 	errSaveFailed       = "ERR snapshot failed: see the server's log (INFO persistence shows rdb_last_bgsave_status)"

@@ -210,6 +210,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerServer(t)
 	registerPersistence(t)
 	registerSlowlog(t)
+	registerScript(t)
 	registerMulti(t)
 	registerCluster(t)
 	if opt.EnableDebug {
