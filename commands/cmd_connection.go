@@ -336,13 +336,14 @@ func clientList(c *Client, args [][]byte) {
 		switch {
 		case equalFold(args[i], "type") && i+1 < len(args):
 			i++
-			if !equalFold(args[i], "normal") {
-				if equalFold(args[i], "master") || equalFold(args[i], "replica") || equalFold(args[i], "pubsub") {
-					ids = map[int64]bool{} // no such clients here
-					continue
-				}
+			typ, ok := parseClientType(args[i])
+			if !ok {
 				c.fail(errUnknownClientType(args[i]))
 				return
+			}
+			if typ != clientNormal {
+				ids = map[int64]bool{} // no such clients here
+				continue
 			}
 		case equalFold(args[i], "id") && i+1 < len(args):
 			if ids == nil {
@@ -407,12 +408,12 @@ func clientKill(c *Client, args [][]byte) {
 		case equalFold(k, "user"):
 			match = append(match, func(*Client) bool { return v == "default" })
 		case equalFold(k, "type"):
-			normal := strings.EqualFold(v, "normal")
-			if !normal && !strings.EqualFold(v, "master") && !strings.EqualFold(v, "replica") && !strings.EqualFold(v, "pubsub") {
-				c.fail(errUnknownClientType([]byte(v)))
+			typ, ok := parseClientType(args[i+1])
+			if !ok {
+				c.fail(errUnknownClientType(args[i+1]))
 				return
 			}
-			match = append(match, func(*Client) bool { return normal })
+			match = append(match, func(cl *Client) bool { return cl.clientType() == typ })
 		case equalFold(k, "skipme"):
 			switch strings.ToLower(v) {
 			case "yes":
@@ -444,6 +445,39 @@ func clientKill(c *Client, args [][]byte) {
 	}
 	c.W.WriteInt64(killed)
 }
+
+// clientType is a connection's type as CLIENT LIST TYPE and CLIENT KILL
+// TYPE name it, Redis's four: normal, replica (also called slave), master
+// (the link a replica keeps to its primary) and pubsub (a connection in
+// subscribed mode).
+type clientType uint8
+
+const (
+	clientNormal clientType = iota
+	clientReplica
+	clientMaster
+	clientPubSub
+)
+
+// parseClientType reads a client type name as Redis's
+// getClientTypeByName does, case-insensitively, "slave" as "replica".
+func parseClientType(name []byte) (clientType, bool) {
+	switch {
+	case equalFold(name, "normal"):
+		return clientNormal, true
+	case equalFold(name, "replica"), equalFold(name, "slave"):
+		return clientReplica, true
+	case equalFold(name, "master"):
+		return clientMaster, true
+	case equalFold(name, "pubsub"):
+		return clientPubSub, true
+	}
+	return 0, false
+}
+
+// clientType returns cl's type. cellserver has no replication and no
+// pub/sub yet, so every connection is normal.
+func (c *Client) clientType() clientType { return clientNormal }
 
 // kill disconnects cl; when cl is c itself, only once the reply is out, as
 // Redis does.
