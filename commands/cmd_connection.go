@@ -15,11 +15,11 @@ const RedisVersion = "7.0.15"
 
 func registerConnection(t *Table) {
 	rows := []Command{
-		{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale, Handler: ping,
+		{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale | FlagSubscribedOK, Handler: ping,
 			Summary: "Replies PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
 		{Name: "echo", Arity: 2, Flags: FlagFast, Handler: echo,
 			Summary: "Replies the message.", Args: []Arg{{Name: "message", Type: "string"}}},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale, Handler: quit,
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale | FlagSubscribedOK, Handler: quit,
 			Summary: "Closes the connection."},
 		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: hello,
 			Summary: "Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
@@ -31,7 +31,7 @@ func registerConnection(t *Table) {
 			Args:    []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 		{Name: "select", Arity: 2, Flags: FlagFast, Handler: selectDB,
 			Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
-		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti, Handler: reset,
+		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti | FlagSubscribedOK, Handler: reset,
 			Summary: "Resets the connection as if it had just connected: RESP2, no MULTI, no name, not authenticated when a password is set.",
 			Since:   "6.2.0"},
 		{Name: "client", Arity: -2, Handler: client,
@@ -49,6 +49,16 @@ func registerConnection(t *Table) {
 
 func ping(c *Client, req *Request) {
 	args := req.Args
+	if c.nsub != 0 && c.resp == 2 { // subscribed mode: Redis's ["pong", message]
+		c.W.WriteArray(2)
+		c.W.WriteBulkString("pong")
+		if len(args) == 2 {
+			c.W.WriteBulk(args[1])
+		} else {
+			c.W.WriteBulkString("")
+		}
+		return
+	}
 	if len(args) == 2 {
 		c.W.WriteBulk(args[1])
 		return
@@ -64,8 +74,8 @@ func quit(c *Client, _ *Request) {
 }
 
 // reset is Redis 6.2's RESET: the connection's state as a new
-// connection's. It drops a MULTI block (cellserver has no WATCH, pub/sub,
-// MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
+// connection's. It drops a MULTI block and every subscription (cellserver
+// has no WATCH, MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
 // the connection's name (not its CLIENT SETINFO library, as Redis keeps
 // it), goes back to RESP2 and database 0, and, when a password is set,
 // to unauthenticated. A cluster link stops being one, and a link
@@ -76,6 +86,7 @@ func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
 	c.asking = false
+	c.LeavePubSub()
 	c.peer, c.linkState = false, nil
 	c.resp = 2
 	c.authenticated = c.host.RequirePass() == ""
@@ -251,7 +262,7 @@ func client(c *Client, req *Request) {
 			"    * LIB-VER: the client lib version.",
 			"INFO",
 			"    Return information about the current client connection.",
-			"LIST [TYPE NORMAL] [ID <id> [<id> ...]]",
+			"LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <id> [<id> ...]]",
 			"    Return information about client connections.",
 			"KILL <ip:port>",
 			"    Kill connection made from <ip:port>.",
@@ -319,7 +330,12 @@ func (c *Client) infoLine(now time.Time) string {
 	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=-1 name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(max(0, now.Unix()-c.lastActive.Load()), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
+	subs, psubs := c.SubCounts()
+	flags := " flags=N"
+	if subs+psubs > 0 {
+		flags = " flags=P"
+	}
+	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
 	b.WriteString(" qbuf-free=" + strconv.FormatInt(c.bufs[1].Load(), 10))
 	b.WriteString(" argv-mem=0 multi-mem=0 obl=0 oll=0")
@@ -332,6 +348,7 @@ func (c *Client) infoLine(now time.Time) string {
 
 func clientList(c *Client, args [][]byte) {
 	var ids map[int64]bool
+	var types *clientType
 	for i := 0; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "type") && i+1 < len(args):
@@ -341,10 +358,8 @@ func clientList(c *Client, args [][]byte) {
 				c.fail(errUnknownClientType(args[i]))
 				return
 			}
-			if typ != clientNormal {
-				ids = map[int64]bool{} // no such clients here
-				continue
-			}
+			want := typ
+			types = &want
 		case equalFold(args[i], "id") && i+1 < len(args):
 			if ids == nil {
 				ids = map[int64]bool{}
@@ -365,7 +380,7 @@ func clientList(c *Client, args [][]byte) {
 	now := time.Now()
 	var b strings.Builder
 	for _, cl := range c.host.Clients() {
-		if ids == nil || ids[cl.id] {
+		if (ids == nil || ids[cl.id]) && (types == nil || cl.clientType() == *types) {
 			b.WriteString(cl.infoLine(now))
 			b.WriteByte('\n')
 		}
@@ -475,9 +490,15 @@ func parseClientType(name []byte) (clientType, bool) {
 	return 0, false
 }
 
-// clientType returns cl's type. cellserver has no replication and no
-// pub/sub yet, so every connection is normal.
-func (c *Client) clientType() clientType { return clientNormal }
+// clientType returns c's type: pubsub while it is subscribed to a channel
+// or pattern, else normal (cellserver has no replication yet). Safe from
+// any goroutine.
+func (c *Client) clientType() clientType {
+	if c.subCounts.Load() != 0 {
+		return clientPubSub
+	}
+	return clientNormal
+}
 
 // kill disconnects cl; when cl is c itself, only once the reply is out, as
 // Redis does.

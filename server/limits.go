@@ -82,5 +82,9 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.outHard.Store(out.Hard)
 	s.limits.outSoft.Store(out.Soft)
 	s.limits.outSecs.Store(out.SoftSeconds)
+	ps := cfg.OutputLimits[ClassPubSub]
+	s.limits.psHard.Store(ps.Hard)
+	s.limits.psSoft.Store(ps.Soft)
+	s.limits.psSecs.Store(ps.SoftSeconds)
 	s.eng.SetMemoryLimit(cfg.MaxMemory, maxMemoryPolicies[cfg.MaxMemoryPolicy])
 }

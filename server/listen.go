@@ -220,6 +220,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		Authorized: pass == "" && !linkOnly,
 		Local:      isLocal(nc.RemoteAddr()),
 		TLS:        tlsState,
+		Pusher:     c.newPusher,
 	})
 	s.clients[c.cl] = c
 	s.conns.Add(1)
@@ -239,6 +240,10 @@ func refuse(nc net.Conn, msg string) {
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
 	c.nc.Close()
+	c.cl.LeavePubSub()
+	if c.push != nil {
+		close(c.push.stop)
+	}
 	c.s.eng.AddBufferMemory(-c.counted)
 	c.cl.Settle() // the timings of a batch cut short
 	s.mu.Lock()
