@@ -239,11 +239,12 @@ func refuse(nc net.Conn, msg string) {
 
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
-	c.nc.Close()
 	c.cl.LeavePubSub()
-	if c.push != nil {
+	if c.push != nil { // its last replies (QUIT's) go out first
 		close(c.push.stop)
+		<-c.push.done
 	}
+	c.nc.Close()
 	c.s.eng.AddBufferMemory(-c.counted)
 	c.cl.Settle() // the timings of a batch cut short
 	s.mu.Lock()

@@ -19,6 +19,7 @@ type pusher struct {
 	c    *conn
 	wake chan struct{} // a push to write; buffered, 1
 	stop chan struct{} // closed when the connection is released
+	done chan struct{} // closed by run once it has returned
 
 	mu        sync.Mutex
 	buf       []byte    // pushed, not handed to a write yet
@@ -29,9 +30,12 @@ type pusher struct {
 
 var _ commands.Pusher = (*pusher)(nil)
 
+// lastWrite bounds the write of what a released connection has left.
+const lastWrite = time.Second
+
 // newPusher starts c's pusher; the connection's release stops it.
 func (c *conn) newPusher() commands.Pusher {
-	p := &pusher{c: c, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	p := &pusher{c: c, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.push = p
 	go p.run()
 	return p
@@ -80,28 +84,34 @@ func (p *pusher) Push(b []byte) {
 }
 
 // run writes what is pushed until the connection is released or a write
-// fails.
+// fails. Once released, it writes what is left (QUIT's reply) within
+// lastWrite, then returns.
 func (p *pusher) run() {
+	defer close(p.done)
 	var out []byte
 	for {
+		wait := writeTimeout
 		select {
 		case <-p.wake:
 		case <-p.stop:
-			return
+			wait = lastWrite
 		}
 		p.mu.Lock()
 		out, p.buf = p.buf, out[:0]
 		p.inflight = len(out)
 		p.mu.Unlock()
 		if len(out) == 0 {
+			if wait == lastWrite {
+				return
+			}
 			continue
 		}
-		_ = p.c.nc.SetWriteDeadline(time.Now().Add(writeTimeout)) // fails only on a closed connection, which the write reports
+		_ = p.c.nc.SetWriteDeadline(time.Now().Add(wait)) // fails only on a closed connection, which the write reports
 		_, err := p.c.nc.Write(out)
 		p.mu.Lock()
 		p.inflight = 0
 		p.mu.Unlock()
-		if err != nil {
+		if err != nil || wait == lastWrite {
 			p.c.cl.Kill()
 			return
 		}

@@ -139,3 +139,15 @@ func TestPubSubOutputLimit(t *testing.T) {
 	}
 	wantVal(t, pub, "PONG", "PING")
 }
+
+// TestPubSubQuit: a subscribed RESP2 connection may QUIT, and gets its OK
+// before the connection closes.
+func TestPubSubQuit(t *testing.T) {
+	rc := rawClient(t)
+	rc.Send(testkit.Encode("SUBSCRIBE", "q"))
+	if got := rc.Reply(); got != "*3\r\n$9\r\nsubscribe\r\n$1\r\nq\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE: %q", got)
+	}
+	rc.WantDo("+OK\r\n", "QUIT")
+	rc.WantClosed()
+}
