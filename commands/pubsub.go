@@ -52,13 +52,13 @@ func (h *hub) add(m *map[string]map[*Client]struct{}, name string, c *Client) {
 	set[c] = struct{}{}
 }
 
-func (h *hub) remove(m map[string]map[*Client]struct{}, name string, c *Client) {
+func (h *hub) remove(m *map[string]map[*Client]struct{}, name string, c *Client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if set := m[name]; set != nil {
+	if set := (*m)[name]; set != nil {
 		delete(set, c)
 		if len(set) == 0 {
-			delete(m, name)
+			delete(*m, name)
 		}
 	}
 }
@@ -175,9 +175,9 @@ func unsubscribe(c *Client, req *Request)  { unsubscribeFrom(c, req.Args[1:], fa
 func punsubscribe(c *Client, req *Request) { unsubscribeFrom(c, req.Args[1:], true) }
 
 func unsubscribeFrom(c *Client, names [][]byte, pattern bool) {
-	kind, set, m := "unsubscribe", c.subs, c.table.pubsub.channels
+	kind, set, m := "unsubscribe", c.subs, &c.table.pubsub.channels
 	if pattern {
-		kind, set, m = "punsubscribe", c.psubs, c.table.pubsub.patterns
+		kind, set, m = "punsubscribe", c.psubs, &c.table.pubsub.patterns
 	}
 	if len(names) == 0 {
 		if len(set) == 0 {
@@ -214,10 +214,10 @@ func unsubscribeFrom(c *Client, names [][]byte, pattern bool) {
 // for RESET and for a connection that closes.
 func (c *Client) LeavePubSub() {
 	for name := range c.subs {
-		c.table.pubsub.remove(c.table.pubsub.channels, name, c)
+		c.table.pubsub.remove(&c.table.pubsub.channels, name, c)
 	}
 	for name := range c.psubs {
-		c.table.pubsub.remove(c.table.pubsub.patterns, name, c)
+		c.table.pubsub.remove(&c.table.pubsub.patterns, name, c)
 	}
 	c.subs, c.psubs = nil, nil
 	c.storeSubCounts()

@@ -151,3 +151,48 @@ func TestPubSubQuit(t *testing.T) {
 	rc.WantDo("+OK\r\n", "QUIT")
 	rc.WantClosed()
 }
+
+// TestPubSubConcurrent: connections subscribing and leaving while others
+// publish (run with -race): every PUBLISH answers, and once all have
+// left no channel is listed.
+func TestPubSubConcurrent(t *testing.T) {
+	ts := startServer(t)
+	done := make(chan error, 6)
+	for i := range 4 {
+		go func() {
+			rdb := ts.client(t)
+			var err error
+			for j := 0; j < 50 && err == nil; j++ {
+				ps := rdb.PSubscribe(ctx, "c*")
+				if err = ps.Subscribe(ctx, "c"+strconv.Itoa(i)); err == nil {
+					_, err = ps.Receive(ctx)
+				}
+				if cerr := ps.Close(); err == nil {
+					err = cerr
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 2 {
+		go func() {
+			rdb := ts.client(t)
+			var err error
+			for j := 0; j < 200 && err == nil; j++ {
+				err = rdb.Publish(ctx, "c"+strconv.Itoa(j%4), "m").Err()
+			}
+			done <- err
+		}()
+	}
+	for range 6 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	rdb := ts.client(t)
+	testkit.WaitFor(t, "every subscriber gone", func() bool {
+		ch, err := rdb.PubSubChannels(ctx, "*").Result()
+		n, err2 := rdb.PubSubNumPat(ctx).Result()
+		return err == nil && err2 == nil && len(ch) == 0 && n == 0
+	})
+}
