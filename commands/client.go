@@ -114,6 +114,7 @@ type Client struct {
 	push        Pusher
 	newPusher   func() Pusher
 	subCounts   atomic.Int64 // channels<<32 | patterns, for CLIENT LIST and CLIENT KILL TYPE
+	pushWaiting atomic.Int64 // bytes the Pusher holds (NotePushWaiting), for CLIENT LIST's omem
 
 	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]

@@ -124,6 +124,11 @@ func (c *Client) PushOut() bool {
 	return true
 }
 
+// NotePushWaiting records the bytes the client's Pusher holds, not yet
+// written, which CLIENT LIST adds to omem and tot-mem. Safe from any
+// goroutine.
+func (c *Client) NotePushWaiting(n int) { c.pushWaiting.Store(int64(n)) }
+
 // storeSubCounts publishes the subscription counts to other goroutines.
 func (c *Client) storeSubCounts() {
 	c.nsub = len(c.subs) + len(c.psubs)

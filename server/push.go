@@ -70,6 +70,7 @@ func (p *pusher) Push(b []byte) {
 	if over != "" {
 		p.buf, p.dropped = nil, true
 	}
+	p.c.cl.NotePushWaiting(len(p.buf) + p.inflight)
 	p.mu.Unlock()
 	if over != "" {
 		p.c.s.outputDropped.Add(1)
@@ -110,6 +111,7 @@ func (p *pusher) run() {
 		_, err := p.c.nc.Write(out)
 		p.mu.Lock()
 		p.inflight = 0
+		p.c.cl.NotePushWaiting(len(p.buf))
 		p.mu.Unlock()
 		if err != nil || wait == lastWrite {
 			p.c.cl.Kill()

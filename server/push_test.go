@@ -1,0 +1,58 @@
+package server
+
+import (
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+)
+
+// A subscriber that reads nothing is disconnected once the messages
+// waiting for it pass client-output-buffer-limit's pubsub hard limit, or
+// stay above its soft limit for its seconds (0 here: at the next message
+// above it); the publisher is never held up, and the drop is counted.
+func TestPubSubLimitsDropSubscriberThatDoesNotRead(t *testing.T) {
+	for _, limit := range []string{"pubsub 128kb 0 0", "pubsub 0 64kb 0"} {
+		t.Run(limit, func(t *testing.T) {
+			s := newTestServer(t)
+			if _, err := s.ConfigSet([][2]string{{"client-output-buffer-limit", limit}}); err != nil {
+				t.Fatal(err)
+			}
+			subEnd, subSrv := net.Pipe() // no buffer: the server's writes wait for reads
+			go s.admit(subSrv).serve()
+			defer subEnd.Close()
+			sub := testkit.NewConn(t, subEnd)
+			sub.Send(testkit.Encode("SUBSCRIBE", "ch"))
+			if got := sub.Reply(); !strings.Contains(got, "subscribe") {
+				t.Fatalf("SUBSCRIBE: %q", got)
+			}
+			pubEnd, pubSrv := net.Pipe()
+			go s.admit(pubSrv).serve()
+			defer pubEnd.Close()
+			pub := testkit.NewConn(t, pubEnd)
+			payload := strings.Repeat("x", 16<<10)
+			pub.Do("PUBLISH", "ch", payload)
+			pub.Do("PUBLISH", "ch", payload)
+			// CLIENT LIST counts what waits for the subscriber in its omem.
+			list := pub.Do("CLIENT", "LIST", "TYPE", "pubsub")
+			if m := regexp.MustCompile(` omem=(\d+) `).FindStringSubmatch(list); m == nil || len(m[1]) < 5 {
+				t.Errorf("CLIENT LIST of a subscriber with 32 KiB waiting: %q", list)
+			}
+			for i := 0; ; i++ {
+				got := pub.Do("PUBLISH", "ch", payload)
+				if got == ":0\r\n" {
+					break
+				}
+				if got != ":1\r\n" || i == 100 { // 1.6 MB: far past either limit
+					t.Fatalf("PUBLISH %d: %q", i, got)
+				}
+			}
+			if got := s.Stats().OutputDropped; got != 1 {
+				t.Errorf("client_output_buffer_limit_disconnections %d, want 1", got)
+			}
+			pub.WantDo("*2\r\n$2\r\nch\r\n:0\r\n", "PUBSUB", "NUMSUB", "ch")
+		})
+	}
+}
