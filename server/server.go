@@ -2,7 +2,8 @@
 // connections (replies encoded by commands.Writer), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
-// commands table; it owns the settings table and TLS (tls.go). It
+// commands table; it owns the settings table, TLS (tls.go) and the
+// queues that carry pub/sub subscribers' output (push.go). It
 // implements commands.Host. It imports commands, engine and packages under
 // internal/, never daemon or cmd/cellserver, and it reads no flags or
 // config files: cmd/cellserver builds its Config, and package daemon
