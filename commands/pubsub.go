@@ -129,6 +129,11 @@ func (c *Client) PushOut() bool {
 // goroutine.
 func (c *Client) NotePushWaiting(n int) { c.pushWaiting.Store(int64(n)) }
 
+// Subscribed reports whether the client is subscribed to a channel or
+// pattern: it then has no idle timeout, as in Redis. On the connection's
+// goroutine; others read SubCounts.
+func (c *Client) Subscribed() bool { return c.nsub != 0 }
+
 // storeSubCounts publishes the subscription counts to other goroutines.
 func (c *Client) storeSubCounts() {
 	c.nsub = len(c.subs) + len(c.psubs)

@@ -213,7 +213,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	c.cl.NoteBuffers(c.n, len(c.buf)-c.n, c.w.Len(), len(c.buf)+c.w.Cap())
 	c.countBuffers()
 
-	if d := c.s.limits.timeout.Load(); d > 0 {
+	if d := c.s.limits.timeout.Load(); d > 0 && (c.push == nil || !c.cl.Subscribed()) { // a subscriber has no idle timeout, as in Redis
 		_ = c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) // fails only on a closed connection, which is going anyway
 		c.deadline = true
 	} else if c.deadline {

@@ -66,7 +66,10 @@ func (s *Server) applyTimeout(d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.clients {
+	for cl, c := range s.clients {
+		if ch, pat := cl.SubCounts(); ch+pat > 0 {
+			continue // a subscriber has no idle timeout, as in Redis
+		}
 		_ = c.nc.SetReadDeadline(at) // a closed connection is going anyway
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cellserver/cellserver/internal/testkit"
 )
@@ -54,5 +55,29 @@ func TestPubSubLimitsDropSubscriberThatDoesNotRead(t *testing.T) {
 			}
 			pub.WantDo("*2\r\n$2\r\nch\r\n:0\r\n", "PUBSUB", "NUMSUB", "ch")
 		})
+	}
+}
+
+// A subscriber has no idle timeout, as in Redis (Redis Sentinel's pub/sub
+// link only listens): a client that connects after it has subscribed is
+// dropped for the timeout first, and then the subscriber still gets a
+// message.
+func TestPubSubSubscriberHasNoIdleTimeout(t *testing.T) {
+	s := newTestServer(t)
+	s.limits.timeout.Store(int64(50 * time.Millisecond)) // the setting counts whole seconds; the test sets the server's bound
+	ln := testkit.Listen(t)
+	go func() { _ = s.Serve(ln) }()
+	sub := testkit.Dial(t, ln.Addr().String())
+	sub.Send(testkit.Encode("SUBSCRIBE", "ch"))
+	if got := sub.Reply(); got != "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n" {
+		t.Fatalf("SUBSCRIBE: %q", got)
+	}
+	idle := testkit.Dial(t, ln.Addr().String())
+	idle.WantDo("+PONG\r\n", "PING")
+	idle.WantClosed() // dropped for the idle timeout
+	pub := testkit.Dial(t, ln.Addr().String())
+	pub.WantDo(":1\r\n", "PUBLISH", "ch", "still here")
+	if got := sub.Reply(); got != "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$10\r\nstill here\r\n" {
+		t.Fatalf("message: %q", got)
 	}
 }
