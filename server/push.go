@@ -95,7 +95,11 @@ func (p *pusher) run() {
 		select {
 		case <-p.wake:
 		case <-p.stop:
+		}
+		select {
+		case <-p.stop:
 			wait = lastWrite
+		default:
 		}
 		p.mu.Lock()
 		out, p.buf = p.buf, out[:0]

@@ -81,3 +81,38 @@ func TestPubSubSubscriberHasNoIdleTimeout(t *testing.T) {
 		t.Fatalf("message: %q", got)
 	}
 }
+
+// A subscriber that stops reading and closes its side for writing is
+// released within about lastWrite, not after the write timeout, although
+// messages wait for it.
+func TestPubSubReleasesStuckSubscriber(t *testing.T) {
+	s := newTestServer(t)
+	ln := testkit.Listen(t)
+	go func() { _ = s.Serve(ln) }()
+	sub := testkit.Dial(t, ln.Addr().String())
+	tc := sub.NetConn().(*net.TCPConn)
+	_ = tc.SetReadBuffer(4 << 10)
+	sub.Send(testkit.Encode("SUBSCRIBE", "ch"))
+	if got := sub.Reply(); !strings.Contains(got, "subscribe") {
+		t.Fatalf("SUBSCRIBE: %q", got)
+	}
+	pub := testkit.Dial(t, ln.Addr().String())
+	payload := strings.Repeat("x", 64<<10)
+	for range 64 { // 4 MiB: more than the sockets hold, under the pubsub limits
+		pub.WantDo(":1\r\n", "PUBLISH", "ch", payload)
+	}
+	testkit.WaitFor(t, "messages waiting for the subscriber", func() bool {
+		m := regexp.MustCompile(` flags=P .* omem=(\d+) `).FindStringSubmatch(pub.Do("CLIENT", "LIST"))
+		return m != nil && m[1] != "0"
+	})
+	start := time.Now()
+	if err := tc.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the subscriber released", func() bool {
+		return pub.Do("PUBSUB", "NUMSUB", "ch") == "*2\r\n$2\r\nch\r\n:0\r\n" && len(s.Clients()) == 1
+	})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("released after %v", d)
+	}
+}
