@@ -63,6 +63,14 @@ func (h *hub) remove(m *map[string]map[*Client]struct{}, name string, c *Client)
 	}
 }
 
+// counts returns the channels and the patterns with a subscriber (INFO's
+// pubsub_channels and pubsub_patterns).
+func (h *hub) counts() (channels, patterns int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.channels), len(h.patterns)
+}
+
 func registerPubSub(t *Table) {
 	ok := FlagSubscribedOK | FlagNoMulti | FlagStale
 	rows := []Command{

@@ -98,6 +98,10 @@ func TestPubSub(t *testing.T) {
 	check("PUBSUB CHANNELS b*", pub.run("PUBSUB", "CHANNELS", "b*"), "*1\r\n$1\r\nb\r\n")
 	check("PUBSUB NUMSUB", pub.run("PUBSUB", "NUMSUB", "a", "c"), "*4\r\n$1\r\na\r\n:2\r\n$1\r\nc\r\n:0\r\n")
 	check("PUBSUB NUMPAT", pub.run("PUBSUB", "NUMPAT"), ":1\r\n")
+	info := pub.run("INFO", "stats")
+	if !strings.Contains(info, "\r\npubsub_channels:2\r\npubsub_patterns:1\r\n") {
+		t.Errorf("INFO stats: %q", info)
+	}
 	check("PUBSUB NOPE", pub.run("PUBSUB", "NOPE"), "-ERR unknown subcommand 'NOPE'. Try PUBSUB HELP.\r\n")
 
 	list := pub.run("CLIENT", "LIST", "TYPE", "pubsub")
