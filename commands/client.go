@@ -105,6 +105,17 @@ type Client struct {
 	tlsState      func() *tls.ConnectionState // the connection's TLS state; nil: plain TCP
 	multiSlot     int                         // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
 
+	// Pub/sub (pubsub.go), changed on the connection's goroutine only:
+	// the channels and patterns subscribed, their count (non-zero: the
+	// connection is in subscribed mode), and where its output goes once
+	// it has subscribed (nil before).
+	subs, psubs map[string]struct{}
+	nsub        int
+	push        Pusher
+	newPusher   func() Pusher
+	subCounts   atomic.Int64 // channels<<32 | patterns, for CLIENT LIST and CLIENT KILL TYPE
+	pushWaiting atomic.Int64 // bytes the Pusher holds (NotePushWaiting), for CLIENT LIST's omem
+
 	bufs       [4]atomic.Int64 // qbuf, qbuf-free, omem, tot-mem: NoteBuffers
 	lastCmd    atomic.Pointer[Command]
 	lastActive atomic.Int64 // Unix seconds
@@ -138,6 +149,12 @@ type ClientOptions struct {
 	// TLS returns the connection's TLS state once its handshake is done,
 	// nil over plain TCP (CLUSTER LINK binds a link to it). nil: plain.
 	TLS func() *tls.ConnectionState
+	// Pusher returns where the connection's output goes once it
+	// subscribes (SUBSCRIBE, PSUBSCRIBE): from then on its replies and the
+	// messages published to it go through the Pusher, in order. It is
+	// called at most once, on the connection's goroutine. nil: the
+	// connection cannot subscribe.
+	Pusher func() Pusher
 }
 
 // NewClient returns the state of a new connection served by t.
@@ -145,7 +162,7 @@ func (t *Table) NewClient(o ClientOptions) *Client {
 	c := &Client{
 		W: o.Writer, netW: o.Writer, id: o.ID, addr: o.Addr, laddr: o.LocalAddr,
 		created: time.Now(), host: t.host, table: t,
-		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush, tlsState: o.TLS,
+		closeFunc: o.Close, local: o.Local, flushFunc: o.Flush, tlsState: o.TLS, newPusher: o.Pusher,
 		authenticated: o.Authorized, resp: 2, respShared: 2,
 		done: make(chan struct{}),
 	}

@@ -14,11 +14,11 @@ const RedisVersion = "7.0.15"
 
 func registerConnection(t *Table) {
 	rows := []Command{
-		{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale, Handler: ping,
+		{Name: "ping", Arity: -1, MaxArgs: 2, Flags: FlagFast | FlagStale | FlagSubscribedOK, Handler: ping,
 			Summary: "Replies PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
 		{Name: "echo", Arity: 2, Flags: FlagFast, Handler: echo,
 			Summary: "Replies the message.", Args: []Arg{{Name: "message", Type: "string"}}},
-		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale, Handler: quit,
+		{Name: "quit", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagRunsInMulti | FlagStale | FlagSubscribedOK, Handler: quit,
 			Summary: "Closes the connection."},
 		{Name: "hello", Arity: -1, Flags: FlagNoAuth | FlagFast | FlagStale, Handler: hello,
 			Summary: "Handshake: chooses RESP2 or RESP3, optionally authenticates and names the connection.",
@@ -30,7 +30,7 @@ func registerConnection(t *Table) {
 			Args:    []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 		{Name: "select", Arity: 2, Flags: FlagFast, Handler: selectDB,
 			Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
-		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti, Handler: reset,
+		{Name: "reset", Arity: 1, Flags: FlagNoAuth | FlagFast | FlagStale | FlagRunsInMulti | FlagSubscribedOK, Handler: reset,
 			Summary: "Resets the connection as if it had just connected: RESP2, no MULTI, no name, not authenticated when a password is set.",
 			Since:   "6.2.0"},
 		{Name: "client", Arity: -2, Handler: client,
@@ -48,6 +48,16 @@ func registerConnection(t *Table) {
 
 func ping(c *Client, req *Request) {
 	args := req.Args
+	if c.nsub != 0 && c.resp == 2 { // subscribed mode: Redis's ["pong", message]
+		c.W.WriteArray(2)
+		c.W.WriteBulkString("pong")
+		if len(args) == 2 {
+			c.W.WriteBulk(args[1])
+		} else {
+			c.W.WriteBulkString("")
+		}
+		return
+	}
 	if len(args) == 2 {
 		c.W.WriteBulk(args[1])
 		return
@@ -63,8 +73,8 @@ func quit(c *Client, _ *Request) {
 }
 
 // reset is Redis 6.2's RESET: the connection's state as a new
-// connection's. It drops a MULTI block (cellserver has no WATCH, pub/sub,
-// MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
+// connection's. It drops a MULTI block and every subscription (cellserver
+// has no WATCH, MONITOR, client tracking nor CLIENT REPLY to undo), forgets ASKING and
 // the connection's name (not its CLIENT SETINFO library, as Redis keeps
 // it), goes back to RESP2 and database 0, and, when a password is set,
 // to unauthenticated. A cluster link stops being one, and a link
@@ -75,6 +85,7 @@ func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
 	c.asking = false
+	c.LeavePubSub()
 	c.peer, c.linkState = false, nil
 	c.resp = 2
 	c.authenticated = c.host.RequirePass() == ""
@@ -250,7 +261,7 @@ func client(c *Client, req *Request) {
 			"    * LIB-VER: the client lib version.",
 			"INFO",
 			"    Return information about the current client connection.",
-			"LIST [TYPE NORMAL] [ID <id> [<id> ...]]",
+			"LIST [TYPE (NORMAL|MASTER|REPLICA|PUBSUB)] [ID <id> [<id> ...]]",
 			"    Return information about client connections.",
 			"KILL <ip:port>",
 			"    Kill connection made from <ip:port>.",
@@ -318,12 +329,18 @@ func (c *Client) infoLine(now time.Time) string {
 	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=-1 name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(max(0, now.Unix()-c.lastActive.Load()), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1")
+	subs, psubs := c.SubCounts()
+	flags := " flags=N"
+	if subs+psubs > 0 {
+		flags = " flags=P"
+	}
+	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
 	b.WriteString(" qbuf-free=" + strconv.FormatInt(c.bufs[1].Load(), 10))
 	b.WriteString(" argv-mem=0 multi-mem=0 obl=0 oll=0")
-	b.WriteString(" omem=" + strconv.FormatInt(c.bufs[2].Load(), 10))
-	b.WriteString(" tot-mem=" + strconv.FormatInt(c.bufs[3].Load(), 10) + " events=r")
+	pushed := c.pushWaiting.Load() // a subscriber's queued output (Pusher)
+	b.WriteString(" omem=" + strconv.FormatInt(c.bufs[2].Load()+pushed, 10))
+	b.WriteString(" tot-mem=" + strconv.FormatInt(c.bufs[3].Load()+pushed, 10) + " events=r")
 	b.WriteString(" cmd=" + cmd + " user=default redir=-1 resp=" + strconv.Itoa(resp))
 	b.WriteString(" lib-name=" + lib + " lib-ver=" + ver)
 	return b.String()
@@ -331,18 +348,18 @@ func (c *Client) infoLine(now time.Time) string {
 
 func clientList(c *Client, args [][]byte) {
 	var ids map[int64]bool
+	var types *clientType
 	for i := 0; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "type") && i+1 < len(args):
 			i++
-			if !equalFold(args[i], "normal") {
-				if equalFold(args[i], "master") || equalFold(args[i], "replica") || equalFold(args[i], "pubsub") {
-					ids = map[int64]bool{} // no such clients here
-					continue
-				}
+			typ, ok := parseClientType(args[i])
+			if !ok {
 				c.fail(errUnknownClientType(args[i]))
 				return
 			}
+			want := typ
+			types = &want
 		case equalFold(args[i], "id") && i+1 < len(args):
 			if ids == nil {
 				ids = map[int64]bool{}
@@ -363,7 +380,7 @@ func clientList(c *Client, args [][]byte) {
 	now := time.Now()
 	var b strings.Builder
 	for _, cl := range c.host.Clients() {
-		if ids == nil || ids[cl.id] {
+		if (ids == nil || ids[cl.id]) && (types == nil || cl.clientType() == *types) {
 			b.WriteString(cl.infoLine(now))
 			b.WriteByte('\n')
 		}
@@ -406,12 +423,12 @@ func clientKill(c *Client, args [][]byte) {
 		case equalFold(k, "user"):
 			match = append(match, func(*Client) bool { return v == "default" })
 		case equalFold(k, "type"):
-			normal := strings.EqualFold(v, "normal")
-			if !normal && !strings.EqualFold(v, "master") && !strings.EqualFold(v, "replica") && !strings.EqualFold(v, "pubsub") {
-				c.fail(errUnknownClientType([]byte(v)))
+			typ, ok := parseClientType(args[i+1])
+			if !ok {
+				c.fail(errUnknownClientType(args[i+1]))
 				return
 			}
-			match = append(match, func(*Client) bool { return normal })
+			match = append(match, func(cl *Client) bool { return cl.clientType() == typ })
 		case equalFold(k, "skipme"):
 			switch strings.ToLower(v) {
 			case "yes":
@@ -442,6 +459,45 @@ func clientKill(c *Client, args [][]byte) {
 		}
 	}
 	c.W.WriteInt64(killed)
+}
+
+// clientType is a connection's type as CLIENT LIST TYPE and CLIENT KILL
+// TYPE name it, Redis's four: normal, replica (also called slave), master
+// (the link a replica keeps to its primary) and pubsub (a connection in
+// subscribed mode).
+type clientType uint8
+
+const (
+	clientNormal clientType = iota
+	clientReplica
+	clientMaster
+	clientPubSub
+)
+
+// parseClientType reads a client type name as Redis's
+// getClientTypeByName does, case-insensitively, "slave" as "replica".
+func parseClientType(name []byte) (clientType, bool) {
+	switch {
+	case equalFold(name, "normal"):
+		return clientNormal, true
+	case equalFold(name, "replica"), equalFold(name, "slave"):
+		return clientReplica, true
+	case equalFold(name, "master"):
+		return clientMaster, true
+	case equalFold(name, "pubsub"):
+		return clientPubSub, true
+	}
+	return 0, false
+}
+
+// clientType returns c's type: pubsub while it is subscribed to a channel
+// or pattern, else normal (cellserver has no replication yet). Safe from
+// any goroutine.
+func (c *Client) clientType() clientType {
+	if c.subCounts.Load() != 0 {
+		return clientPubSub
+	}
+	return clientNormal
 }
 
 // kill disconnects cl; when cl is c itself, only once the reply is out, as

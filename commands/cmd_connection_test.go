@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -288,5 +289,49 @@ func TestResetEndsClusterLink(t *testing.T) {
 		if h.c.peer || h.c.linkState != nil || len(r.imported) != 0 {
 			t.Fatalf("password %q: after RESET peer %v, link state %q, imported %q", pass, h.c.peer, h.c.linkState, r.imported)
 		}
+	}
+}
+
+// TestClientKillFilters: CLIENT KILL's filter form answers the number of
+// connections closed, a connection matching every filter given; TYPE
+// takes Redis's names, "slave" for "replica" among them (Redis Sentinel
+// sends CLIENT KILL TYPE normal and TYPE pubsub on a failover); the old
+// form CLIENT KILL addr answers OK.
+func TestClientKillFilters(t *testing.T) {
+	h := newHarness(t, "")
+	newOther := func(id int64, addr string) *Client {
+		o := h.table.NewClient(ClientOptions{ID: id, Addr: addr, LocalAddr: "127.0.0.1:6380",
+			Writer: NewWriter(&bytes.Buffer{}), Authorized: true})
+		h.host.clients = append(h.host.clients, o)
+		return o
+	}
+	a, b, d := newOther(8, "127.0.0.1:5001"), newOther(9, "127.0.0.1:5002"), newOther(10, "127.0.0.1:5003")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "KILL", "TYPE", "slave"}, ":0\r\n"},
+		{[]string{"CLIENT", "KILL", "TYPE", "REPLICA"}, ":0\r\n"},
+		{[]string{"CLIENT", "KILL", "TYPE", "master"}, ":0\r\n"},
+		{[]string{"CLIENT", "KILL", "TYPE", "pubsub"}, ":0\r\n"},
+		{[]string{"CLIENT", "KILL", "TYPE", "sentinel"}, errReply("ERR Unknown client type 'sentinel'")},
+		{[]string{"CLIENT", "KILL", "TYPE"}, errReply(errNoSuchClient)}, // one word is the old form: an address
+		{[]string{"CLIENT", "KILL", "TYPE", "normal", "ID"}, errReply(errSyntax)},
+		{[]string{"CLIENT", "KILL", "ID", "0"}, errReply(errClientIDZero)},
+		{[]string{"CLIENT", "KILL", "ADDR", "127.0.0.1:5001", "ID", "9"}, ":0\r\n"}, // every filter must match
+		{[]string{"CLIENT", "KILL", "ADDR", "127.0.0.1:5001"}, ":1\r\n"},
+		{[]string{"CLIENT", "KILL", "127.0.0.1:5002"}, "+OK\r\n"},
+		{[]string{"CLIENT", "LIST", "TYPE", "slave"}, "$0\r\n\r\n"},
+	} {
+		if got := h.do(tc.args...); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	h.host.clients = []*Client{h.c, d} // the server forgets closed connections
+	if got := h.do("CLIENT", "KILL", "TYPE", "normal"); got != ":1\r\n" {
+		t.Errorf("CLIENT KILL TYPE normal: %q (SKIPME yes spares the caller)", got)
+	}
+	if !a.Killed() || !b.Killed() || !d.Killed() || h.c.Killed() || h.c.CloseAfterReply() {
+		t.Errorf("killed: a %v b %v d %v self %v/%v", a.Killed(), b.Killed(), d.Killed(), h.c.Killed(), h.c.CloseAfterReply())
 	}
 }

@@ -81,6 +81,8 @@ func (t *Table) admit(c *Client, cmd *Command, args [][]byte) string {
 		return errNoAuth
 	case !cmd.arityOK(len(args)):
 		return cmd.arityError()
+	case c.nsub != 0 && c.resp == 2 && cmd.Flags&FlagSubscribedOK == 0:
+		return errSubscribedContext(cmd.Name)
 	case cmd.Flags&FlagStale == 0 && t.loading.Load():
 		return errLoading
 	case c.multi && cmd.Flags&FlagNoMulti != 0:

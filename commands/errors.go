@@ -66,6 +66,13 @@ const (
 	errInvalidClientID = "ERR Invalid client ID"
 	errClientIDZero    = "ERR client-id should be greater than 0"
 
+	// SCRIPT's (cmd_script.go): cellserver runs no scripts.
+	errNotBusy         = "NOTBUSY No scripts in execution right now."
+	errScriptFlushMode = "ERR SCRIPT FLUSH only support SYNC|ASYNC option"
+	errNoScripting     = "ERR cellserver runs no scripts: SCRIPT LOAD, SCRIPT DEBUG and EVAL are not supported"
+
+	errNoPubSub = "ERR pub/sub is not available on this connection"
+
 	errLoading          = "LOADING Redis is loading the dataset in memory"
 	errNoPersistence    = "ERR persistence is off: start cellserver with --dir <path> (and save <seconds> <changes> rules) to take snapshots"
 	errSaveFailed       = "ERR snapshot failed: see the server's log (INFO persistence shows rdb_last_bgsave_status)"
@@ -179,6 +186,12 @@ func errInternal(cmd string) string { return "ERR internal error in '" + cmd + "
 func errPositive(arg string) string { return "ERR " + arg + " must be a positive integer" }
 
 func errRange(arg string) string { return "ERR " + arg + " is out of range" }
+
+// errSubscribedContext refuses cmd on a RESP2 connection in subscribed
+// mode, in Redis 7.0's words.
+func errSubscribedContext(cmd string) string {
+	return "ERR Can't execute '" + cmd + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
 
 func errUnknownSubcommand(sub []byte, cmd string) string {
 	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."

@@ -48,9 +48,13 @@ type Host interface {
 
 // HostStats are the server-wide figures INFO reports.
 type HostStats struct {
-	Version         string
-	Port            int
-	PID             int
+	Version string
+	Port    int
+	PID     int
+	// RunID is INFO's run_id: 40 hex characters drawn at random when the
+	// server starts and kept for its life, so that a tool (Redis Sentinel)
+	// sees a restart as a new value.
+	RunID           string
 	ConfigFile      string
 	Executable      string
 	Started         time.Time

@@ -41,6 +41,10 @@ const (
 	// under a larger max-key-size can still be read and deleted. COMMAND
 	// does not show it: Redis has no such flag.
 	FlagNewKeys
+	// FlagSubscribedOK marks the commands a RESP2 connection in subscribed
+	// mode may run ((P)(UN)SUBSCRIBE, PING, QUIT, RESET): Dispatch refuses
+	// any other there, as Redis does. COMMAND does not show it.
+	FlagSubscribedOK
 )
 
 var flagNames = []struct {
@@ -111,6 +115,7 @@ type Table struct {
 	errors  errorStats                                  // error replies by first word (errstats.go)
 	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
 	slow    slowlog
+	pubsub  hub               // channels and patterns subscribed (pubsub.go)
 	router  Router            // nil when cluster mode is off
 	secret  func(string) bool // Options.Secret
 	// maxKeySize is max-key-size: the longest key a FlagNewKeys command
@@ -211,6 +216,8 @@ func NewTable(host Host, opt Options) *Table {
 	registerServer(t)
 	registerPersistence(t)
 	registerSlowlog(t)
+	registerScript(t)
+	registerPubSub(t)
 	registerMulti(t)
 	registerCluster(t)
 	if opt.EnableDebug {

@@ -82,6 +82,16 @@ func (w *Writer) reset() {
 	}
 }
 
+// Bytes returns the buffered replies, valid until the next write or Take.
+func (w *Writer) Bytes() []byte { return w.b }
+
+// Taken empties the buffer once its bytes have been handed on (Bytes),
+// and counts them as written.
+func (w *Writer) Taken() {
+	w.written.Add(int64(len(w.b)))
+	w.reset()
+}
+
 // Cap returns the bytes the Writer's buffer holds, used or not.
 func (w *Writer) Cap() int { return cap(w.b) }
 

@@ -157,9 +157,10 @@ type Config struct {
 	Supervised string
 	// OutputLimits is client-output-buffer-limit, by class: a client whose
 	// replies waiting to be written pass Hard bytes, or stay above Soft
-	// bytes for SoftSeconds, is disconnected. Only the normal class has
-	// clients here; the replica and pubsub classes are kept for
-	// redis.conf's sake. Default: Redis's, normal 0 0 0 (no limit),
+	// bytes for SoftSeconds, is disconnected. A connection is of the
+	// normal class until it subscribes, then of the pubsub class (push.go);
+	// the replica class is kept for redis.conf's sake. Default: Redis's,
+	// normal 0 0 0 (no limit),
 	// replica 256mb 64mb 60, pubsub 32mb 8mb 60.
 	OutputLimits [numClientClasses]OutputLimit
 	// MaxMemory is the most memory new keys may make the server hold, in

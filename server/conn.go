@@ -43,6 +43,9 @@ type limits struct {
 	outHard  atomic.Int64 // client-output-buffer-limit normal: hard bytes; 0: none
 	outSoft  atomic.Int64 // soft bytes; 0: none
 	outSecs  atomic.Int64 // soft seconds
+	psHard   atomic.Int64 // client-output-buffer-limit pubsub: hard bytes; 0: none
+	psSoft   atomic.Int64 // soft bytes; 0: none
+	psSecs   atomic.Int64 // soft seconds
 }
 
 // Writing replies. A flush must complete within a deadline of wait to
@@ -85,6 +88,7 @@ type conn struct {
 	retryAt   int       // under output limits, the next mid-batch write waits for this many bytes
 	taken     int       // bytes of buf[:n] taken by the requests run so far in this batch
 	counted   int64     // the buffers' bytes this connection has added to the engine's count (countBuffers)
+	push      *pusher   // once the client has subscribed (push.go): where its output goes
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -209,7 +213,7 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 	c.cl.NoteBuffers(c.n, len(c.buf)-c.n, c.w.Len(), len(c.buf)+c.w.Cap())
 	c.countBuffers()
 
-	if d := c.s.limits.timeout.Load(); d > 0 {
+	if d := c.s.limits.timeout.Load(); d > 0 && (c.push == nil || !c.cl.Subscribed()) { // a subscriber has no idle timeout, as in Redis
 		_ = c.nc.SetReadDeadline(time.Now().Add(time.Duration(d))) // fails only on a closed connection, which is going anyway
 		c.deadline = true
 	} else if c.deadline {
@@ -262,6 +266,10 @@ func (c *conn) flush(final bool) bool {
 	n := c.w.Len()
 	if n == 0 {
 		return true
+	}
+	if c.push != nil { // subscribed: the pusher writes, under the pubsub class's limits
+		c.cl.PushOut()
+		return !c.cl.Killed()
 	}
 	hard, soft := c.s.limits.outHard.Load(), c.s.limits.outSoft.Load()
 	if hard > 0 && int64(n) > hard {

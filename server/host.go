@@ -136,7 +136,7 @@ func (s *Server) Stats() commands.HostStats {
 	s.notePeak(keyspace + buffers)
 	s.cfgMu.RLock()
 	st := commands.HostStats{
-		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), ConfigFile: s.cfg.ConfigFile,
+		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), RunID: s.runID, ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
 		UsedMemoryRSS: rss(), MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}

@@ -66,7 +66,10 @@ func (s *Server) applyTimeout(d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.clients {
+	for cl, c := range s.clients {
+		if ch, pat := cl.SubCounts(); ch+pat > 0 {
+			continue // a subscriber has no idle timeout, as in Redis
+		}
 		_ = c.nc.SetReadDeadline(at) // a closed connection is going anyway
 	}
 }
@@ -82,5 +85,9 @@ func (s *Server) storeLimits(cfg *Config) {
 	s.limits.outHard.Store(out.Hard)
 	s.limits.outSoft.Store(out.Soft)
 	s.limits.outSecs.Store(out.SoftSeconds)
+	ps := cfg.OutputLimits[ClassPubSub]
+	s.limits.psHard.Store(ps.Hard)
+	s.limits.psSoft.Store(ps.Soft)
+	s.limits.psSecs.Store(ps.SoftSeconds)
 	s.eng.SetMemoryLimit(cfg.MaxMemory, maxMemoryPolicies[cfg.MaxMemoryPolicy])
 }

@@ -220,6 +220,7 @@ func (s *Server) admit(nc net.Conn) *conn {
 		Authorized: pass == "" && !linkOnly,
 		Local:      isLocal(nc.RemoteAddr()),
 		TLS:        tlsState,
+		Pusher:     c.newPusher,
 	})
 	s.clients[c.cl] = c
 	s.conns.Add(1)
@@ -238,6 +239,12 @@ func refuse(nc net.Conn, msg string) {
 
 // release unregisters a connection that has ended, keeping its counters.
 func (s *Server) release(c *conn) {
+	c.cl.LeavePubSub()
+	if c.push != nil { // its last replies (QUIT's) go out first, within lastWrite
+		_ = c.nc.SetWriteDeadline(time.Now().Add(lastWrite)) // a write under way too; fails only on a closed connection
+		close(c.push.stop)
+		<-c.push.done
+	}
 	c.nc.Close()
 	c.s.eng.AddBufferMemory(-c.counted)
 	c.cl.Settle() // the timings of a batch cut short

@@ -2,7 +2,8 @@
 // connections (replies encoded by commands.Writer), bounds what a client can
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
-// commands table; it owns the settings table and TLS (tls.go). It
+// commands table; it owns the settings table, TLS (tls.go) and the
+// queues that carry pub/sub subscribers' output (push.go). It
 // implements commands.Host. It imports commands, engine and packages under
 // internal/, never daemon or cmd/cellserver, and it reads no flags or
 // config files: cmd/cellserver builds its Config, and package daemon
@@ -11,6 +12,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -64,6 +67,7 @@ type Server struct {
 	outputDropped atomic.Int64   // clients disconnected for their output limits
 	tlsFailures   loglimit.Limit // the log lines of failed TLS handshakes (tls.go)
 	started       time.Time
+	runID         string // INFO's run_id (newRunID)
 
 	ratesMu sync.Mutex // guards the meters
 	ops     rateMeter  // commands run
@@ -96,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg: cfg, started: time.Now(), clients: map[*commands.Client]*conn{},
+		cfg: cfg, started: time.Now(), runID: newRunID(), clients: map[*commands.Client]*conn{},
 		done: make(chan struct{}), stopCron: make(chan struct{}),
 		stopping: make(chan struct{}), listening: make(chan struct{}),
 		log: newLogger(cfg.LogLevel, cfg.LogOutput), raiseFDs: fdlimit.Raise,
@@ -230,4 +234,12 @@ func (s *Server) notePeak(used int64) {
 			return
 		}
 	}
+}
+
+// newRunID returns a run id as Redis draws one: 40 hexadecimal characters
+// from crypto/rand, 160 bits, so that two starts never share one.
+func newRunID() string {
+	var b [20]byte
+	rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
