@@ -346,3 +346,11 @@ func (s *Service) EachStats(fn func(key string, st *Stats)) {
 		fn(k, st)
 	}
 }
+
+// StatsOf returns a metric key's counters, nil when nothing was counted
+// under it.
+func (s *Service) StatsOf(key string) *Stats {
+	s.statsMu.RLock()
+	defer s.statsMu.RUnlock()
+	return s.stats[key]
+}
