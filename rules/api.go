@@ -53,6 +53,7 @@ const (
 	UnitDay     Unit = 4
 	UnitMonth   Unit = 5
 	UnitYear    Unit = 6
+	UnitWeek    Unit = 7
 )
 
 // RateLimit is the limit a descriptor matched, as reported back.
