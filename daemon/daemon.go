@@ -6,7 +6,9 @@ import (
 	"sync"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -33,6 +35,10 @@ type Daemon struct {
 	srv  *server.Server
 	node *cluster.Node // nil: cluster mode off
 	p    *persistence  // nil: persistence off
+	// checker answers the gRPC rate-limit service and /json; rl is that
+	// service (nil: neither grpc-port nor the HTTP port is set).
+	checker rules.Checker
+	rl      *grpcsvc.Service
 
 	ready    chan struct{} // Ready
 	stopping chan struct{} // Stopping
@@ -77,6 +83,14 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
 	storeLog.attach(srv.Logf)
+	d.checker = newChecker(srv)
+	if d.rl, err = newRateLimitService(&scfg, d.checker, srv.Logf); err != nil {
+		_ = srv.Close()
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
@@ -114,7 +128,15 @@ func (d *Daemon) Run() error {
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stop()
+	}
+	if d.cfg.GRPCPort != 0 {
+		stop, err := d.serveGRPC(d.rl)
 		if err != nil {
 			_ = srv.Close()
 			return err

@@ -202,6 +202,26 @@ type Config struct {
 	// forwarded commands) TLS connections to the peers' TLS ports, with
 	// this node's certificate and CAs; it needs TLSPort. Default: false.
 	TLSCluster bool
+
+	// The gRPC rate-limit service's settings, which package daemon hands
+	// to package grpcsvc.
+	// GRPCPort is the port Envoy's rate-limit service (RLS v3
+	// ShouldRateLimit, and gRPC health checks) listens on, on every Bind
+	// address; 0 serves none. Default: 0 (off).
+	GRPCPort int
+	// TLSGRPC makes the gRPC port speak TLS only, with the TLS port's
+	// certificate and client certificate policy (tls-auth-clients); it
+	// needs tls-port. Default: false.
+	TLSGRPC bool
+	// GRPCResponseHeaders adds the RateLimit-Limit, RateLimit-Remaining
+	// and RateLimit-Reset headers to the service's answers, as
+	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
+	// Default: false.
+	GRPCResponseHeaders bool
+	// GRPCMaxConns bounds the gRPC port's open connections; past it, a
+	// client waits in the listen queue. With GRPCPort set, fitMaxClients
+	// keeps that many open files for them. Default: 1024.
+	GRPCMaxConns int
 	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
@@ -249,6 +269,7 @@ func DefaultConfig() Config {
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
 		},
 		ClusterWeight: 1,
+		GRPCMaxConns:  1024,
 	}
 }
 
@@ -275,6 +296,9 @@ func (c *Config) Validate() error {
 func (c *Config) validateTLS() error {
 	if c.TLSCluster && c.ClusterEnabled && c.TLSPort == 0 {
 		return errors.New("tls-cluster: needs tls-port")
+	}
+	if c.TLSGRPC && c.GRPCPort != 0 && c.TLSPort == 0 {
+		return errors.New("tls-grpc: needs tls-port")
 	}
 	if c.TLSPort == 0 || c.TLSConfig != nil {
 		return nil

@@ -1,0 +1,110 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/grpcsvc"
+	"github.com/cellserver/cellserver/limiter"
+	"github.com/cellserver/cellserver/rules"
+	"github.com/cellserver/cellserver/server"
+)
+
+// The gRPC rate-limit service (package grpcsvc): Envoy's ShouldRateLimit
+// on grpc-port (off by default) and /json on the HTTP port, both
+// answered by the daemon's rules Checker, the one RL.CHECK asks. Health
+// checks answer SERVING from Ready until the daemon begins to stop.
+
+// grpcShutdownTimeout bounds how long a graceful stop waits for the calls
+// under way before it closes their connections.
+const grpcShutdownTimeout = 5 * time.Second
+
+// newRateLimitService builds the service over checker from cfg's
+// settings, when grpc-port or the HTTP port (for /json) is set; nil
+// otherwise.
+func newRateLimitService(cfg *server.Config, checker rules.Checker, logf func(level, format string, args ...any)) (*grpcsvc.Service, error) {
+	if cfg.GRPCPort == 0 && cfg.MetricsAddr == "" {
+		return nil, nil
+	}
+	gc := grpcsvc.Config{ResponseHeaders: cfg.GRPCResponseHeaders, MaxConns: cfg.GRPCMaxConns, Logf: logf}
+	if cfg.TLSGRPC {
+		if cfg.TLSConfig == nil {
+			return nil, errors.New("tls-grpc: needs tls-port with its files")
+		}
+		gc.TLS = cfg.TLSConfig // its certificate reloads as the TLS port's
+	}
+	return grpcsvc.New(checker, gc)
+}
+
+// serveGRPC listens on grpc-port on every bind address (an optional one,
+// "-addr", that the machine does not have is skipped, as the RESP ports
+// do) and serves s there. It sets s's health SERVING once the daemon is
+// ready, and shuts s down gracefully when the daemon begins to stop
+// (Stopping); stop marks the daemon stopping and waits for that.
+func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
+	var lns []net.Listener
+	for _, b := range d.cfg.Bind {
+		host, optional := server.BindHost(b)
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(d.cfg.GRPCPort)))
+		if err != nil && optional && !errors.Is(err, syscall.EADDRINUSE) {
+			d.srv.Logf("warning", "grpc: skipping optional address %s: %v", b, err)
+			continue
+		}
+		if err != nil {
+			for _, l := range lns {
+				_ = l.Close()
+			}
+			return nil, fmt.Errorf("grpc-port: %w", err)
+		}
+		lns = append(lns, ln)
+	}
+	for _, ln := range lns {
+		go func() { _ = s.Serve(ln) }() // ErrServerClosed once stopped
+		scheme := "plaintext"
+		if d.cfg.TLSGRPC {
+			scheme = "TLS"
+		}
+		d.srv.Logf("notice", "Serving Envoy's rate-limit service (gRPC, %s) on %s", scheme, ln.Addr())
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-d.ready:
+			s.SetServing(true)
+		case <-d.stopping:
+		}
+		<-d.stopping
+		// Shutdown health-checks NOT_SERVING at once, then lets the
+		// calls under way finish, while the rest of the daemon stops.
+		ctx, cancel := context.WithTimeout(context.Background(), grpcShutdownTimeout)
+		defer cancel()
+		_ = s.Shutdown(ctx) // past the timeout, the connections are closed
+	}()
+	return func() {
+		d.markStopping()
+		<-stopped
+	}, nil
+}
+
+// newChecker returns the Checker of the rules the server holds: a
+// rules.Service charging srv's engine.
+// TODO(hrules): the daemon's rules Manager (rules-file, RULES SET, the
+// cluster-aware Store) replaces this when both branches meet.
+func newChecker(srv *server.Server) rules.Checker {
+	e := srv.Engine()
+	return rules.NewService(rules.Config{Store: engineStore{e}, Now: e.Clock().Now})
+}
+
+// engineStore charges the rules' counters on the local engine.
+type engineStore struct{ e *engine.Engine }
+
+func (s engineStore) Apply(_ context.Context, key []byte, r *limiter.Request) (limiter.Result, error) {
+	return s.e.Apply(key, r, nil)
+}
