@@ -34,6 +34,10 @@ const (
 	errDBIndex         = "ERR DB index is out of range"
 	errClockRange      = "ERR clock value is out of range"
 	errSlowlogCount    = "ERR count should be greater than or equal to -1"
+
+	errRLHits            = "ERR HITS must be a non-negative integer"
+	errRLDescriptors     = "ERR DESCRIPTORS must be followed by a count from 0 to 1000"
+	errRLDescriptorShape = "ERR each descriptor is its number of entries (at least 1) then that many key value pairs, and only HITS n may follow the last"
 	errNoConfigFile    = "ERR The server is running without a config file"
 	errDebugClock      = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
