@@ -34,12 +34,8 @@ const (
 	errDBIndex         = "ERR DB index is out of range"
 	errClockRange      = "ERR clock value is out of range"
 	errSlowlogCount    = "ERR count should be greater than or equal to -1"
-
-	errRLHits            = "ERR HITS must be a non-negative integer"
-	errRLDescriptors     = "ERR DESCRIPTORS must be followed by a count from 0 to 1000"
-	errRLDescriptorShape = "ERR each descriptor is its number of entries (at least 1) then that many key value pairs, and only HITS n may follow the last"
-	errNoConfigFile      = "ERR The server is running without a config file"
-	errDebugClock        = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
+	errNoConfigFile    = "ERR The server is running without a config file"
+	errDebugClock      = "ERR DEBUG CLOCK takes SET <unix_ns> | ADVANCE <ns> | REAL | GET"
 	// errDebugNotAllowed is Redis 7's refusal of DEBUG to a client it may
 	// not serve (enable-debug-command local, a remote client).
 	errDebugNotAllowed = `ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.`
@@ -249,3 +245,10 @@ func errMeet(host string, port int, err error) string {
 func errLink(err error) string { return "ERR cluster link refused: " + err.Error() }
 
 func errImport(err error) string { return "ERR cluster import refused: " + err.Error() }
+
+// RL.CHECK's errors (cmd_rules.go).
+const (
+	errRLHits            = "ERR HITS must be a non-negative integer"
+	errRLDescriptors     = "ERR DESCRIPTORS must be followed by a count from 0 to 1000"
+	errRLDescriptorShape = "ERR each descriptor is its number of entries (at least 1) then that many key value pairs, and only HITS n may follow the last"
+)
