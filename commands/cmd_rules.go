@@ -36,8 +36,8 @@ func registerRules(t *Table) {
 // forwards in cluster mode).
 type tableStore struct{ host Host }
 
-func (s tableStore) Apply(_ context.Context, key []byte, r *limiter.Request) (limiter.Result, error) {
-	return s.host.Engine().Apply(key, r, nil)
+func (s tableStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
+	return s.host.Engine().Apply(c.Key, &c.Request, nil)
 }
 
 // defaultRules is the rules of a table built without Options.Rules: none
