@@ -350,6 +350,9 @@ func compileRule(file, key string, yd *yamlDescriptor, yr *yamlRateLimit) (*Rule
 	} else {
 		r.Burst = yr.RequestsPerUnit
 	}
+	if r.Algorithm == AlgoGCRA && r.Millis {
+		return nil, fail("the gcra algorithm counts in seconds: use another unit, or token_bucket")
+	}
 	if !r.Unlimited && r.Algorithm != AlgoFixedWindow {
 		if yr.RequestsPerUnit == 0 {
 			return nil, fail("requests_per_unit must be at least 1 with algorithm %s", r.Algorithm)
@@ -357,9 +360,7 @@ func compileRule(file, key string, yd *yamlDescriptor, yr *yamlRateLimit) (*Rule
 		if r.Algorithm == AlgoSlidingLog && yr.RequestsPerUnit > 100000 {
 			return nil, fail("requests_per_unit must be at most 100000 with algorithm sliding_log")
 		}
-		var probe limiter.Request
-		r.request(&probe, 1)
-		if err := validate(&probe); err != nil {
+		if err := r.validate(); err != nil {
 			return nil, fail("%s: %v", r.Algorithm, err)
 		}
 	}
@@ -369,21 +370,20 @@ func compileRule(file, key string, yd *yamlDescriptor, yr *yamlRateLimit) (*Rule
 	return r, nil
 }
 
-// validate checks a request built by Rule.request.
-func validate(r *limiter.Request) error {
-	switch r.Kind {
-	case limiter.KindTokenBucket:
-		return r.TokenBucket.Validate()
-	case limiter.KindSlidingWindow, limiter.KindSlidingLog:
-		return r.SlidingWindow.Validate()
-	case limiter.KindFixedWindow:
-		return r.FixedWindow.Validate()
+// validate checks the limiter call r makes.
+func (r *Rule) validate() error {
+	var q limiter.Request
+	r.request(&q, 1)
+	switch q.Kind {
 	case limiter.KindGCRA:
-		if r.GCRA.Interval <= 0 || r.GCRA.Tolerance <= 0 {
-			return limiter.ErrZeroRate
-		}
+		_, err := limiter.GCRARequest{MaxBurst: int64(r.Burst) - 1, Count: int64(r.Limit.RequestsPerUnit), Period: r.Window, Quantity: 1}.Params()
+		return err
+	case limiter.KindTokenBucket:
+		return q.TokenBucket.Validate()
+	case limiter.KindSlidingWindow, limiter.KindSlidingLog:
+		return q.SlidingWindow.Validate()
 	}
-	return nil
+	return q.FixedWindow.Validate()
 }
 
 // fwCeiling is the limit the fixed window's counter runs with: so high
@@ -401,12 +401,8 @@ func (r *Rule) request(q *limiter.Request, hits int64) {
 		q.FixedWindow = limiter.FixedWindowRequest{Limit: fwCeiling, Window: r.Window, Cost: hits, Millis: r.Millis}
 	case AlgoGCRA:
 		q.Kind = limiter.KindGCRA
-		unitNs := r.Window * 1e9
-		if r.Millis {
-			unitNs = r.Window * 1e6
-		}
-		iv := unitNs / int64(max(r.Limit.RequestsPerUnit, 1))
-		q.GCRA = limiter.GCRAParams{Interval: iv, Limit: int64(r.Burst), Tolerance: iv * int64(r.Burst), Increment: iv * hits}
+		q.GCRA, _ = limiter.GCRARequest{MaxBurst: int64(r.Burst) - 1, Count: int64(r.Limit.RequestsPerUnit),
+			Period: r.Window, Quantity: hits}.Params() // validated at load
 	case AlgoTokenBucket:
 		q.Kind = limiter.KindTokenBucket
 		q.TokenBucket = limiter.TokenBucketRequest{Capacity: int64(r.Burst), Refill: int64(r.Limit.RequestsPerUnit),
@@ -420,4 +416,41 @@ func (r *Rule) request(q *limiter.Request, hits int64) {
 		q.SlidingWindow = limiter.SlidingWindowRequest{Limit: int64(r.Limit.RequestsPerUnit), Window: r.Window,
 			Cost: hits, Exact: exact, Millis: r.Millis}
 	}
+}
+
+// Charge is one limiter call a rule makes on its counter: what a Store
+// runs.
+type Charge struct {
+	// Key is the counter's key; valid during the Store's call only.
+	Key []byte
+	// Request is the limiter call, parsed and validated.
+	Request limiter.Request
+	rule    *Rule
+	hits    int64
+}
+
+// Command returns the command that makes the same call on a server
+// (FW.INCR, CL.THROTTLE, TB.TAKE or SW.HIT), for a Store that forwards it
+// to the counter's owner.
+func (c *Charge) Command() [][]byte {
+	r := c.rule
+	it := func(v int64) []byte { return strconv.AppendInt(nil, v, 10) }
+	var w [][]byte
+	switch r.Algorithm {
+	case AlgoFixedWindow:
+		w = [][]byte{[]byte("FW.INCR"), c.Key, it(fwCeiling), it(r.Window), it(c.hits)}
+	case AlgoGCRA:
+		return [][]byte{[]byte("CL.THROTTLE"), c.Key, it(int64(r.Burst) - 1), it(int64(r.Limit.RequestsPerUnit)), it(r.Window), it(c.hits)}
+	case AlgoTokenBucket:
+		w = [][]byte{[]byte("TB.TAKE"), c.Key, it(int64(r.Burst)), it(int64(r.Limit.RequestsPerUnit)), it(r.Window), it(c.hits)}
+	case AlgoSlidingWindow, AlgoSlidingLog:
+		w = [][]byte{[]byte("SW.HIT"), c.Key, it(int64(r.Limit.RequestsPerUnit)), it(r.Window), it(c.hits)}
+		if r.Algorithm == AlgoSlidingLog {
+			w = append(w, []byte("EXACT"))
+		}
+	}
+	if r.Millis {
+		w = append(w, []byte("MS"))
+	}
+	return w
 }

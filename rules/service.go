@@ -14,10 +14,9 @@ import (
 // Store runs one limiter call on a counter key, wherever that key is
 // served: the daemon's Store runs it on the local engine for a slot this
 // node serves and forwards it to the slot's owner in cluster mode.
-// Implementations are safe for concurrent use. key is only valid during
-// the call.
+// Implementations are safe for concurrent use.
 type Store interface {
-	Apply(ctx context.Context, key []byte, r *limiter.Request) (limiter.Result, error)
+	Apply(ctx context.Context, c *Charge) (limiter.Result, error)
 }
 
 // Config configures a Service.
@@ -54,7 +53,7 @@ type Service struct {
 	statsMu sync.RWMutex
 	stats   map[string]*Stats
 
-	keyBufs sync.Pool // *[]byte
+	charges sync.Pool // *Charge, their keys' buffers reused
 }
 
 var _ Checker = (*Service)(nil)
@@ -72,7 +71,7 @@ func NewService(cfg Config) *Service {
 		cfg.MaxMetricKeys = 10000
 	}
 	s := &Service{cfg: cfg, stats: map[string]*Stats{}}
-	s.keyBufs.New = func() any { b := make([]byte, 0, 256); return &b }
+	s.charges.New = func() any { return &Charge{Key: make([]byte, 0, 256)} }
 	s.rules.Store(&Set{})
 	return s
 }
@@ -219,13 +218,13 @@ func (s *Service) charge(ctx context.Context, req *Request, dsc *Descriptor, d *
 	}
 	hits := hitsOf(req, dsc)
 	cost := int64(min(hits, uint64(fwCeiling)))
-	var q limiter.Request
-	r.request(&q, cost)
-	bp := s.keyBufs.Get().(*[]byte)
-	key := appendCounterKey((*bp)[:0], d.Name, dsc.Entries, m)
-	res, err := s.cfg.Store.Apply(ctx, key, &q)
-	*bp = key
-	s.keyBufs.Put(bp)
+	ch := s.charges.Get().(*Charge)
+	ch.rule, ch.hits = r, cost
+	r.request(&ch.Request, cost)
+	ch.Key = appendCounterKey(ch.Key[:0], d.Name, dsc.Entries, m)
+	res, err := s.cfg.Store.Apply(ctx, ch)
+	ch.rule = nil
+	s.charges.Put(ch)
 	if err != nil {
 		return err
 	}

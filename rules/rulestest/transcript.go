@@ -24,6 +24,7 @@ package rulestest
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func Run(t *testing.T, dir string, newFront func(t *testing.T) Front) {
 			switch d.Cmd {
 			case "rules":
 				if err := f.SetRules(t, d.Input); err != nil {
-					return "error: " + err.Error() + "\n"
+					return "error: " + NormalizeError(err) + "\n"
 				}
 				return "ok\n"
 			case "clock":
@@ -82,7 +83,7 @@ func Run(t *testing.T, dir string, newFront func(t *testing.T) Front) {
 				var err error
 				for range times {
 					if resp, err = f.Check(t, req); err != nil {
-						return "error: " + err.Error() + "\n"
+						return "error: " + NormalizeError(err) + "\n"
 					}
 				}
 				return Format(resp)
@@ -99,6 +100,17 @@ func Run(t *testing.T, dir string, newFront func(t *testing.T) Front) {
 			return ""
 		})
 	})
+}
+
+// lineRE finds where a configuration error names its file and line.
+var lineRE = regexp.MustCompile(`^.*?:(\d+): `)
+
+// NormalizeError prints an error as every front gives it: without RESP's
+// "ERR " or the rules package's prefix, and "line N: " for "file:N: ".
+func NormalizeError(err error) string {
+	s := strings.TrimPrefix(err.Error(), "ERR ")
+	s = strings.TrimPrefix(s, "rules: bad request: ")
+	return lineRE.ReplaceAllString(s, "line $1: ")
 }
 
 // ParseRequest reads a check directive's request.
