@@ -105,6 +105,6 @@ func newChecker(srv *server.Server) rules.Checker {
 // engineStore charges the rules' counters on the local engine.
 type engineStore struct{ e *engine.Engine }
 
-func (s engineStore) Apply(_ context.Context, key []byte, r *limiter.Request) (limiter.Result, error) {
-	return s.e.Apply(key, r, nil)
+func (s engineStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
+	return s.e.Apply(c.Key, &c.Request, nil)
 }

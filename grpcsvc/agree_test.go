@@ -31,8 +31,8 @@ import (
 // for the slots a node serves.
 type engineStore struct{ v *engine.View }
 
-func (s engineStore) Apply(_ context.Context, key []byte, r *limiter.Request) (limiter.Result, error) {
-	return s.v.Apply(key, r, nil)
+func (s engineStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
+	return s.v.Apply(c.Key, &c.Request, nil)
 }
 
 // wireFront asks a rules.Service through the gRPC service, over a real
