@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/rules"
@@ -74,6 +75,10 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
+	var bindRules func(*engine.Engine)
+	if scfg.Rules == nil {
+		scfg.Rules, bindRules = newRules(func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
+	}
 	srv, err := server.New(scfg)
 	if err != nil {
 		if store != nil {
@@ -83,7 +88,10 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
 	storeLog.attach(srv.Logf)
-	d.checker = newChecker(srv)
+	if bindRules != nil {
+		bindRules(srv.Engine())
+	}
+	d.checker = scfg.Rules.Service()
 	if d.rl, err = newRateLimitService(&scfg, d.checker, srv.Logf); err != nil {
 		_ = srv.Close()
 		if store != nil {

@@ -93,18 +93,19 @@ func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
 	}, nil
 }
 
-// newChecker returns the Checker of the rules the server holds: a
-// rules.Service charging srv's engine.
-// TODO(hrules): the daemon's rules Manager (rules-file, RULES SET, the
-// cluster-aware Store) replaces this when both branches meet.
-func newChecker(srv *server.Server) rules.Checker {
-	e := srv.Engine()
-	return rules.NewService(rules.Config{Store: engineStore{e}, Now: e.Clock().Now})
+// newRules returns the rules the daemon's server holds, for its command
+// table (RL.CHECK, RULES) and the gRPC rate-limit service alike, counted
+// on the engine that bind later gives them.
+// TODO(hrules): rules-file and the cluster-aware Store.
+func newRules(logf func(level, format string, args ...any)) (m *rules.Manager, bind func(*engine.Engine)) {
+	st := &engineStore{}
+	svc := rules.NewService(rules.Config{Store: st, Now: func() int64 { return st.e.Clock().Now() }})
+	return rules.NewManager(rules.ManagerConfig{Service: svc, Logf: logf}), func(e *engine.Engine) { st.e = e }
 }
 
 // engineStore charges the rules' counters on the local engine.
 type engineStore struct{ e *engine.Engine }
 
-func (s engineStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
+func (s *engineStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
 	return s.e.Apply(c.Key, &c.Request, nil)
 }

@@ -46,9 +46,10 @@ type Config struct {
 	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED does.
 	// Default: false.
 	ResponseHeaders bool
-	// MaxConns bounds the connections open at once, over every listener
-	// Serve is given; at that many, the next client waits in the listen
-	// queue until one closes. Default: 1024.
+	// MaxConns bounds the connections served at once, over every
+	// listener Serve is given; past it, a new client waits, unanswered,
+	// until one closes (each listener holds at most one such client
+	// accepted, the others wait in its listen queue). Default: 1024.
 	MaxConns int
 	// MaxRecvMsgSize is the largest request accepted, in bytes; a larger
 	// one is refused with ResourceExhausted. Default: 1 MiB (a request of
@@ -309,8 +310,11 @@ func (s *Service) recoverUnary(ctx context.Context, req any, info *grpc.UnarySer
 }
 
 // limitListener is a listener whose connections, together with those of
-// every other limitListener sharing sem, are at most cap(sem): Accept
-// waits for a place before it accepts.
+// every other limitListener sharing sem, are at most cap(sem): a
+// connection accepted past the bound waits, before it is handed on, for
+// one to close. It accepts before it waits, so that one listener waiting
+// for a place does not hold it while another has a client: past the
+// bound, each listener holds at most one connection that waits.
 type limitListener struct {
 	net.Listener
 	sem chan struct{}
@@ -323,19 +327,19 @@ func newLimitListener(ln net.Listener, sem chan struct{}) *limitListener {
 	return &limitListener{Listener: ln, sem: sem, done: make(chan struct{})}
 }
 
-// Accept waits until a place is free, then accepts a connection.
+// Accept accepts a connection, then waits until a place is free for it.
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
 	}
-	return &limitConn{Conn: c, sem: l.sem}, nil
+	select {
+	case l.sem <- struct{}{}:
+		return &limitConn{Conn: c, sem: l.sem}, nil
+	case <-l.done:
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
 }
 
 // Close closes the listener and wakes an Accept waiting for a place.

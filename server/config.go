@@ -11,6 +11,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/rules"
 )
 
 // Config configures a Server. Start from DefaultConfig; the zero value is
@@ -219,9 +220,14 @@ type Config struct {
 	// Default: false.
 	GRPCResponseHeaders bool
 	// GRPCMaxConns bounds the gRPC port's open connections; past it, a
-	// client waits in the listen queue. With GRPCPort set, fitMaxClients
+	// client waits, unanswered, until one closes. With GRPCPort set, fitMaxClients
 	// keeps that many open files for them. Default: 1024.
 	GRPCMaxConns int
+	// Rules is the limits defined on the server that RL.CHECK and RULES
+	// answer from, which package daemon builds and shares with the gRPC
+	// rate-limit service; nil gives the command table rules of its own.
+	// Not a setting.
+	Rules *rules.Manager
 	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
