@@ -186,3 +186,5 @@ func TestTranscriptsOverGRPC(t *testing.T) {
 func TestTranscriptsOverJSON(t *testing.T) {
 	rulestest.Run(t, "../rules/testdata", newWireFront(true))
 }
+
+func testTime() time.Time { return time.Unix(0, rulestest.T0) }
