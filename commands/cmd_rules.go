@@ -54,6 +54,7 @@ type rlScratch struct {
 	descs     []rules.Descriptor
 	entries   []rules.Entry
 	decisions []rules.Decision
+	hits      uint64 // HITS n
 }
 
 var rlScratchPool = sync.Pool{New: func() any { return new(rlScratch) }}
@@ -69,6 +70,7 @@ func rlCheck(c *Client, req *Request) {
 	sc.req = rules.Request{Domain: string(args[1])}
 	sc.descs, sc.entries = sc.descs[:0], sc.entries[:0]
 	rest := args[2:]
+	hasHits := false
 	multi := len(rest) > 0 && equalFold(rest[0], "descriptors")
 	if !multi {
 		// A trailing HITS n is the option when n is an integer and an
@@ -79,7 +81,7 @@ func rlCheck(c *Client, req *Request) {
 					c.fail(errRLHits)
 					return
 				}
-				sc.req.HitsAddend, rest = uint64(v), rest[:n-2]
+				sc.hits, hasHits, rest = uint64(v), true, rest[:n-2]
 			}
 		}
 		if len(rest) == 0 || len(rest)%2 != 0 {
@@ -126,13 +128,18 @@ func rlCheck(c *Client, req *Request) {
 				c.fail(errRLHits)
 				return
 			}
-			sc.req.HitsAddend = uint64(v)
+			sc.hits, hasHits = uint64(v), true
 		default:
 			c.fail(errRLDescriptorShape)
 			return
 		}
 		for _, b := range bounds {
 			sc.descs = append(sc.descs, rules.Descriptor{Entries: sc.entries[b[0]:b[1]]})
+		}
+	}
+	if hasHits { // HITS n charges every descriptor n, 0 only reading (unlike RLS's request-wide 0, which means 1)
+		for i := range sc.descs {
+			sc.descs[i].HitsAddend = &sc.hits
 		}
 	}
 	sc.req.Descriptors = sc.descs

@@ -33,7 +33,7 @@ func TestRLCheckReplies(t *testing.T) {
 		{"RL.CHECK api user alice", "*6\r\n:0\r\n:2\r\n:0\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api user alice", "*6\r\n:1\r\n:2\r\n:0\r\n:60\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api user bob HITS 3", "*6\r\n:1\r\n:2\r\n:0\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
-		{"RL.CHECK api user carol HITS 0", "*6\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
+		{"RL.CHECK api user carol HITS 0", "*6\r\n:0\r\n:2\r\n:2\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api ip 10.0.0.1", "*6\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:1\r\n$6\r\napi.ip\r\n"},
 		{"RL.CHECK api free x", "*6\r\n:0\r\n:0\r\n:4294967295\r\n:-1\r\n:0\r\n$8\r\napi.free\r\n"},
 		{"RL.CHECK api nothing x", "*6\r\n:0\r\n:0\r\n:0\r\n:-1\r\n:0\r\n$-1\r\n"},

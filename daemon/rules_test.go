@@ -1,0 +1,177 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/server"
+	"github.com/redis/go-redis/v9"
+)
+
+// writeRules replaces path's contents at once (a new file renamed over
+// it), as a deployment tool does.
+func writeRules(t *testing.T, path, text string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadRules is the reload test's file: an unchanging rule, and one whose
+// limit is changing.
+func loadRules(changing int) string {
+	return fmt.Sprintf(`domain: load
+descriptors:
+  - key: stable
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1000000
+  - key: changing
+    rate_limit:
+      unit: hour
+      requests_per_unit: %d
+`, changing)
+}
+
+// startRules runs a daemon on cfg with rules-file checked every interval.
+func startRules(t *testing.T, cfg server.Config, every time.Duration) *Daemon {
+	t.Helper()
+	d, err := New(Config{Server: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.rulesEvery = every
+	errc := make(chan error, 1)
+	go func() { errc <- d.Run() }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.Shutdown(ctx)
+		<-errc
+	})
+	return d
+}
+
+// rlLimit returns the limit RL.CHECK reports for a descriptor, reading
+// without charging (HITS 0).
+func rlLimit(ctx context.Context, rdb *redis.Client, key, value string) (int64, int64, error) {
+	v, err := rdb.Do(ctx, "RL.CHECK", "load", key, value, "HITS", "0").Slice()
+	if err != nil {
+		return 0, 0, err
+	}
+	return v[1].(int64), v[2].(int64), nil
+}
+
+// Reload under load: RL.CHECK is stormed from four connections while
+// rules-file is rewritten 50 times (every tenth time with a broken file
+// between). No call gets an error; each new limit is in force within a
+// second of its write; a broken file leaves the rules in force; and the
+// unchanged rule's counter is never reset: at the end it has charged
+// exactly the storm's calls.
+func TestRulesReloadUnderLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, loadRules(100))
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.RulesFile = testkit.FreePort(t), "nothing", path
+	cfg.EnableDebugCommand = true
+	cfg.DebugClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // one hour window throughout
+	d := startRules(t, cfg, 50*time.Millisecond)
+	<-d.Ready()
+	ctx := context.Background()
+	addr := fmt.Sprintf("127.0.0.1:%d", cfg.Port)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+
+	stop := make(chan struct{})
+	var calls atomic.Int64
+	var stormErr atomic.Value
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1})
+			defer c.Close()
+			for i := 0; i < 200000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				v, err := c.Do(ctx, "RL.CHECK", "load", "stable", "s").Slice()
+				if err != nil {
+					stormErr.Store(err)
+					return
+				}
+				if v[0].(int64) != 0 {
+					stormErr.Store(fmt.Errorf("refused: %v", v))
+					return
+				}
+				calls.Add(1)
+			}
+		}()
+	}
+	for i := 1; i <= 50; i++ {
+		if i%10 == 0 {
+			failures := d.rules.Info().Failures
+			writeRules(t, path, "domain: load\ndescriptors:\n  - key: changing\n    rate_limit:\n      unit: fortnight\n")
+			testkit.Until(t, time.Second, "the broken file seen", func() error {
+				if d.rules.Info().Failures == failures {
+					return fmt.Errorf("not yet")
+				}
+				return nil
+			})
+			if lim, _, err := rlLimit(ctx, rdb, "changing", "c"); err != nil || lim != int64(100+i-1) {
+				t.Fatalf("after a broken file: limit %d, %v; want %d in force", lim, err, 100+i-1)
+			}
+			if e := d.rules.Info().LastError; !strings.Contains(e, "rules.yaml:5: invalid rate limit unit 'fortnight'") {
+				t.Fatalf("last_error %q", e)
+			}
+		}
+		want := int64(100 + i)
+		writeRules(t, path, loadRules(100+i))
+		testkit.Until(t, time.Second, fmt.Sprintf("limit %d in force", want), func() error {
+			if lim, _, err := rlLimit(ctx, rdb, "changing", "c"); err != nil || lim != want {
+				return fmt.Errorf("limit %d, %v", lim, err)
+			}
+			return nil
+		})
+	}
+	close(stop)
+	wg.Wait()
+	if err := stormErr.Load(); err != nil {
+		t.Fatalf("storm: %v", err)
+	}
+	_, remaining, err := rlLimit(ctx, rdb, "stable", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n == 0 || remaining != 1000000-n {
+		t.Fatalf("stable rule: remaining %d after %d calls: its counter was reset", remaining, n)
+	}
+}
+
+// A rules-file that does not load stops the start with its file, line and
+// reason.
+func TestRulesFileBrokenAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, "domain: x\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: many\n")
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.RulesFile = testkit.FreePort(t), "nothing", path
+	_, err := New(Config{Server: cfg})
+	if err == nil || !strings.Contains(err.Error(), "rules.yaml:6: cannot unmarshal !!str `many` into uint32") {
+		t.Fatalf("New: %v", err)
+	}
+}
