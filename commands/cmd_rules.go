@@ -3,10 +3,13 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/rules"
 )
@@ -335,4 +338,13 @@ func ruleLine(r *rules.Rule) string {
 		s += " shadow_mode"
 	}
 	return s
+}
+
+// infoRules is INFO's rules section: what is loaded, from where, when.
+func infoRules(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
+	in := c.table.rules.Info()
+	fmt.Fprintf(b, "rules_file:%s\r\nrules_domains:%d\r\nrules_rules:%d\r\nrules_loaded_at:%d\r\n",
+		in.File, in.Domains, in.Rules, in.Loaded.Unix())
+	fmt.Fprintf(b, "rules_reloads:%d\r\nrules_reload_failures:%d\r\nrules_last_error:%s\r\nrules_set_version:%d\r\n",
+		in.Reloads, in.Failures, strings.ReplaceAll(in.LastError, "\n", " "), in.Version)
 }

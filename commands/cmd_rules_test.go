@@ -93,3 +93,15 @@ func TestRulesSubcommands(t *testing.T) {
 		t.Errorf("RULES INFO: %q", got)
 	}
 }
+
+// TestInfoRules holds INFO's rules section.
+func TestInfoRules(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("RULES", "SET", "api", rulesYAML)
+	got := h.do("INFO", "rules")
+	for _, want := range []string{"# Rules\r\n", "rules_file:\r\n", "rules_domains:1\r\n", "rules_rules:3\r\n", "rules_set_version:1\r\n", "rules_reload_failures:0\r\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("INFO rules lacks %q: %q", want, got)
+		}
+	}
+}

@@ -175,3 +175,34 @@ func TestRulesFileBrokenAtStart(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// /metrics has every rule's counters, as envoyproxy/ratelimit counts
+// them, and what is loaded.
+func TestRulesMetrics(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, "domain: m\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: hour\n      requests_per_unit: 2\n")
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.RulesFile, cfg.MetricsAddr = testkit.FreePort(t), "nothing", path, freeAddr(t)
+	d := startRules(t, cfg, time.Hour)
+	<-d.Ready()
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", cfg.Port)})
+	defer rdb.Close()
+	for range 3 {
+		if err := rdb.Do(context.Background(), "RL.CHECK", "m", "k", "v").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := getMetrics(t, cfg.MetricsAddr)
+	for _, want := range []string{
+		`cellserver_rule_hits_total{counter="total_hits",key="m.k"} 3`,
+		`cellserver_rule_hits_total{counter="over_limit",key="m.k"} 1`,
+		`cellserver_rule_hits_total{counter="within_limit",key="m.k"} 2`,
+		`cellserver_rule_hits_total{counter="near_limit",key="m.k"} 1`,
+		`cellserver_rules_domains 1`, `cellserver_rules_rules 1`,
+		`cellserver_rules_reloads_total{result="ok"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
