@@ -74,7 +74,10 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
-	if d.rules, err = newRules(d, &scfg); err != nil {
+	if d.rules, err = newRules(d, &scfg); err == nil && store != nil {
+		err = restoreRules(d.rules, store)
+	}
+	if err != nil {
 		if store != nil {
 			store.Close()
 		}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
+	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
@@ -116,8 +118,38 @@ func newRules(d *Daemon, cfg *server.Config) (*rules.Manager, error) {
 	return m, nil
 }
 
-// rulesChanged is told of every RULES SET and RULES DEL.
-func (d *Daemon) rulesChanged(rules.Dynamic) {}
+// rulesMeta is the name of the store's metadata record that keeps the
+// domains defined with RULES SET (persist.Store.PutMeta).
+const rulesMeta = "rules"
+
+// rulesChanged is told of every RULES SET and RULES DEL: with persistence
+// on, the domains defined over RESP are written to the store at once.
+func (d *Daemon) rulesChanged(dyn rules.Dynamic) {
+	if d.p != nil {
+		b, err := json.Marshal(dyn)
+		if err == nil {
+			err = d.p.store.PutMeta(rulesMeta, b)
+		}
+		if err != nil {
+			d.Logf("warning", "rules: saving the domains set with RULES SET: %v", err)
+		}
+	}
+}
+
+// restoreRules puts in force the domains RULES SET defined before the
+// last stop, from the store.
+func restoreRules(m *rules.Manager, store *persist.Store) error {
+	b, err := store.GetMeta(rulesMeta)
+	if err != nil || b == nil {
+		return err
+	}
+	var dyn rules.Dynamic
+	if err := json.Unmarshal(b, &dyn); err != nil {
+		return fmt.Errorf("rules: the store's record of RULES SET: %w", err)
+	}
+	m.Merge(dyn)
+	return nil
+}
 
 // ReloadRules reads rules-file again (SIGHUP); a file refused leaves the
 // rules in force, and the error is logged.

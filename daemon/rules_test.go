@@ -206,3 +206,57 @@ func TestRulesMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The domains RULES SET defines are kept in the store and in force again
+// after a restart; RULES DEL's removal too.
+func TestRulesSetSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel = testkit.FreePort(t), "nothing"
+	cfg.Dir, cfg.Save, cfg.SaveSet = dir, "", true
+	ctx := context.Background()
+	yaml := "domain: live\ndescriptors:\n  - key: user\n    value: abuser\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n"
+	run := func(fn func(rdb *redis.Client)) {
+		d, err := New(Config{Server: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- d.Run() }()
+		<-d.Ready()
+		rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", cfg.Port)})
+		fn(rdb)
+		rdb.Close()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := d.Shutdown(sctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func(rdb *redis.Client) {
+		if err := rdb.Do(ctx, "RULES", "SET", "live", yaml).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.Do(ctx, "RULES", "SET", "gone", "domain: gone\n").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := rdb.Do(ctx, "RULES", "DEL", "gone").Int(); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+	})
+	run(func(rdb *redis.Client) {
+		if got, err := rdb.Do(ctx, "RULES", "GET", "live").Text(); got != yaml || err != nil {
+			t.Fatalf("RULES GET after a restart: %q, %v", got, err)
+		}
+		if got, err := rdb.Do(ctx, "RULES", "GET", "gone").Result(); err != redis.Nil {
+			t.Fatalf("RULES GET of a deleted domain after a restart: %v, %v", got, err)
+		}
+		v, err := rdb.Do(ctx, "RL.CHECK", "live", "user", "abuser").Slice()
+		if err != nil || v[1].(int64) != 1 {
+			t.Fatalf("RL.CHECK after a restart: %v, %v", v, err)
+		}
+	})
+}
