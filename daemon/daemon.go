@@ -74,6 +74,7 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
+	d.node = node // newRules shares the rules through it
 	if d.rules, err = newRules(d, &scfg); err == nil && store != nil {
 		err = restoreRules(d.rules, store)
 	}

@@ -102,8 +102,12 @@ func newRules(d *Daemon, cfg *server.Config) (*rules.Manager, error) {
 		Store: rulesStore{d},
 		Now:   func() int64 { return d.srv.Engine().Clock().Now() },
 	})
+	nodeID := ""
+	if d.node != nil {
+		nodeID = d.node.ID()
+	}
 	m := rules.NewManager(rules.ManagerConfig{
-		Service: svc, File: cfg.RulesFile,
+		Service: svc, File: cfg.RulesFile, NodeID: nodeID,
 		Logf: func(level, format string, args ...any) {
 			if d.srv != nil { // New's first load returns its error instead
 				d.Logf(level, format, args...)
@@ -115,7 +119,34 @@ func newRules(d *Daemon, cfg *server.Config) (*rules.Manager, error) {
 		return nil, fmt.Errorf("rules-file: %w", err)
 	}
 	cfg.Rules = m
+	if d.node != nil {
+		d.node.SetShared(rulesShared{d, m})
+	}
 	return m, nil
+}
+
+// rulesShared is the domains RULES SET defines as the state the cluster
+// shares (cluster.SharedState): every node ends with the same copy, the
+// one of highest version (then of greatest node id).
+type rulesShared struct {
+	d *Daemon
+	m *rules.Manager
+}
+
+func (s rulesShared) State() []byte {
+	b, _ := json.Marshal(s.m.Dynamic())
+	return b
+}
+
+func (s rulesShared) Merge(b []byte) {
+	var dyn rules.Dynamic
+	if json.Unmarshal(b, &dyn) != nil {
+		return
+	}
+	if s.m.Merge(dyn) {
+		s.d.Logf("notice", "rules: the domains set with RULES SET are now version %d, from node %s", dyn.Version, dyn.Node)
+		s.d.saveRules(dyn)
+	}
 }
 
 // rulesMeta is the name of the store's metadata record that keeps the
@@ -123,8 +154,18 @@ func newRules(d *Daemon, cfg *server.Config) (*rules.Manager, error) {
 const rulesMeta = "rules"
 
 // rulesChanged is told of every RULES SET and RULES DEL: with persistence
-// on, the domains defined over RESP are written to the store at once.
+// on, the domains defined over RESP are written to the store at once, and
+// in cluster mode sent to every other node.
 func (d *Daemon) rulesChanged(dyn rules.Dynamic) {
+	d.saveRules(dyn)
+	if d.node != nil {
+		d.node.ShareState()
+	}
+}
+
+// saveRules writes the domains set with RULES SET to the store, with
+// persistence on.
+func (d *Daemon) saveRules(dyn rules.Dynamic) {
 	if d.p != nil {
 		b, err := json.Marshal(dyn)
 		if err == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
@@ -258,5 +259,60 @@ func TestRulesSetSurvivesRestart(t *testing.T) {
 		if err != nil || v[1].(int64) != 1 {
 			t.Fatalf("RL.CHECK after a restart: %v, %v", v, err)
 		}
+	})
+}
+
+// In cluster mode a RULES SET on one node is in force on every node
+// within moments, and a descriptor's counter lives on its key's slot:
+// checks of the same descriptor through either node charge one counter,
+// the node that does not serve the slot forwarding to the owner in one
+// hop (whether cluster-forward is on or not).
+func TestRulesInCluster(t *testing.T) {
+	pa, pb := testkit.FreePair(t, cluster.BusPortOffset), testkit.FreePair(t, cluster.BusPortOffset)
+	ca, cb := clusterConfig(pa), clusterConfig(pb)
+	cb.ClusterJoin = []string{fmt.Sprintf("127.0.0.1:%d", pa)}
+	start(t, ca)
+	start(t, cb)
+	ctx := context.Background()
+	a := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", pa)})
+	b := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", pb)})
+	defer a.Close()
+	defer b.Close()
+	testkit.Until(t, 30*time.Second, "both nodes to serve slots", func() error {
+		s, err := a.Do(ctx, "CLUSTER", "SHARDS").Slice()
+		if err != nil || len(s) != 2 {
+			return fmt.Errorf("shards %v, %v", len(s), err)
+		}
+		return nil
+	})
+	yaml := "domain: c\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: 2\n"
+	testkit.Until(t, 10*time.Second, "RULES SET on a", func() error { return a.Do(ctx, "RULES", "SET", "c", yaml).Err() })
+	testkit.Until(t, 10*time.Second, "the domain on b", func() error {
+		got, err := b.Do(ctx, "RULES", "GET", "c").Text()
+		if err != nil || got != yaml {
+			return fmt.Errorf("%q, %v", got, err)
+		}
+		return nil
+	})
+	for i := range 20 { // users whose counters fall on both nodes' slots
+		user := fmt.Sprintf("u%d", i)
+		for j, c := range []*redis.Client{a, b, a} {
+			v, err := c.Do(ctx, "RL.CHECK", "c", "user", user).Slice()
+			if err != nil {
+				t.Fatalf("%s, check %d: %v", user, j, err)
+			}
+			if limited := v[0].(int64) == 1; limited != (j == 2) {
+				t.Fatalf("%s, check %d: %v", user, j, v)
+			}
+		}
+	}
+	if n, err := b.Do(ctx, "RULES", "DEL", "c").Int(); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	testkit.Until(t, 10*time.Second, "the domain gone from a", func() error {
+		if err := a.Do(ctx, "RULES", "GET", "c").Err(); err != redis.Nil {
+			return fmt.Errorf("%v", err)
+		}
+		return nil
 	})
 }
