@@ -3,10 +3,13 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/rules"
 )
@@ -54,6 +57,7 @@ type rlScratch struct {
 	descs     []rules.Descriptor
 	entries   []rules.Entry
 	decisions []rules.Decision
+	hits      uint64 // HITS n
 }
 
 var rlScratchPool = sync.Pool{New: func() any { return new(rlScratch) }}
@@ -69,6 +73,7 @@ func rlCheck(c *Client, req *Request) {
 	sc.req = rules.Request{Domain: string(args[1])}
 	sc.descs, sc.entries = sc.descs[:0], sc.entries[:0]
 	rest := args[2:]
+	hasHits := false
 	multi := len(rest) > 0 && equalFold(rest[0], "descriptors")
 	if !multi {
 		// A trailing HITS n is the option when n is an integer and an
@@ -79,7 +84,7 @@ func rlCheck(c *Client, req *Request) {
 					c.fail(errRLHits)
 					return
 				}
-				sc.req.HitsAddend, rest = uint64(v), rest[:n-2]
+				sc.hits, hasHits, rest = uint64(v), true, rest[:n-2]
 			}
 		}
 		if len(rest) == 0 || len(rest)%2 != 0 {
@@ -126,13 +131,18 @@ func rlCheck(c *Client, req *Request) {
 				c.fail(errRLHits)
 				return
 			}
-			sc.req.HitsAddend = uint64(v)
+			sc.hits, hasHits = uint64(v), true
 		default:
 			c.fail(errRLDescriptorShape)
 			return
 		}
 		for _, b := range bounds {
 			sc.descs = append(sc.descs, rules.Descriptor{Entries: sc.entries[b[0]:b[1]]})
+		}
+	}
+	if hasHits { // HITS n charges every descriptor n, 0 only reading (unlike RLS's request-wide 0, which means 1)
+		for i := range sc.descs {
+			sc.descs[i].HitsAddend = &sc.hits
 		}
 	}
 	sc.req.Descriptors = sc.descs
@@ -328,4 +338,13 @@ func ruleLine(r *rules.Rule) string {
 		s += " shadow_mode"
 	}
 	return s
+}
+
+// infoRules is INFO's rules section: what is loaded, from where, when.
+func infoRules(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
+	in := c.table.rules.Info()
+	fmt.Fprintf(b, "rules_file:%s\r\nrules_domains:%d\r\nrules_rules:%d\r\nrules_loaded_at:%d\r\n",
+		in.File, in.Domains, in.Rules, in.Loaded.Unix())
+	fmt.Fprintf(b, "rules_reloads:%d\r\nrules_reload_failures:%d\r\nrules_last_error:%s\r\nrules_set_version:%d\r\n",
+		in.Reloads, in.Failures, strings.ReplaceAll(in.LastError, "\n", " "), in.Version)
 }

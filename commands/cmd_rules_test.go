@@ -33,7 +33,7 @@ func TestRLCheckReplies(t *testing.T) {
 		{"RL.CHECK api user alice", "*6\r\n:0\r\n:2\r\n:0\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api user alice", "*6\r\n:1\r\n:2\r\n:0\r\n:60\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api user bob HITS 3", "*6\r\n:1\r\n:2\r\n:0\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
-		{"RL.CHECK api user carol HITS 0", "*6\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
+		{"RL.CHECK api user carol HITS 0", "*6\r\n:0\r\n:2\r\n:2\r\n:-1\r\n:60\r\n$8\r\nper_user\r\n"},
 		{"RL.CHECK api ip 10.0.0.1", "*6\r\n:0\r\n:1\r\n:0\r\n:-1\r\n:1\r\n$6\r\napi.ip\r\n"},
 		{"RL.CHECK api free x", "*6\r\n:0\r\n:0\r\n:4294967295\r\n:-1\r\n:0\r\n$8\r\napi.free\r\n"},
 		{"RL.CHECK api nothing x", "*6\r\n:0\r\n:0\r\n:0\r\n:-1\r\n:0\r\n$-1\r\n"},
@@ -91,5 +91,17 @@ func TestRulesSubcommands(t *testing.T) {
 	}
 	if got := h.do("RULES", "INFO"); !strings.Contains(got, "version\r\n:2\r\n") || !strings.Contains(got, "rules\r\n:0\r\n") {
 		t.Errorf("RULES INFO: %q", got)
+	}
+}
+
+// TestInfoRules holds INFO's rules section.
+func TestInfoRules(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("RULES", "SET", "api", rulesYAML)
+	got := h.do("INFO", "rules")
+	for _, want := range []string{"# Rules\r\n", "rules_file:\r\n", "rules_domains:1\r\n", "rules_rules:3\r\n", "rules_set_version:1\r\n", "rules_reload_failures:0\r\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("INFO rules lacks %q: %q", want, got)
+		}
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cellserver/cellserver/cluster"
-	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/rules"
@@ -32,14 +32,17 @@ type Config struct {
 // Daemon is a cellserver with every part its Config asks for: the server,
 // and around it persistence, cluster mode and the metrics' HTTP server.
 type Daemon struct {
-	cfg  server.Config
-	srv  *server.Server
-	node *cluster.Node // nil: cluster mode off
-	p    *persistence  // nil: persistence off
-	// checker answers the gRPC rate-limit service and /json; rl is that
-	// service (nil: neither grpc-port nor the HTTP port is set).
-	checker rules.Checker
-	rl      *grpcsvc.Service
+	cfg   server.Config
+	srv   *server.Server
+	node  *cluster.Node // nil: cluster mode off
+	p     *persistence  // nil: persistence off
+	rules *rules.Manager
+	// rulesEvery is how often rules-file is checked for changes
+	// (rulesWatchInterval; tests shorten it).
+	rulesEvery time.Duration
+	// rl is the gRPC rate-limit service, answering from rules (nil:
+	// neither grpc-port nor the HTTP port is set).
+	rl *grpcsvc.Service
 
 	ready    chan struct{} // Ready
 	stopping chan struct{} // Stopping
@@ -67,7 +70,7 @@ func New(cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig()}
+	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig(), rulesEvery: rulesWatchInterval}
 	node, err := newClusterNode(&scfg, func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
 	if err != nil {
 		if store != nil {
@@ -75,9 +78,18 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
-	var bindRules func(*engine.Engine)
-	if scfg.Rules == nil {
-		scfg.Rules, bindRules = newRules(func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
+	d.node = node // newRules shares the rules through it
+	if d.rules, err = newRules(d, &scfg); err == nil && store != nil {
+		err = restoreRules(d.rules, store)
+	}
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		if node != nil {
+			_ = node.Close()
+		}
+		return nil, err
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
@@ -88,11 +100,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
 	storeLog.attach(srv.Logf)
-	if bindRules != nil {
-		bindRules(srv.Engine())
-	}
-	d.checker = scfg.Rules.Service()
-	if d.rl, err = newRateLimitService(&scfg, d.checker, srv.Logf); err != nil {
+	if d.rl, err = newRateLimitService(&scfg, d.rules.Service(), srv.Logf); err != nil {
 		_ = srv.Close()
 		if store != nil {
 			store.Close()
@@ -133,10 +141,13 @@ func (d *Daemon) Run() error {
 			startNode = nil
 		}
 	}
+	stopRules := make(chan struct{})
+	defer close(stopRules)
+	go d.rules.Watch(stopRules, d.rulesEvery)
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
 		if err != nil {
 			_ = srv.Close()
 			return err

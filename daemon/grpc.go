@@ -9,9 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/grpcsvc"
-	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
@@ -91,21 +89,4 @@ func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
 		d.markStopping()
 		<-stopped
 	}, nil
-}
-
-// newRules returns the rules the daemon's server holds, for its command
-// table (RL.CHECK, RULES) and the gRPC rate-limit service alike, counted
-// on the engine that bind later gives them.
-// TODO(hrules): rules-file and the cluster-aware Store.
-func newRules(logf func(level, format string, args ...any)) (m *rules.Manager, bind func(*engine.Engine)) {
-	st := &engineStore{}
-	svc := rules.NewService(rules.Config{Store: st, Now: func() int64 { return st.e.Clock().Now() }})
-	return rules.NewManager(rules.ManagerConfig{Service: svc, Logf: logf}), func(e *engine.Engine) { st.e = e }
-}
-
-// engineStore charges the rules' counters on the local engine.
-type engineStore struct{ e *engine.Engine }
-
-func (s *engineStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
-	return s.e.Apply(c.Key, &c.Request, nil)
 }

@@ -21,22 +21,16 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/cellserver/cellserver/internal/testkit"
-	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
 
-// setRules puts one domain's YAML in force in d's rules.
-func setRules(t *testing.T, d *Daemon, yaml string) {
+// setRules puts one domain's YAML in force in d's rules, as RULES SET
+// does.
+func setRules(t *testing.T, d *Daemon, domain, yaml string) {
 	t.Helper()
-	svc, ok := d.checker.(*rules.Service)
-	if !ok {
-		t.Fatalf("the daemon's checker is a %T", d.checker)
-	}
-	dom, err := rules.Parse("test.yaml", []byte(yaml))
-	if err != nil {
+	if err := d.rules.SetDomain(domain, []byte(yaml)); err != nil {
 		t.Fatal(err)
 	}
-	svc.SetRules(rules.NewSet(time.Now(), dom))
 }
 
 func grpcDial(t *testing.T, addr string, creds credentials.TransportCredentials) *grpc.ClientConn {
@@ -81,7 +75,7 @@ func TestDaemonServesGRPCAndJSON(t *testing.T) {
 	cfg.Port, cfg.LogLevel, cfg.MetricsAddr, cfg.GRPCPort = testkit.FreePort(t), "warning", freeAddr(t), testkit.FreePort(t)
 	cfg.GRPCResponseHeaders = true
 	d := startHTTP(t, cfg, defaultHTTPConfig())
-	setRules(t, d, twoPerMinute)
+	setRules(t, d, "rl", twoPerMinute)
 
 	cc := grpcDial(t, "127.0.0.1:"+strconv.Itoa(cfg.GRPCPort), nil)
 	hs, err := healthpb.NewHealthClient(cc).Check(callCtx(t), &healthpb.HealthCheckRequest{Service: "envoy.service.ratelimit.v3.RateLimitService"})
@@ -152,7 +146,7 @@ func TestDaemonGRPCOverTLS(t *testing.T) {
 	cfg.TLSPort, cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSCACertFile, cfg.TLSAuthClients = testkit.FreePort(t), cert, key, ca, "yes"
 	cfg.TLSGRPC = true
 	d := startHTTP(t, cfg, defaultHTTPConfig())
-	setRules(t, d, twoPerMinute)
+	setRules(t, d, "rl", twoPerMinute)
 	addr := "127.0.0.1:" + strconv.Itoa(cfg.GRPCPort)
 
 	pair, err := tls.LoadX509KeyPair(cert, key)

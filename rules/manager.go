@@ -37,9 +37,9 @@ type ManagerConfig struct {
 // order two copies, higher version first, then the greater node id, so
 // every node of a cluster settles on the same one (Merge).
 type Dynamic struct {
-	Version uint64
-	Node    string
-	Domains map[string]string // domain → YAML
+	Version uint64            `json:"version"`
+	Node    string            `json:"node"`
+	Domains map[string]string `json:"domains"` // domain → YAML
 }
 
 // newer reports whether d is to replace o.
