@@ -3,10 +3,14 @@ package daemon
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +23,11 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/server"
 )
@@ -188,5 +196,161 @@ func TestGRPCSettingsChecked(t *testing.T) {
 	err = testkit.Recv(t, errc, "Run to fail")
 	if err == nil || !strings.Contains(err.Error(), "grpc-port") {
 		t.Errorf("Run on a busy grpc-port: %v", err)
+	}
+}
+
+// grpcLimit reads, without charging (the descriptor's hits_addend 0), the
+// limit and remaining ShouldRateLimit reports for key=value in domain
+// "load".
+func grpcLimit(c pb.RateLimitServiceClient, key, value string) (uint32, uint32, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.IOTimeout)
+	defer cancel()
+	resp, err := c.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "load", Descriptors: []*rlv3.RateLimitDescriptor{{
+		Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: key, Value: value}}, HitsAddend: wrapperspb.UInt64(0)}}})
+	if err != nil {
+		return 0, 0, err
+	}
+	st := resp.GetStatuses()[0]
+	return st.GetCurrentLimit().GetRequestsPerUnit(), st.GetLimitRemaining(), nil
+}
+
+// Reload under load, over gRPC: ShouldRateLimit is stormed from four
+// connections (four callers each) while rules-file is rewritten 50 times,
+// every tenth time with a broken file between. No call gets an error;
+// each new limit is in force within a second of its write; a broken file
+// leaves the rules in force; and the unchanged rule's counter is never
+// reset: at the end it has charged exactly the storm's calls.
+func TestGRPCReloadUnderLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, loadRules(100))
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.RulesFile, cfg.GRPCPort = testkit.FreePort(t), "nothing", path, testkit.FreePort(t)
+	cfg.EnableDebugCommand = true
+	cfg.DebugClockStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano() // one hour window throughout
+	d := startRules(t, cfg, 50*time.Millisecond)
+	testkit.Recv(t, d.Ready(), "the daemon to be ready")
+	addr := "127.0.0.1:" + strconv.Itoa(cfg.GRPCPort)
+	check := pb.NewRateLimitServiceClient(grpcDial(t, addr, nil))
+
+	stop := make(chan struct{})
+	var calls atomic.Int64
+	var stormErr atomic.Value
+	var wg sync.WaitGroup
+	for range 4 {
+		c := pb.NewRateLimitServiceClient(grpcDial(t, addr, nil))
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := &pb.RateLimitRequest{Domain: "load", Descriptors: []*rlv3.RateLimitDescriptor{{
+					Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "stable", Value: "s"}}}}}
+				for i := 0; i < 100000; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), testkit.IOTimeout)
+					resp, err := c.ShouldRateLimit(ctx, req)
+					cancel()
+					if err != nil {
+						stormErr.Store(err)
+						return
+					}
+					if resp.GetOverallCode() != pb.RateLimitResponse_OK || resp.GetStatuses()[0].GetCurrentLimit() == nil {
+						stormErr.Store(fmt.Errorf("answer %v", resp))
+						return
+					}
+					calls.Add(1)
+				}
+			}()
+		}
+	}
+	for i := 1; i <= 50; i++ {
+		if i%10 == 0 {
+			failures := d.rules.Info().Failures
+			writeRules(t, path, "domain: load\ndescriptors:\n  - key: changing\n    rate_limit:\n      unit: fortnight\n")
+			testkit.Until(t, time.Second, "the broken file seen", func() error {
+				if d.rules.Info().Failures == failures {
+					return fmt.Errorf("not yet")
+				}
+				return nil
+			})
+			if lim, _, err := grpcLimit(check, "changing", "c"); err != nil || lim != uint32(100+i-1) {
+				t.Fatalf("after a broken file: limit %d, %v; want %d in force", lim, err, 100+i-1)
+			}
+		}
+		want := uint32(100 + i)
+		writeRules(t, path, loadRules(100+i))
+		testkit.Until(t, time.Second, fmt.Sprintf("limit %d in force", want), func() error {
+			if lim, _, err := grpcLimit(check, "changing", "c"); err != nil || lim != want {
+				return fmt.Errorf("limit %d, %v", lim, err)
+			}
+			return nil
+		})
+	}
+	close(stop)
+	wg.Wait()
+	if err := stormErr.Load(); err != nil {
+		t.Fatalf("storm: %v", err)
+	}
+	_, remaining, err := grpcLimit(check, "stable", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n == 0 || int64(remaining) != 1000000-n {
+		t.Fatalf("stable rule: remaining %d after %d calls: its counter was reset", remaining, n)
+	}
+}
+
+// In cluster mode any node answers ShouldRateLimit: a descriptor's
+// counter lives on its key's slot, and a node that does not serve it
+// charges it on the owner, so calls alternating between the nodes count
+// on one counter (limit 2: the third call, whichever node takes it, is
+// over).
+func TestGRPCInCluster(t *testing.T) {
+	pa, pb2 := testkit.FreePair(t, cluster.BusPortOffset), testkit.FreePair(t, cluster.BusPortOffset)
+	ca, cb := clusterConfig(pa), clusterConfig(pb2)
+	ca.GRPCPort, cb.GRPCPort = testkit.FreePort(t), testkit.FreePort(t)
+	cb.ClusterJoin = []string{fmt.Sprintf("127.0.0.1:%d", pa)}
+	start(t, ca)
+	start(t, cb)
+	ctx := context.Background()
+	a := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", pa)})
+	defer a.Close()
+	testkit.Until(t, 30*time.Second, "both nodes to serve slots", func() error {
+		s, err := a.Do(ctx, "CLUSTER", "SHARDS").Slice()
+		if err != nil || len(s) != 2 {
+			return fmt.Errorf("shards %v, %v", len(s), err)
+		}
+		return nil
+	})
+	yaml := "domain: c\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: 2\n"
+	testkit.Until(t, 10*time.Second, "RULES SET on a", func() error { return a.Do(ctx, "RULES", "SET", "c", yaml).Err() })
+	ga := pb.NewRateLimitServiceClient(grpcDial(t, "127.0.0.1:"+strconv.Itoa(ca.GRPCPort), nil))
+	gb := pb.NewRateLimitServiceClient(grpcDial(t, "127.0.0.1:"+strconv.Itoa(cb.GRPCPort), nil))
+	req := func(user string) *pb.RateLimitRequest {
+		return &pb.RateLimitRequest{Domain: "c", Descriptors: []*rlv3.RateLimitDescriptor{{
+			Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: user}}}}}
+	}
+	testkit.Until(t, 10*time.Second, "the rules on b", func() error {
+		resp, err := gb.ShouldRateLimit(callCtx(t), req("probe"))
+		if err != nil || resp.GetStatuses()[0].GetCurrentLimit() == nil {
+			return fmt.Errorf("%v, %v", resp, err)
+		}
+		return nil
+	})
+	for i := range 20 { // users whose counters fall on both nodes' slots
+		user := fmt.Sprintf("u%d", i)
+		for j, c := range []pb.RateLimitServiceClient{ga, gb, ga} {
+			resp, err := c.ShouldRateLimit(callCtx(t), req(user))
+			if err != nil {
+				t.Fatalf("%s, call %d: %v", user, j, err)
+			}
+			over := resp.GetOverallCode() == pb.RateLimitResponse_OVER_LIMIT
+			if over != (j == 2) || resp.GetStatuses()[0].GetLimitRemaining() != uint32(max(0, 1-j)) {
+				t.Fatalf("%s, call %d: %v", user, j, resp)
+			}
+		}
 	}
 }
