@@ -52,8 +52,18 @@ descriptors:
       requests_per_unit: 100
 EOF
 
+# RLS_PIN=1 runs the services on the last processor and the load
+# generator on the others (taskset), so that each service has one
+# processor of its own and the load generator's cost is not theirs.
+srvpin= loadpin= threads=$(nproc)
+if [[ ${RLS_PIN:-} == 1 ]]; then
+	last=$(($(nproc) - 1))
+	((last > 0)) || { echo "bench/rls.sh: RLS_PIN needs two processors" >&2; exit 1; }
+	srvpin="taskset -c $last" loadpin="taskset -c 0-$((last - 1))" threads=1
+fi
+
 redis_port=$(free_port 7461)
-redis-server --port "$redis_port" --bind "$HOST" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+$srvpin redis-server --port "$redis_port" --bind "$HOST" --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
 redis_pid=$!
 pids+=($redis_pid)
 http_port=$(free_port $((redis_port + 1)))
@@ -62,18 +72,18 @@ debug_port=$(free_port $((grpc_port + 1)))
 env USE_STATSD=false REDIS_SOCKET_TYPE=tcp REDIS_URL="$HOST:$redis_port" \
 	RUNTIME_ROOT="$tmp/runtime" RUNTIME_SUBDIRECTORY=ratelimit RUNTIME_WATCH_ROOT=false \
 	HOST=$HOST PORT="$http_port" GRPC_HOST=$HOST GRPC_PORT="$grpc_port" \
-	DEBUG_HOST=$HOST DEBUG_PORT="$debug_port" LOG_LEVEL=warn "$rls" >"$tmp/rls.log" 2>&1 &
+	DEBUG_HOST=$HOST DEBUG_PORT="$debug_port" LOG_LEVEL=warn $srvpin "$rls" >"$tmp/rls.log" 2>&1 &
 rls_pid=$!
 pids+=($rls_pid)
 cell_port=$(free_port $((debug_port + 1)))
 cell_grpc=$(free_port $((cell_port + 1)))
-"$cell" --port "$cell_port" --grpc-port "$cell_grpc" --threads "$(nproc)" --loglevel warning >"$tmp/cell.log" 2>&1 &
+$srvpin "$cell" --port "$cell_port" --grpc-port "$cell_grpc" --threads "$threads" --loglevel warning >"$tmp/cell.log" 2>&1 &
 cell_pid=$!
 pids+=($cell_pid)
 for _ in $(seq 100); do redis-cli -p "$cell_port" PING >/dev/null 2>&1 && break; sleep 0.1; done
 redis-cli -p "$cell_port" RULES SET bench "$(cat "$tmp/runtime/ratelimit/config/bench.yaml")" >/dev/null
 
-load() { "$tmp/rlsload" -addr "$HOST:$1" -streams "$streams" -conns 4 -for "${secs}s" -domain bench -key user -values "$values"; }
+load() { GOGC=400 $loadpin "$tmp/rlsload" -addr "$HOST:$1" -streams "$streams" -conns 4 -for "${secs}s" -domain bench -key user -values "$values"; }
 # ticks PID...: the processes' CPU time (user + system), in clock ticks.
 ticks() { local n=0 p; for p in "$@"; do n=$((n + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$n"; }
 hz=$(getconf CLK_TCK)

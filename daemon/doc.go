@@ -7,7 +7,9 @@
 // health endpoints, and bounded in connections and time so that its
 // clients cannot take the RESP port's descriptors, by a listener of its own,
 // connLimiter, since golang.org/x/net/netutil's only makes clients wait),
-// then
+// and Envoy's rate-limit service (package grpcsvc: ShouldRateLimit on
+// grpc-port, /json on the HTTP port, answered by the rules' Checker; in
+// grpc.go), then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //
@@ -16,6 +18,6 @@
 // settings name for its parts (the TLS files, the snapshot store), and it
 // sets nothing for the whole process: GOMAXPROCS, the GC target, signals
 // and the log and pid files belong to cmd/cellserver. It imports server,
-// commands, persist, cluster, metrics and the packages below them;
+// commands, persist, cluster, metrics, grpcsvc and the packages below them;
 // nothing imports it but cmd/cellserver and tests.
 package daemon
