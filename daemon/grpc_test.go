@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -352,5 +354,38 @@ func TestGRPCInCluster(t *testing.T) {
 				t.Fatalf("%s, call %d: %v", user, j, resp)
 			}
 		}
+	}
+}
+
+// The HTTP port reads /json's body, declared and bounded, even when it
+// arrives after the headers (its connection limiter answers other
+// requests that carry a body without reading it).
+func TestJSONBodyAfterHeaders(t *testing.T) {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.MetricsAddr = testkit.FreePort(t), "warning", freeAddr(t)
+	d := startHTTP(t, cfg, defaultHTTPConfig())
+	setRules(t, d, "rl", twoPerMinute)
+	body := `{"domain":"rl","descriptors":[{"entries":[{"key":"user","value":"late"}]}]}`
+	c, err := net.DialTimeout("tcp", cfg.MetricsAddr, testkit.IOTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(testkit.IOTimeout))
+	if _, err := fmt.Fprintf(c, "POST /json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the body in a segment of its own, after the handler has started
+	if _, err := io.WriteString(c, body); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(out), "two") {
+		t.Errorf("/json with its body after the headers: %d %s", resp.StatusCode, out)
 	}
 }
