@@ -318,6 +318,13 @@ func (s *Service) count(domain string, entries []Entry, m *match, hits, after ui
 // use (up to MaxMetricKeys request-made keys; beyond, the rule's own).
 func (s *Service) statsFor(domain string, entries []Entry, m *match) *Stats {
 	k := metricKey(domain, entries, m)
+	own := k == m.rule.Key
+	if own {
+		if st := m.rule.stats.Load(); st != nil {
+			return st
+		}
+		defer func() { m.rule.stats.CompareAndSwap(nil, s.StatsOf(k)) }()
+	}
 	s.statsMu.RLock()
 	st := s.stats[k]
 	s.statsMu.RUnlock()
