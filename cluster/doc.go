@@ -4,7 +4,9 @@
 // live members), and the hand-off of a slot's keys, with their limiter
 // state, when its owner changes while the old owner is alive; keys a node
 // holds when it joins (a restored snapshot) go to their slots' owners as
-// restored copies, taken where no live copy is.
+// restored copies, taken where no live copy is. Beside the membership it
+// gossips one shared state, the same on every node (shared.go): the rules
+// RULES SET defines.
 //
 // Nodes talk to each other (hand-offs, forwarded commands) on cluster
 // links (link.go): connections to a peer's client port, or its TLS port

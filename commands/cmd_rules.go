@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/bytestr"
 	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/rules"
 )
@@ -68,9 +69,16 @@ var rlScratchPool = sync.Pool{New: func() any { return new(rlScratch) }}
 // then the entries.
 func rlCheck(c *Client, req *Request) {
 	args := req.Args
+	// The request's strings are views of the arguments (bytestr): the
+	// checker reads them during Check and keeps none, and the scratch
+	// drops them before it goes back to the pool.
 	sc := rlScratchPool.Get().(*rlScratch)
-	defer rlScratchPool.Put(sc)
-	sc.req = rules.Request{Domain: string(args[1])}
+	defer func() {
+		clear(sc.entries)
+		sc.req = rules.Request{}
+		rlScratchPool.Put(sc)
+	}()
+	sc.req = rules.Request{Domain: bytestr.String(args[1])}
 	sc.descs, sc.entries = sc.descs[:0], sc.entries[:0]
 	rest := args[2:]
 	hasHits := false
@@ -92,7 +100,7 @@ func rlCheck(c *Client, req *Request) {
 			return
 		}
 		for i := 0; i < len(rest); i += 2 {
-			sc.entries = append(sc.entries, rules.Entry{Key: string(rest[i]), Value: string(rest[i+1])})
+			sc.entries = append(sc.entries, rules.Entry{Key: bytestr.String(rest[i]), Value: bytestr.String(rest[i+1])})
 		}
 		sc.descs = append(sc.descs, rules.Descriptor{Entries: sc.entries})
 	} else {
@@ -118,7 +126,7 @@ func rlCheck(c *Client, req *Request) {
 			}
 			from := len(sc.entries)
 			for i := int64(0); i < m; i++ {
-				sc.entries = append(sc.entries, rules.Entry{Key: string(rest[1+2*i]), Value: string(rest[2+2*i])})
+				sc.entries = append(sc.entries, rules.Entry{Key: bytestr.String(rest[1+2*i]), Value: bytestr.String(rest[2+2*i])})
 			}
 			bounds = append(bounds, [2]int{from, len(sc.entries)})
 			rest = rest[1+2*m:]

@@ -105,3 +105,31 @@ func TestInfoRules(t *testing.T) {
 		}
 	}
 }
+
+// RL.CHECK of one descriptor allocates nothing in steady state, allowed
+// or refused, as the limiter commands do.
+func TestRLCheckZeroAlloc(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("RULES", "SET", "api", rulesYAML)
+	for _, words := range [][]string{
+		{"RL.CHECK", "api", "user", "alice"},            // allowed, then refused: 2 a minute
+		{"RL.CHECK", "api", "user", "bob", "HITS", "0"}, // a read
+		{"RL.CHECK", "api", "nothing", "x"},             // no rule
+	} {
+		args := make([][]byte, len(words))
+		for i, w := range words {
+			args[i] = []byte(w)
+		}
+		call := func() {
+			h.table.Dispatch(h.c, args)
+			h.c.W.Flush()
+			h.out.Reset()
+		}
+		for range 100 {
+			call()
+		}
+		if n := testing.AllocsPerRun(1000, call); n != 0 {
+			t.Errorf("%v: %v allocations per call, want 0", words, n)
+		}
+	}
+}

@@ -7,17 +7,22 @@
 // health endpoints, and bounded in connections and time so that its
 // clients cannot take the RESP port's descriptors, by a listener of its own,
 // connLimiter, since golang.org/x/net/netutil's only makes clients wait),
-// and Envoy's rate-limit service (package grpcsvc: ShouldRateLimit on
-// grpc-port, /json on the HTTP port, answered by the rules' Checker; in
-// grpc.go), then
+// the limits defined on the server (package rules: rules-file loaded,
+// watched and reloaded on SIGHUP; the checker's Store, which charges a
+// counter on this node's engine or on its slot's owner; the domains RULES
+// SET defines kept in the store and shared with the cluster), and Envoy's
+// rate-limit service (package grpcsvc: ShouldRateLimit on grpc-port, /json
+// on the HTTP port, answered by the rules' Checker; in grpc.go), then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //
 // Package daemon owns that wiring, its order, and the adapters between
 // the parts. It reads no flags or environment and no files but those the
-// settings name for its parts (the TLS files, the snapshot store), and it
+// settings name for its parts (the TLS files, the snapshot store,
+// rules-file), and it
 // sets nothing for the whole process: GOMAXPROCS, the GC target, signals
 // and the log and pid files belong to cmd/cellserver. It imports server,
-// commands, persist, cluster, metrics, grpcsvc and the packages below them;
+// commands, persist, cluster, metrics, rules, grpcsvc and the packages
+// below them;
 // nothing imports it but cmd/cellserver and tests.
 package daemon

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cellserver/cellserver/limiter"
 	"go.yaml.in/yaml/v3"
@@ -179,6 +180,9 @@ type Rule struct {
 	// ends with it, so an unchanged rule keeps its counters across
 	// reloads and a changed one starts afresh.
 	id string
+	// stats caches the Service's counters of the rule's own metric key
+	// (a reloaded rule, a new Rule, finds the same ones by key).
+	stats atomic.Pointer[Stats]
 }
 
 // node is one level of a domain's descriptor tree.

@@ -113,7 +113,10 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req Request) (Response, e
 }
 
 // Check answers req into out (one Decision per descriptor, len(out) ≥
-// len(req.Descriptors)) and returns the overall code. For a request of
+// len(req.Descriptors)) and returns the overall code. It reads req's
+// strings only while it runs and keeps none of them (a metric key made of
+// request values is a copy), so a caller may pass views of buffers it
+// reuses. For a request of
 // one descriptor without replaces it allocates nothing in steady state,
 // unless the rule asks for a detailed or value metric.
 func (s *Service) Check(ctx context.Context, req *Request, out []Decision) (Code, error) {
@@ -315,6 +318,13 @@ func (s *Service) count(domain string, entries []Entry, m *match, hits, after ui
 // use (up to MaxMetricKeys request-made keys; beyond, the rule's own).
 func (s *Service) statsFor(domain string, entries []Entry, m *match) *Stats {
 	k := metricKey(domain, entries, m)
+	own := k == m.rule.Key
+	if own {
+		if st := m.rule.stats.Load(); st != nil {
+			return st
+		}
+		defer func() { m.rule.stats.CompareAndSwap(nil, s.StatsOf(k)) }()
+	}
 	s.statsMu.RLock()
 	st := s.stats[k]
 	s.statsMu.RUnlock()
