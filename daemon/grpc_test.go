@@ -335,10 +335,19 @@ func TestGRPCInCluster(t *testing.T) {
 		return &pb.RateLimitRequest{Domain: "c", Descriptors: []*rlv3.RateLimitDescriptor{{
 			Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: user}}}}}
 	}
-	testkit.Until(t, 10*time.Second, "the rules on b", func() error {
-		resp, err := gb.ShouldRateLimit(callCtx(t), req("probe"))
-		if err != nil || resp.GetStatuses()[0].GetCurrentLimit() == nil {
-			return fmt.Errorf("%v, %v", resp, err)
+	// Both nodes have the rules and every user's slot is served (just
+	// after the cluster forms, a slot can still be on its way): read
+	// without charging (hits_addend 0) until each answers.
+	testkit.Until(t, 10*time.Second, "the rules on both nodes, every slot served", func() error {
+		for i := range 20 {
+			for _, c := range []pb.RateLimitServiceClient{ga, gb} {
+				r := req(fmt.Sprintf("u%d", i))
+				r.Descriptors[0].HitsAddend = wrapperspb.UInt64(0)
+				resp, err := c.ShouldRateLimit(callCtx(t), r)
+				if err != nil || resp.GetStatuses()[0].GetCurrentLimit() == nil {
+					return fmt.Errorf("%v, %v", resp, err)
+				}
+			}
 		}
 		return nil
 	})
