@@ -195,3 +195,8 @@ func restoreRules(m *rules.Manager, store *persist.Store) error {
 // ReloadRules reads rules-file again (SIGHUP); a file refused leaves the
 // rules in force, and the error is logged.
 func (d *Daemon) ReloadRules() error { return d.rules.Reload() }
+
+// Rules returns the limits defined on the server: their Manager, whose
+// Service is the rules.Checker every front end (RL.CHECK, the gRPC
+// rate-limit service, /json) answers through.
+func (d *Daemon) Rules() *rules.Manager { return d.rules }
