@@ -30,26 +30,47 @@ type rulesStore struct{ d *Daemon }
 // serve it now (being handed over, or no live owner).
 var errRulesSlot = errors.New("rules: the counter's slot is not served now (CLUSTERDOWN or TRYAGAIN); retry")
 
-func (s rulesStore) Apply(_ context.Context, c *rules.Charge) (limiter.Result, error) {
+func (s rulesStore) Apply(ctx context.Context, c *rules.Charge) (limiter.Result, error) {
 	eng, node := s.d.srv.Engine(), s.d.node
 	if node == nil {
 		return eng.Apply(c.Key, &c.Request, nil)
 	}
 	slot := engine.Slot(c.Key)
-	route, addr := node.Acquire(slot)
-	switch route {
-	case commands.RouteLocal:
-		defer node.Release(slot)
-		return eng.Apply(c.Key, &c.Request, nil)
-	case commands.RouteMoved:
-		raw, err := node.Relay(addr, c.Command())
-		if err != nil {
-			return limiter.Result{}, fmt.Errorf("rules: forwarding to %s: %w", addr, err)
+	for try := 0; ; try++ {
+		route, addr := node.Acquire(slot)
+		switch route {
+		case commands.RouteLocal:
+			defer node.Release(slot)
+			return eng.Apply(c.Key, &c.Request, nil)
+		case commands.RouteMoved:
+			raw, err := node.Relay(addr, c.Command())
+			if err != nil {
+				return limiter.Result{}, fmt.Errorf("rules: forwarding to %s: %w", addr, err)
+			}
+			return parseResult(raw)
+		case commands.RouteTryAgain:
+			// The slot is being handed over, which takes moments: wait
+			// for it a little rather than fail a check a client cannot
+			// retry elsewhere.
+			if try < rulesHandoffTries {
+				select {
+				case <-time.After(rulesHandoffWait):
+					continue
+				case <-ctx.Done():
+					return limiter.Result{}, ctx.Err()
+				}
+			}
 		}
-		return parseResult(raw)
+		return limiter.Result{}, errRulesSlot
 	}
-	return limiter.Result{}, errRulesSlot
 }
+
+// A check whose counter's slot is being handed over waits for it up to
+// rulesHandoffTries times rulesHandoffWait.
+const (
+	rulesHandoffTries = 20
+	rulesHandoffWait  = 5 * time.Millisecond
+)
 
 // parseResult reads a limiter command's raw reply: five integers, or an
 // error.
@@ -195,3 +216,8 @@ func restoreRules(m *rules.Manager, store *persist.Store) error {
 // ReloadRules reads rules-file again (SIGHUP); a file refused leaves the
 // rules in force, and the error is logged.
 func (d *Daemon) ReloadRules() error { return d.rules.Reload() }
+
+// Rules returns the limits defined on the server: their Manager, whose
+// Service is the rules.Checker every front end (RL.CHECK, the gRPC
+// rate-limit service, /json) answers through.
+func (d *Daemon) Rules() *rules.Manager { return d.rules }

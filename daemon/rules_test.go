@@ -294,6 +294,16 @@ func TestRulesInCluster(t *testing.T) {
 		}
 		return nil
 	})
+	testkit.Until(t, 30*time.Second, "every counter's slot served", func() error {
+		for i := range 20 {
+			for _, c := range []*redis.Client{a, b} {
+				if err := c.Do(ctx, "RL.CHECK", "c", "user", fmt.Sprintf("u%d", i), "HITS", "0").Err(); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 	for i := range 20 { // users whose counters fall on both nodes' slots
 		user := fmt.Sprintf("u%d", i)
 		for j, c := range []*redis.Client{a, b, a} {

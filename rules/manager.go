@@ -59,16 +59,15 @@ func (d Dynamic) newer(o Dynamic) bool {
 type Manager struct {
 	cfg ManagerConfig
 
-	mu        sync.Mutex
-	fileDoms  map[string]*Domain
-	fileSum   [32]byte // of the files last read, good or not
-	fileErr   error    // the last reload's error (nil: it loaded)
-	loadedAt  time.Time
-	reloads   int64
-	failures  int64
-	dyn       Dynamic
-	dynDoms   map[string]*Domain
-	watchDone chan struct{}
+	mu       sync.Mutex
+	fileDoms map[string]*Domain
+	fileSum  [32]byte // of the files last read, good or not
+	fileErr  error    // the last reload's error (nil: it loaded)
+	loadedAt time.Time
+	reloads  int64
+	failures int64
+	dyn      Dynamic
+	dynDoms  map[string]*Domain
 }
 
 // NewManager returns a Manager with no rules; call Reload to load the
