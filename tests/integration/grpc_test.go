@@ -2,20 +2,26 @@ package integration
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -152,4 +158,70 @@ func TestRulesTranscriptsOverGRPCBinary(t *testing.T) {
 // TestRulesTranscriptsOverJSONBinary runs them through the binary's /json.
 func TestRulesTranscriptsOverJSONBinary(t *testing.T) {
 	rulestest.Run(t, "../../rules/testdata", newBinaryGRPCFront(true))
+}
+
+// TestGRPCOverTLSBinary: a binary with --tls-grpc serves the gRPC port
+// over TLS with the TLS port's certificate and client certificate policy
+// (tls-auth-clients yes: a client without a certificate is refused), and
+// a certificate renewed on disk is served to the next connection, as the
+// TLS port's is.
+func TestGRPCOverTLSBinary(t *testing.T) {
+	pki := newTestPKI(t)
+	grpcPort := testkit.FreePort(t)
+	p := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--loglevel", "warning",
+		"--tls-port", strconv.Itoa(testkit.FreePort(t)), "--tls-cert-file", pki.certFile, "--tls-key-file", pki.keyFile,
+		"--tls-ca-cert-file", pki.caFile, "--tls-auth-clients", "yes", "--tls-grpc", "yes", "--grpc-port", strconv.Itoa(grpcPort))
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr})
+	defer rdb.Close()
+	if err := rdb.Do(ctx, "RULES", "SET", "rl", "domain: rl\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: 5\n").Err(); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(grpcPort)
+	req := &pb.RateLimitRequest{Domain: "rl", Descriptors: []*rlv3.RateLimitDescriptor{{
+		Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "user", Value: "1"}}}}}
+	// call makes one call on a new connection and returns the serial of
+	// the certificate the server presented.
+	call := func(withCert bool) (int64, error) {
+		t.Helper()
+		cfg := &tls.Config{RootCAs: pki.caPool}
+		if withCert {
+			cfg.Certificates = []tls.Certificate{pki.client}
+		}
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cc.Close()
+		var pr peer.Peer
+		c, cancel := context.WithTimeout(ctx, testkit.IOTimeout)
+		defer cancel()
+		resp, err := pb.NewRateLimitServiceClient(cc).ShouldRateLimit(c, req, grpc.Peer(&pr))
+		if err != nil {
+			return 0, err
+		}
+		if resp.GetStatuses()[0].GetCurrentLimit().GetRequestsPerUnit() != 5 {
+			t.Errorf("answer %v", resp)
+		}
+		return pr.AuthInfo.(credentials.TLSInfo).State.PeerCertificates[0].SerialNumber.Int64(), nil
+	}
+	if serial, err := call(true); err != nil || serial != 2 {
+		t.Fatalf("with a client certificate: serial %d, %v; want 2", serial, err)
+	}
+	if _, err := call(false); status.Code(err) != codes.Unavailable {
+		t.Fatalf("without a client certificate: %v, want the handshake refused", err)
+	}
+	cert, _ := os.ReadFile(pki.renewedCert)
+	key, _ := os.ReadFile(pki.renewedKey)
+	later := time.Now().Add(time.Minute)
+	for path, b := range map[string][]byte{pki.certFile: cert, pki.keyFile: key} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if serial, err := call(true); err != nil || serial != 4 {
+		t.Fatalf("after renewal: serial %d, %v; want 4", serial, err)
+	}
 }
