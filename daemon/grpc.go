@@ -19,6 +19,10 @@ import (
 // answered by the daemon's rules Checker, the one RL.CHECK asks. Health
 // checks answer SERVING from Ready until the daemon begins to stop.
 
+// grpcHealthEvery is how often the gRPC health status is set again from
+// the daemon's readiness.
+const grpcHealthEvery = time.Second
+
 // grpcShutdownTimeout bounds how long a graceful stop waits for the calls
 // under way before it closes their connections.
 const grpcShutdownTimeout = 5 * time.Second
@@ -42,9 +46,10 @@ func newRateLimitService(cfg *server.Config, checker rules.Checker, logf func(le
 
 // serveGRPC listens on grpc-port on every bind address (an optional one,
 // "-addr", that the machine does not have is skipped, as the RESP ports
-// do) and serves s there. It sets s's health SERVING once the daemon is
-// ready, and shuts s down gracefully when the daemon begins to stop
-// (Stopping); stop marks the daemon stopping and waits for that.
+// do) and serves s there. Once the daemon is ready, s's health follows
+// /readyz's answer (followReadiness); when the daemon begins to stop
+// (Stopping), s shuts down gracefully. stop marks the daemon stopping and
+// waits for that.
 func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
 	var lns []net.Listener
 	for _, b := range d.cfg.Bind {
@@ -75,10 +80,9 @@ func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
 		defer close(stopped)
 		select {
 		case <-d.ready:
-			s.SetServing(true)
+			followReadiness(s, d.readiness, grpcHealthEvery, d.stopping)
 		case <-d.stopping:
 		}
-		<-d.stopping
 		// Shutdown health-checks NOT_SERVING at once, then lets the
 		// calls under way finish, while the rest of the daemon stops.
 		ctx, cancel := context.WithTimeout(context.Background(), grpcShutdownTimeout)
@@ -89,4 +93,28 @@ func (d *Daemon) serveGRPC(s *grpcsvc.Service) (stop func(), err error) {
 		d.markStopping()
 		<-stopped
 	}, nil
+}
+
+// servingSetter is what followReadiness sets: *grpcsvc.Service.
+type servingSetter interface{ SetServing(bool) }
+
+// followReadiness sets s's health from ready (the daemon's /readyz answer)
+// now and every period until stop is closed: in cluster mode a node whose
+// slots lose their owner, or wait for a hand-off, answers NOT_SERVING, so
+// that Envoy's health checks send its calls to another node meanwhile.
+func followReadiness(s servingSetter, ready func() (bool, string), every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	was, first := false, true
+	for {
+		if ok, _ := ready(); ok != was || first {
+			s.SetServing(ok)
+			was, first = ok, false
+		}
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+	}
 }

@@ -398,3 +398,42 @@ func TestJSONBodyAfterHeaders(t *testing.T) {
 		t.Errorf("/json with its body after the headers: %d %s", resp.StatusCode, out)
 	}
 }
+
+// fakeServing records what followReadiness sets.
+type fakeServing struct {
+	mu  sync.Mutex
+	got []bool
+}
+
+func (f *fakeServing) SetServing(b bool) {
+	f.mu.Lock()
+	f.got = append(f.got, b)
+	f.mu.Unlock()
+}
+
+func (f *fakeServing) String() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return fmt.Sprint(f.got)
+}
+
+// followReadiness sets the health status from the readiness at once, then
+// again each time it changes, and returns when stopped.
+func TestFollowReadiness(t *testing.T) {
+	var ready atomic.Bool
+	ready.Store(true)
+	fs := &fakeServing{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		followReadiness(fs, func() (bool, string) { return ready.Load(), "" }, time.Millisecond, stop)
+		close(done)
+	}()
+	testkit.WaitFor(t, "SERVING", func() bool { return fs.String() == "[true]" })
+	ready.Store(false)
+	testkit.WaitFor(t, "NOT_SERVING", func() bool { return fs.String() == "[true false]" })
+	ready.Store(true)
+	testkit.WaitFor(t, "SERVING again", func() bool { return fs.String() == "[true false true]" })
+	close(stop)
+	testkit.Recv(t, done, "followReadiness to return")
+}
