@@ -15,12 +15,15 @@
 // The gRPC server, its health service and the message types are
 // google.golang.org/grpc's and github.com/envoyproxy/go-control-plane's;
 // the JSON handler uses protojson, as envoyproxy/ratelimit's does, so its
-// bodies are the same. Two things are written by hand around them: the
+// bodies are the same. Three things are written by hand around them: the
 // connection bound (limitListener), since golang.org/x/net/netutil's
 // bounds one listener and the service listens on every bind address with
-// one bound for all of them; and the end of health Watch streams at
-// shutdown (healthServer), which grpc's health server leaves open, so
-// that a graceful stop would wait for every watcher until its deadline.
+// one bound for all of them; the end of health Watch streams at shutdown
+// (healthServer), which grpc's health server leaves open, so that a
+// graceful stop would wait for every watcher until its deadline; and
+// ShouldRateLimit's handler, which decodes the request itself
+// (decode.go), since grpc's generated one answers bytes that do not
+// decode with Internal, a server's fault, rather than InvalidArgument.
 //
 // It imports rules, grpc and go-control-plane; it must not import engine,
 // commands, server or daemon: package daemon builds it from the settings

@@ -139,12 +139,13 @@ func New(checker rules.Checker, cfg Config) (*Service, error) {
 		// without a call) would close theirs with "too_many_pings".
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.recoverUnary),
+		grpc.ForceServerCodecV2(newCodec()), // decode.go
 	}
 	if cfg.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS.Clone())))
 	}
 	s.grpc = grpc.NewServer(opts...)
-	pb.RegisterRateLimitServiceServer(s.grpc, s)
+	s.grpc.RegisterService(&serviceDesc, s) // decode.go
 	healthpb.RegisterHealthServer(s.grpc, healthServer{Server: s.health, stop: s.stop})
 	s.SetServing(false)
 	return s, nil
