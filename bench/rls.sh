@@ -103,7 +103,7 @@ PY
 	load() {
 		$loadpin h2load -D "$secs" -c 4 -m 16 -t 1 -d "$tmp/frame" -H 'content-type: application/grpc' -H 'te: trailers' \
 			"http://$HOST:$1/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" 2>&1 |
-			awk '/^finished in/ {rps = $4} /succeeded,/ {ok = $8} /^time for request:/ {p = $6 $7}
+			awk '/^finished in/ {rps = $4} /succeeded,/ {ok = $8} /^time for request:/ {p = $6 " sd " $7}
 				END {printf "decisions/s %.0f p50 - p99 - calls %d ok %d over 0 errors 0 mean %s\n", rps, ok, ok, p}'
 	}
 fi
