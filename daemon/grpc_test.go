@@ -88,10 +88,12 @@ func TestDaemonServesGRPCAndJSON(t *testing.T) {
 	setRules(t, d, "rl", twoPerMinute)
 
 	cc := grpcDial(t, "127.0.0.1:"+strconv.Itoa(cfg.GRPCPort), nil)
-	hs, err := healthpb.NewHealthClient(cc).Check(callCtx(t), &healthpb.HealthCheckRequest{Service: "envoy.service.ratelimit.v3.RateLimitService"})
-	if err != nil || hs.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health once ready: %v %v", hs, err)
-	}
+	// Health turns SERVING once the daemon is ready (set by a goroutine
+	// that waits for Ready, so just after it).
+	testkit.WaitFor(t, "health SERVING once ready", func() bool {
+		hs, err := healthpb.NewHealthClient(cc).Check(callCtx(t), &healthpb.HealthCheckRequest{Service: "envoy.service.ratelimit.v3.RateLimitService"})
+		return err == nil && hs.GetStatus() == healthpb.HealthCheckResponse_SERVING
+	})
 	c := pb.NewRateLimitServiceClient(cc)
 	resp, err := c.ShouldRateLimit(callCtx(t), userReq("42"))
 	if err != nil {
