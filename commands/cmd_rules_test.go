@@ -97,6 +97,9 @@ func TestRulesSubcommands(t *testing.T) {
 // TestInfoRules holds INFO's rules section.
 func TestInfoRules(t *testing.T) {
 	h := newHarness(t, "")
+	if got := h.do("INFO", "rules"); !strings.Contains(got, "rules_loaded_at:0\r\n") {
+		t.Errorf("INFO rules before any rule: %q", got)
+	}
 	h.do("RULES", "SET", "api", rulesYAML)
 	got := h.do("INFO", "rules")
 	for _, want := range []string{"# Rules\r\n", "rules_file:\r\n", "rules_domains:1\r\n", "rules_rules:3\r\n", "rules_set_version:1\r\n", "rules_reload_failures:0\r\n"} {
