@@ -148,6 +148,15 @@ func rlCheck(c *Client, req *Request) {
 			sc.descs = append(sc.descs, rules.Descriptor{Entries: sc.entries[b[0]:b[1]]})
 		}
 	}
+	// A counter's key holds the domain and the descriptor's entries:
+	// max-key-size bounds it, as it bounds the key of any command that
+	// creates keys.
+	for i := range sc.descs {
+		if int64(rules.CounterKeyLen(sc.req.Domain, sc.descs[i].Entries)) > c.table.maxKeySize.Load() {
+			c.fail(errKeyTooLarge)
+			return
+		}
+	}
 	if hasHits { // HITS n charges every descriptor n, 0 only reading (unlike RLS's request-wide 0, which means 1)
 		for i := range sc.descs {
 			sc.descs[i].HitsAddend = &sc.hits

@@ -139,3 +139,17 @@ func TestRLCheckZeroAlloc(t *testing.T) {
 		}
 	}
 }
+
+// max-key-size bounds the counter key RL.CHECK would create, as it bounds
+// the keys of the limiter commands.
+func TestRLCheckKeyTooLarge(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("RULES", "SET", "api", rulesYAML)
+	h.table.SetMaxKeySize(64)
+	if got := h.do("RL.CHECK", "api", "user", strings.Repeat("x", 40)); got != "-"+errKeyTooLarge+"\r\n" {
+		t.Fatalf("a long value: %q", got)
+	}
+	if got := h.do("RL.CHECK", "api", "user", "short"); !strings.HasPrefix(got, "*6\r\n:0\r\n") {
+		t.Fatalf("a short value: %q", got)
+	}
+}
