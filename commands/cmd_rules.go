@@ -148,6 +148,15 @@ func rlCheck(c *Client, req *Request) {
 			sc.descs = append(sc.descs, rules.Descriptor{Entries: sc.entries[b[0]:b[1]]})
 		}
 	}
+	// A counter's key holds the domain and the descriptor's entries:
+	// max-key-size bounds it, as it bounds the key of any command that
+	// creates keys.
+	for i := range sc.descs {
+		if int64(rules.CounterKeyLen(sc.req.Domain, sc.descs[i].Entries)) > c.table.maxKeySize.Load() {
+			c.fail(errKeyTooLarge)
+			return
+		}
+	}
 	if hasHits { // HITS n charges every descriptor n, 0 only reading (unlike RLS's request-wide 0, which means 1)
 		for i := range sc.descs {
 			sc.descs[i].HitsAddend = &sc.hits
@@ -293,7 +302,7 @@ func rulesCmd(c *Client, req *Request) {
 		c.W.WriteBulkString("rules")
 		c.W.WriteInt(in.Rules)
 		c.W.WriteBulkString("loaded_at")
-		c.W.WriteInt64(in.Loaded.Unix())
+		c.W.WriteInt64(unixOrZero(in.Loaded))
 		c.W.WriteBulkString("reloads")
 		c.W.WriteInt64(in.Reloads)
 		c.W.WriteBulkString("reload_failures")
@@ -352,7 +361,16 @@ func ruleLine(r *rules.Rule) string {
 func infoRules(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 	in := c.table.rules.Info()
 	fmt.Fprintf(b, "rules_file:%s\r\nrules_domains:%d\r\nrules_rules:%d\r\nrules_loaded_at:%d\r\n",
-		in.File, in.Domains, in.Rules, in.Loaded.Unix())
+		in.File, in.Domains, in.Rules, unixOrZero(in.Loaded))
 	fmt.Fprintf(b, "rules_reloads:%d\r\nrules_reload_failures:%d\r\nrules_last_error:%s\r\nrules_set_version:%d\r\n",
 		in.Reloads, in.Failures, strings.ReplaceAll(in.LastError, "\n", " "), in.Version)
+}
+
+// unixOrZero is t in Unix seconds, 0 for the zero time (no rules put in
+// force yet).
+func unixOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }

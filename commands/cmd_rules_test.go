@@ -97,6 +97,9 @@ func TestRulesSubcommands(t *testing.T) {
 // TestInfoRules holds INFO's rules section.
 func TestInfoRules(t *testing.T) {
 	h := newHarness(t, "")
+	if got := h.do("INFO", "rules"); !strings.Contains(got, "rules_loaded_at:0\r\n") {
+		t.Errorf("INFO rules before any rule: %q", got)
+	}
 	h.do("RULES", "SET", "api", rulesYAML)
 	got := h.do("INFO", "rules")
 	for _, want := range []string{"# Rules\r\n", "rules_file:\r\n", "rules_domains:1\r\n", "rules_rules:3\r\n", "rules_set_version:1\r\n", "rules_reload_failures:0\r\n"} {
@@ -134,5 +137,19 @@ func TestRLCheckZeroAlloc(t *testing.T) {
 		if n := testing.AllocsPerRun(1000, call); n != 0 {
 			t.Errorf("%v: %v allocations per call, want 0", words, n)
 		}
+	}
+}
+
+// max-key-size bounds the counter key RL.CHECK would create, as it bounds
+// the keys of the limiter commands.
+func TestRLCheckKeyTooLarge(t *testing.T) {
+	h := newHarness(t, "")
+	h.do("RULES", "SET", "api", rulesYAML)
+	h.table.SetMaxKeySize(64)
+	if got := h.do("RL.CHECK", "api", "user", strings.Repeat("x", 40)); got != "-"+errKeyTooLarge+"\r\n" {
+		t.Fatalf("a long value: %q", got)
+	}
+	if got := h.do("RL.CHECK", "api", "user", "short"); !strings.HasPrefix(got, "*6\r\n:0\r\n") {
+		t.Fatalf("a short value: %q", got)
 	}
 }

@@ -2,10 +2,12 @@ package rules_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/rules"
@@ -138,5 +140,33 @@ func TestCountersSurviveUnchangedRules(t *testing.T) {
 		if got := check("a"); got != step.want {
 			t.Fatalf("limit %s: remaining %d, want %d", step.limit, got, step.want)
 		}
+	}
+}
+
+// A descriptor whose counter's key would pass MaxKeySize is refused, an
+// ErrBadRequest.
+func TestKeyTooLarge(t *testing.T) {
+	clock := engine.NewManualClock(rulestest.T0)
+	eng, err := engine.New(engine.Config{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	svc := rules.NewService(rules.Config{Store: engineStore{eng.NewView()}, MaxKeySize: 100})
+	d, err := rules.Parse("t", []byte(domainYAML("a", "5")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetRules(rules.NewSet(time.Time{}, d))
+	ask := func(v string) error {
+		_, err := svc.ShouldRateLimit(context.Background(), rules.Request{Domain: "a",
+			Descriptors: []rules.Descriptor{{Entries: []rules.Entry{{Key: "k", Value: v}}}}})
+		return err
+	}
+	if err := ask(strings.Repeat("v", 200)); !errors.Is(err, rules.ErrKeyTooLarge) || !errors.Is(err, rules.ErrBadRequest) {
+		t.Fatalf("a long value: %v", err)
+	}
+	if err := ask("v"); err != nil {
+		t.Fatal(err)
 	}
 }

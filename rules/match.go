@@ -160,3 +160,17 @@ func metricKey(domain string, entries []Entry, m *match) string {
 	}
 	return b.String()
 }
+
+// maxIDLen is the longest rule id: a uint64 in base 36.
+const maxIDLen = 13
+
+// CounterKeyLen returns the most bytes the counter key of a descriptor
+// of entries in domain takes (appendCounterKey), for a front end that
+// bounds keys' sizes.
+func CounterKeyLen(domain string, entries []Entry) int {
+	n := len("rl:{") + len(domain) + 1 + len("}:") + maxIDLen
+	for _, e := range entries {
+		n += len(e.Key) + len(e.Value) + 2
+	}
+	return n
+}

@@ -30,11 +30,19 @@ type Config struct {
 	// NearLimitRatio is the fraction of a limit above which hits count as
 	// near_limit, as envoyproxy/ratelimit's NEAR_LIMIT_RATIO. Default: 0.8.
 	NearLimitRatio float32
+	// MaxKeySize bounds a counter's key (CounterKeyLen): a descriptor
+	// whose key would be longer is refused with ErrKeyTooLarge. Default:
+	// 64 KiB, max-key-size's default.
+	MaxKeySize int
 	// MaxMetricKeys bounds the statistics series that detailed_metric and
 	// value_to_metric create from request values; hits beyond it are
 	// counted under their rule's own key. Default: 10000.
 	MaxMetricKeys int
 }
+
+// ErrKeyTooLarge is Check's error for a descriptor whose counter's key
+// would be longer than Config.MaxKeySize; it wraps ErrBadRequest.
+var ErrKeyTooLarge = fmt.Errorf("%w: a descriptor's entries are too long for its counter's key", ErrBadRequest)
 
 // Stats are one metric key's counters, as envoyproxy/ratelimit counts
 // them: hits charged, and of those the ones within the limit, near it,
@@ -66,6 +74,9 @@ func NewService(cfg Config) *Service {
 	}
 	if cfg.NearLimitRatio == 0 {
 		cfg.NearLimitRatio = 0.8
+	}
+	if cfg.MaxKeySize == 0 {
+		cfg.MaxKeySize = 64 << 10
 	}
 	if cfg.MaxMetricKeys == 0 {
 		cfg.MaxMetricKeys = 10000
@@ -218,6 +229,9 @@ func (s *Service) charge(ctx context.Context, req *Request, dsc *Descriptor, d *
 	if r == nil {
 		*out = Decision{Status: Status{Code: CodeOK}, RetryAfter: -1}
 		return nil
+	}
+	if CounterKeyLen(d.Name, dsc.Entries) > s.cfg.MaxKeySize {
+		return ErrKeyTooLarge
 	}
 	hits := hitsOf(req, dsc)
 	cost := int64(min(hits, uint64(fwCeiling)))
