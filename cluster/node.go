@@ -76,6 +76,8 @@ type Node struct {
 	stop         chan struct{} // closed by Close
 	stopped      chan struct{} // closed when loop has returned
 	closed       atomic.Bool
+
+	health healthTable // every other member's health, from probes (health.go)
 }
 
 // Node is package commands' Router: Dispatch routes keyed commands through
@@ -106,6 +108,7 @@ func New(cfg Config) (*Node, error) {
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixNano()},
 	}
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
+	n.health.peers = map[string]*peerHealth{}
 	return n, nil
 }
 
@@ -156,6 +159,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	n.ml = ml
+	n.health.interval, n.health.timeout = mc.ProbeInterval, mc.ProbeTimeout
 	joined := 0
 	var rejoin []string
 	if len(n.cfg.Join) > 0 {
@@ -205,6 +209,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.started.Store(true)
 	go n.loop()
 	go n.meetLoop()
+	n.health.probing.Add(1)
+	go n.probeLoop()
 	if rejoin != nil {
 		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
@@ -226,7 +232,8 @@ func (n *Node) Close() error {
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
-		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
+		n.rejoining.Wait()      // a join under way ends within memberlist's TCP timeout
+		n.health.probing.Wait() // a probe round ends within the probe timeout
 		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}
