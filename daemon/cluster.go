@@ -136,5 +136,6 @@ func (m metricsSource) Cluster() (metrics.ClusterStats, bool) {
 		return metrics.ClusterStats{}, false
 	}
 	st := m.node.Stats()
-	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members}, true
+	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members,
+		NodesPFail: st.NodesPFail, NodesFail: st.NodesFail, SlotsPFail: st.SlotsPFail, SlotsFail: st.SlotsFail, StateOK: st.StateOK}, true
 }

@@ -68,6 +68,8 @@ func TestRunServesClusterMetrics(t *testing.T) {
 		`cellserver_cluster_keys_moved_total{direction="out"} 0`,
 		"cellserver_cluster_slots_served 16384",
 		"cellserver_cluster_members 1",
+		"cellserver_cluster_state_ok 1",
+		`cellserver_cluster_slots_failing{flag="fail"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
