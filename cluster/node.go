@@ -92,11 +92,20 @@ var (
 	ErrLeaveTime  = errors.New("cluster: slots still not handed over at the leave timeout")
 )
 
-// New returns a node for cfg (defaults filled in, then validated). It
-// does not listen until Start.
+// New returns a node for cfg (defaults filled in, then validated), with
+// the id kept in cfg.NodeFile when it names one (identity.go), and
+// writes the node file when its content changes. It does not listen
+// until Start.
 func New(cfg Config) (*Node, error) {
+	prev, found, err := cfg.loadIdentity()
+	if err != nil {
+		return nil, err
+	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.saveIdentity(prev, found); err != nil {
 		return nil, err
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"path/filepath"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/metrics"
@@ -48,6 +49,10 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 		cc.TLS, cc.TLSPort = linkTLS(cfg.TLSConfig), cfg.TLSPort
 	}
 	cc.Local = isLoopback(cc.IP)
+	if cfg.Dir != "" {
+		// The node's id lasts across restarts, as Redis's nodes.conf.
+		cc.NodeFile = filepath.Join(cfg.Dir, cluster.NodeFileName)
+	}
 	cc.Logf = logf
 	n, err := cluster.New(cc)
 	if err != nil {

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -105,5 +108,28 @@ func TestGoRedisLogsToServerLog(t *testing.T) {
 	defer mu.Unlock()
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "verbose cluster: redis: ") {
 		t.Errorf("server log: %q; want go-redis's dial failure at verbose level", lines)
+	}
+}
+
+// With dir set the node keeps its id in dir's node file: a second node
+// built from the same settings has the same id, and a damaged file stops
+// the start, naming it.
+func TestClusterNodeFileInDir(t *testing.T) {
+	cfg := clusterConfig(7000)
+	cfg.Dir = t.TempDir()
+	n1, err := newClusterNode(&cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := newClusterNode(&cfg, nil)
+	if err != nil || n2.ID() != n1.ID() {
+		t.Fatalf("second start: %v, id %s, first %s", err, n2.ID(), n1.ID())
+	}
+	file := filepath.Join(cfg.Dir, cluster.NodeFileName)
+	if err := os.WriteFile(file, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClusterNode(&cfg, nil); !errors.Is(err, cluster.ErrNodeFile) || !strings.Contains(err.Error(), file) {
+		t.Errorf("damaged node file: %v", err)
 	}
 }

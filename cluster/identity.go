@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// NodeFileName is the node file's name in dir, where package daemon keeps
+// it when dir is set: Redis Cluster's nodes.conf, for cellserver's node.
+const NodeFileName = "cluster-node.json"
+
+// nodeFileVersion is the node file's format.
+const nodeFileVersion = 1
+
+// Identity is what a node keeps across restarts in its node file
+// (Config.NodeFile): its id, whose slots the map gives back to it when it
+// comes back, and the address it announced.
+type Identity struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	IP      string `json:"ip"`
+	Port    int    `json:"port"`
+	BusPort int    `json:"bus_port"`
+	// Epoch is kept for the agreement on the slot map: the last epoch
+	// this node took part in. Nothing sets it yet; a file written with
+	// it is read back with it.
+	Epoch int64 `json:"epoch,omitempty"`
+}
+
+// ErrNodeFile is wrapped by the error New returns for a node file that
+// does not read as one.
+var ErrNodeFile = errors.New("cluster: damaged node file")
+
+// readIdentity reads the node file at path; ok is false when there is
+// none. A file that does not parse, or whose id is not 40 hex
+// characters, is an error wrapping ErrNodeFile that names the file.
+func readIdentity(path string) (id Identity, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Identity{}, false, nil
+	}
+	if err != nil {
+		return Identity{}, false, fmt.Errorf("cluster: node file %s: %w", path, err)
+	}
+	damaged := func(why string) error {
+		return fmt.Errorf("%w %s: %s (to start as a new node, with a new id, move it aside: mv %s %s.damaged)", ErrNodeFile, path, why, path, path)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&id); err != nil {
+		return Identity{}, false, damaged(err.Error())
+	}
+	if id.Version != nodeFileVersion {
+		return Identity{}, false, damaged(fmt.Sprintf("format version %d, this build reads %d", id.Version, nodeFileVersion))
+	}
+	if !validID(id.ID) {
+		return Identity{}, false, damaged(fmt.Sprintf("node id %q is not 40 hex characters", id.ID))
+	}
+	return id, true, nil
+}
+
+// writeIdentity writes id to the node file at path atomically: to a
+// temporary file in the same directory, synced, then renamed over path,
+// so that a crash leaves the old file or the new one, never a part.
+func writeIdentity(path string, id Identity) error {
+	id.Version = nodeFileVersion
+	b, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cluster: writing the node file %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("cluster: writing the node file %s: %w", path, err)
+	}
+	// The rename lasts once the directory is synced; where a directory
+	// cannot be synced (Windows) the rename is as durable as it gets.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// loadIdentity takes the node id from the node file, when cfg names one
+// that exists, before EnsureDefaults would draw a new one.
+func (c *Config) loadIdentity() (prev Identity, found bool, err error) {
+	if c.NodeFile == "" {
+		return Identity{}, false, nil
+	}
+	prev, found, err = readIdentity(c.NodeFile)
+	if err != nil || !found {
+		return prev, found, err
+	}
+	if c.ID != "" && !equalFoldID(c.ID, prev.ID) {
+		return prev, found, fmt.Errorf("%w: node id %s differs from %s's, %s", ErrConfig, c.ID, c.NodeFile, prev.ID)
+	}
+	c.ID = prev.ID
+	return prev, found, nil
+}
+
+// equalFoldID compares two node ids, whose hex digits may differ in case.
+func equalFoldID(a, b string) bool { return bytes.EqualFold([]byte(a), []byte(b)) }
+
+// validID reports whether id is a node id: 40 hex characters.
+func validID(id string) bool {
+	return len(id) == 40 && strings.Trim(strings.ToLower(id), "0123456789abcdef") == ""
+}
+
+// saveIdentity writes the node file, when cfg names one, if it did not
+// exist (found false) or what it holds differs from cfg's (the announced
+// address changed). The epoch it held stays.
+func (c *Config) saveIdentity(prev Identity, found bool) error {
+	if c.NodeFile == "" {
+		return nil
+	}
+	now := Identity{Version: nodeFileVersion, ID: c.ID, IP: c.IP, Port: c.Port, BusPort: c.BusPort, Epoch: prev.Epoch}
+	if found && now == prev {
+		return nil
+	}
+	if found && c.Logf != nil {
+		c.Logf("notice", "cluster: node %s was at %s:%d@%d, now at %s:%d@%d", c.ID, prev.IP, prev.Port, prev.BusPort, c.IP, c.Port, c.BusPort)
+	}
+	return writeIdentity(c.NodeFile, now)
+}
