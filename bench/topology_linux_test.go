@@ -1,0 +1,184 @@
+//go:build linux
+
+package bench
+
+// BenchmarkClusterTopology measures what a cluster client's topology
+// refresh costs the node it asks: CLUSTER SLOTS, CLUSTER SHARDS and
+// CLUSTER NODES on a three-node cluster on 127.0.0.1, one raw RESP
+// connection, one call at a time. It reports the reply's size
+// (reply_bytes) and the server's CPU time per call (server_cpu_ns, from
+// the node's /proc/<pid>/stat, user and system, in clock ticks, so take
+// enough calls), besides ns/op, the round trip as the client sees it.
+//
+// The clusters measured: "this" (three cellserver processes of this
+// tree's build), "base" (three of the binary CLUSTER_BASE_BIN names, when
+// set: the build to compare with, in the same run), and "redis" (three
+// redis-server --cluster-enabled yes processes, when redis-server is
+// installed, each given a third of the slots as redis-cli --cluster
+// create would).
+//
+// Run: CLUSTER_BASE_BIN=/path/to/old/cellserver go test -run xxx -bench ClusterTopology -benchtime 200x -count 1 ./bench/
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/redis/go-redis/v9"
+)
+
+// topoCluster is a cluster under measurement: the address and process id
+// of the node asked.
+type topoCluster struct {
+	name string
+	addr string
+	pid  int
+}
+
+// startCellserverCluster starts three nodes of bin and waits until each
+// knows the three and the cluster state is ok.
+func startCellserverCluster(b *testing.B, name, bin string) topoCluster {
+	args := []string{"--loglevel", "warning", "--cluster-enabled", "yes", "--cluster-secret", "bench"}
+	a := testkit.StartProcess(b, bin, cluster.BusPortOffset, args...)
+	others := []*testkit.Process{
+		testkit.StartProcess(b, bin, cluster.BusPortOffset, append(args, "--cluster-join", a.Addr)...),
+		testkit.StartProcess(b, bin, cluster.BusPortOffset, append(args, "--cluster-join", a.Addr)...),
+	}
+	want := ""
+	for _, p := range append([]*testkit.Process{a}, others...) {
+		waitTopology(b, p.Addr, &want)
+	}
+	return topoCluster{name: name, addr: a.Addr, pid: a.Pid()}
+}
+
+// waitTopology waits until the node at addr knows three nodes, its state
+// is ok and, once want is set, its CLUSTER SLOTS is want (every node
+// agrees); it sets want to the first node's.
+func waitTopology(b *testing.B, addr string, want *string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+	defer rdb.Close()
+	ctx := context.Background()
+	testkit.WaitFor(b, addr+" to see a cluster of three", func() bool {
+		info, err := rdb.Do(ctx, "CLUSTER", "INFO").Text()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+			return false
+		}
+		c := dialResp(b, addr)
+		defer c.c.Close()
+		got := rawCall(b, c, "CLUSTER", "SLOTS")
+		if *want == "" {
+			*want = got
+		}
+		return got == *want
+	})
+}
+
+// startRedisCluster starts three redis-server cluster nodes, gives each a
+// third of the slots and meets them.
+func startRedisCluster(b *testing.B, bin string) topoCluster {
+	dir := b.TempDir()
+	ctx := context.Background()
+	var addrs []string
+	var pids []int
+	for i := range 3 {
+		port := testkit.FreePair(b, 10000)
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", i)), "--save", "", "--appendonly", "no",
+			"--dir", dir, "--loglevel", "warning")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		addrs, pids = append(addrs, addr), append(pids, cmd.Process.Pid)
+	}
+	ranges := [][2]int{{0, 5460}, {5461, 10922}, {10923, 16383}}
+	for i, addr := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+		testkit.WaitFor(b, "redis "+addr, func() bool { return rdb.Ping(ctx).Err() == nil })
+		if err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", ranges[i][0], ranges[i][1]).Err(); err != nil {
+			b.Fatal(err)
+		}
+		if i > 0 {
+			host, port, _ := net.SplitHostPort(addrs[0])
+			if err := rdb.Do(ctx, "CLUSTER", "MEET", host, port).Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		_ = rdb.Close()
+	}
+	want := ""
+	for _, addr := range addrs {
+		waitTopology(b, addr, &want)
+	}
+	return topoCluster{name: "redis", addr: addrs[0], pid: pids[0]}
+}
+
+// rawCall sends args and returns the reply's exact bytes.
+func rawCall(tb testing.TB, c *respConn, args ...string) string {
+	if _, err := c.c.Write([]byte(testkit.Encode(args...))); err != nil {
+		tb.Fatal(err)
+	}
+	reply, err := testkit.ReadReply(c.r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reply
+}
+
+// procCPU returns the CPU time, user and system, process pid has used.
+func procCPU(tb testing.TB, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The fields after the command's name, which is in parentheses:
+	// utime and stime are the 14th and 15th of the line.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const ticks = 100 // USER_HZ, 100 on Linux
+	return time.Duration(ut+st) * time.Second / ticks
+}
+
+func BenchmarkClusterTopology(b *testing.B) {
+	clusters := []topoCluster{startCellserverCluster(b, "this", testkit.Build(b, testkit.Cellserver))}
+	if base := os.Getenv("CLUSTER_BASE_BIN"); base != "" {
+		clusters = append(clusters, startCellserverCluster(b, "base", base))
+	}
+	if bin, err := exec.LookPath("redis-server"); err == nil {
+		clusters = append(clusters, startRedisCluster(b, bin))
+	}
+	for _, cmd := range []string{"SLOTS", "SHARDS", "NODES"} {
+		for _, cl := range clusters {
+			b.Run(cl.name+"/"+cmd, func(b *testing.B) {
+				c := &respConn{}
+				conn, err := net.Dial("tcp", cl.addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer conn.Close()
+				c.c, c.r = conn, bufio.NewReaderSize(conn, 64<<10)
+				size := len(rawCall(b, c, "CLUSTER", cmd))
+				cpu0 := procCPU(b, cl.pid)
+				b.ResetTimer()
+				for range b.N {
+					rawCall(b, c, "CLUSTER", cmd)
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(size), "reply_bytes")
+				b.ReportMetric(float64(procCPU(b, cl.pid)-cpu0)/float64(b.N), "server_cpu_ns")
+			})
+		}
+	}
+}
