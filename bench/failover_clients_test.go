@@ -8,8 +8,10 @@ package bench
 //
 //	flag_ms   until a's CLUSTER NODES flags c (fail? or fail): what
 //	          monitoring sees.
-//	heal_ms   until a's CLUSTER SLOTS no longer names c and its
-//	          cluster_state is ok: the survivors serve c's slots.
+//	heal_first_ms, heal_ms
+//	          until the first survivor's CLUSTER SLOTS no longer names c
+//	          and its cluster_state is ok, and until both survivors': the
+//	          survivors serve c's slots.
 //	reply_ms  until the first request sent after the kill that is
 //	          answered without an error (kill-to-first-correct-reply).
 //	errors    the requests answered with an error meanwhile.
@@ -190,7 +192,7 @@ func failoverOnce(b *testing.B, client failoverClient) {
 	kill = time.Now()
 	mu.Unlock()
 	c.proc.Kill() // SIGKILL
-	var flag, heal time.Time
+	var flag, healFirst, heal time.Time
 	_, cPort, _ := strings.Cut(c.addr, ":")
 	deadline := kill.Add(90 * time.Second)
 	for time.Now().Before(deadline) {
@@ -205,8 +207,17 @@ func failoverOnce(b *testing.B, client failoverClient) {
 			}
 		}
 		if heal.IsZero() {
-			info, err := a.rdb.Do(ctx, "CLUSTER", "INFO").Text()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && !slotsName(a, cPort) {
+			healed := 0
+			for _, n := range []*benchNode{a, bn} {
+				info, err := n.rdb.Do(ctx, "CLUSTER", "INFO").Text()
+				if err == nil && strings.Contains(info, "cluster_state:ok") && !slotsName(n, cPort) {
+					healed++
+				}
+			}
+			if healed > 0 && healFirst.IsZero() {
+				healFirst = now
+			}
+			if healed == 2 {
 				heal = now
 			}
 		}
@@ -227,6 +238,7 @@ func failoverOnce(b *testing.B, client failoverClient) {
 	mu.Lock()
 	defer mu.Unlock()
 	b.ReportMetric(ms(flag), "flag_ms")
+	b.ReportMetric(ms(healFirst), "heal_first_ms")
 	b.ReportMetric(ms(heal), "heal_ms")
 	b.ReportMetric(ms(reply), "reply_ms")
 	b.ReportMetric(float64(errs), "errors")

@@ -69,7 +69,18 @@ type healthTable struct {
 	view     atomic.Pointer[healthView]
 	probing  sync.WaitGroup // the probe loop
 	interval time.Duration  // between probe rounds
-	timeout  time.Duration  // a probe's wait for its answer
+	// ping probes a member: memberlist's Ping, which waits for the answer
+	// up to its probe timeout. Tests set it, and clock.
+	ping  func(id string, addr *net.UDPAddr) error
+	clock func() time.Time // nil: time.Now
+}
+
+// now returns the table's time.
+func (h *healthTable) now() time.Time {
+	if h.clock != nil {
+		return h.clock()
+	}
+	return time.Now()
 }
 
 // healthJoined records that member id, at gossip address addr, is live.
@@ -98,13 +109,14 @@ func (n *Node) healthLeft(id string, md memberMeta, left bool) {
 	}
 	p := h.peers[id]
 	if p == nil {
-		p = &peerHealth{meta: md}
+		p = &peerHealth{}
 		h.peers[id] = p
 	}
+	p.meta = md // as gossip had it last
 	if p.state != healthFail {
 		n.logf("warning", "cluster: member %s (%s:%d) is fail: dropped by gossip; its slots go to the others", id, md.IP, md.Port)
 	}
-	p.state, p.gone = healthFail, time.Now()
+	p.state, p.gone = healthFail, h.now()
 	n.publishHealthLocked()
 }
 
@@ -112,7 +124,7 @@ func (n *Node) healthLeft(id string, md memberMeta, left bool) {
 // gone members listed too long or beyond maxFailedListed.
 func (n *Node) publishHealthLocked() {
 	h := &n.health
-	now := time.Now()
+	now := h.now()
 	var gone []*peerHealth
 	var goneIDs []string
 	for id, p := range h.peers {
@@ -184,8 +196,7 @@ func (n *Node) probeRound() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := n.ml.Ping(p.id, p.addr)
-			p.ok = err == nil
+			p.ok = h.ping(p.id, p.addr) == nil
 		}()
 	}
 	wg.Wait()

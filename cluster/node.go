@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,7 +169,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	n.ml = ml
-	n.health.interval, n.health.timeout = mc.ProbeInterval, mc.ProbeTimeout
+	n.health.interval = mc.ProbeInterval
+	n.health.ping = func(id string, addr *net.UDPAddr) error { _, err := ml.Ping(id, addr); return err }
 	joined := 0
 	var rejoin []string
 	if len(n.cfg.Join) > 0 {
