@@ -12,8 +12,9 @@ package bench
 //	          until the first survivor's CLUSTER SLOTS no longer names c
 //	          and its cluster_state is ok, and until both survivors': the
 //	          survivors serve c's slots.
-//	reply_ms  until the first request sent after the kill that is
-//	          answered without an error (kill-to-first-correct-reply).
+//	reply_ms  until the answer to the first request sent after the kill
+//	          that is answered without an error (kill-to-first-correct-
+//	          reply; a client may hold a request until it has a new map).
 //	errors    the requests answered with an error meanwhile.
 //
 // Clients: go-redis's ClusterClient with its defaults and with
@@ -42,13 +43,13 @@ import (
 )
 
 // failoverClient runs a client on key against the nodes at addrs until
-// stop is closed, calling sent for each request with the time it was
-// sent and its error.
-type failoverClient func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(at time.Time, err error))
+// stop is closed, calling sent for each request with the times it was
+// sent and answered, and its error.
+type failoverClient func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(at, done time.Time, err error))
 
 // goRedisClient is go-redis's ClusterClient with opt (Addrs set here).
 func goRedisClient(opt redis.ClusterOptions) failoverClient {
-	return func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(time.Time, error)) {
+	return func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(at, done time.Time, err error)) {
 		opt.Addrs = addrs
 		c := redis.NewClusterClient(&opt)
 		defer c.Close()
@@ -62,7 +63,7 @@ func goRedisClient(opt redis.ClusterOptions) failoverClient {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			err := c.Do(ctx, "FW.INCR", key, 1000000, 60).Err()
 			cancel()
-			sent(at, err)
+			sent(at, time.Now(), err)
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
@@ -71,7 +72,7 @@ func goRedisClient(opt redis.ClusterOptions) failoverClient {
 // ioredisClient is ioredis's Cluster with options (JSON), through
 // bench/failover_ioredis.js.
 func ioredisClient(options string) failoverClient {
-	return func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(time.Time, error)) {
+	return func(tb testing.TB, addrs []string, key string, stop <-chan struct{}, sent func(at, done time.Time, err error)) {
 		var ports []string
 		for _, a := range addrs {
 			ports = append(ports, a[strings.LastIndexByte(a, ':')+1:])
@@ -99,16 +100,17 @@ func ioredisClient(options string) failoverClient {
 		}()
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			f := strings.SplitN(sc.Text(), " ", 3)
-			if len(f) < 2 {
+			f := strings.SplitN(sc.Text(), " ", 4)
+			if len(f) < 3 {
 				continue
 			}
-			ms, _ := strconv.ParseInt(f[1], 10, 64)
+			at, _ := strconv.ParseInt(f[1], 10, 64)
+			done, _ := strconv.ParseInt(f[2], 10, 64)
 			var err error
 			if f[0] != "ok" {
-				err = fmt.Errorf("%s", strings.Join(f[2:], " "))
+				err = fmt.Errorf("%s", strings.Join(f[3:], " "))
 			}
-			sent(time.UnixMilli(ms), err)
+			sent(time.UnixMilli(at), time.UnixMilli(done), err)
 		}
 		_, _ = io.Copy(io.Discard, out)
 		_ = cmd.Wait()
@@ -171,7 +173,7 @@ func failoverOnce(b *testing.B, client failoverClient) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		client(b, []string{a.addr, bn.addr, c.addr}, key, stop, func(at time.Time, err error) {
+		client(b, []string{a.addr, bn.addr, c.addr}, key, stop, func(at, done time.Time, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -182,7 +184,7 @@ func failoverOnce(b *testing.B, client failoverClient) {
 			case err != nil:
 				errs++
 			case reply.IsZero() && at.After(kill):
-				reply = at
+				reply = done
 			}
 		})
 	}()
@@ -260,4 +262,38 @@ func slotsName(n *benchNode, port string) bool {
 		}
 	}
 	return false
+}
+
+// waitTopology waits until the node at addr knows three nodes, its state
+// is ok and, once want is set, its CLUSTER SLOTS is want (every node
+// agrees); it sets want to the first node's.
+func waitTopology(b *testing.B, addr string, want *string) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+	defer rdb.Close()
+	ctx := context.Background()
+	testkit.WaitFor(b, addr+" to see a cluster of three", func() bool {
+		info, err := rdb.Do(ctx, "CLUSTER", "INFO").Text()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+			return false
+		}
+		c := dialResp(b, addr)
+		defer c.c.Close()
+		got := rawCall(b, c, "CLUSTER", "SLOTS")
+		if *want == "" {
+			*want = got
+		}
+		return got == *want
+	})
+}
+
+// rawCall sends args and returns the reply's exact bytes.
+func rawCall(tb testing.TB, c *respConn, args ...string) string {
+	if _, err := c.c.Write([]byte(testkit.Encode(args...))); err != nil {
+		tb.Fatal(err)
+	}
+	reply, err := testkit.ReadReply(c.r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return reply
 }

@@ -1,8 +1,8 @@
 // Drives ioredis's Cluster for BenchmarkClusterFailoverClients
 // (failover_clients_test.go): sends FW.INCR on one key every 20 ms and
-// prints "ok <ms>" for each reply, <ms> the Unix time in milliseconds the
-// request was sent at, and "err <ms> <message>" for each error, until
-// stdin closes.
+// prints "ok <sent> <done>" for each reply, the Unix times in
+// milliseconds the request was sent and answered at, and "err <sent>
+// <done> <message>" for each error, until stdin closes.
 // Usage: node bench/failover_ioredis.js <port,port,...> <key> '<ioredis cluster options as JSON>'
 const path = require("path");
 const Redis = require(path.join(__dirname, "..", "tests", "clients", "node", "node_modules", "ioredis"));
@@ -23,9 +23,9 @@ const timeout = (ms) => new Promise((_, reject) => setTimeout(() => reject(new E
     const sent = Date.now();
     try {
       await Promise.race([c.call("FW.INCR", key, "1000000", "60"), timeout(1000)]);
-      console.log(`ok ${sent}`);
+      console.log(`ok ${sent} ${Date.now()}`);
     } catch (e) {
-      console.log(`err ${sent} ${String(e.message).split("\n")[0]}`);
+      console.log(`err ${sent} ${Date.now()} ${String(e.message).split("\n")[0]}`);
     }
     await new Promise((r) => setTimeout(r, 20));
   }

@@ -61,28 +61,6 @@ func startCellserverCluster(b *testing.B, name, bin string) topoCluster {
 	return topoCluster{name: name, addr: a.Addr, pid: a.Pid()}
 }
 
-// waitTopology waits until the node at addr knows three nodes, its state
-// is ok and, once want is set, its CLUSTER SLOTS is want (every node
-// agrees); it sets want to the first node's.
-func waitTopology(b *testing.B, addr string, want *string) {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
-	defer rdb.Close()
-	ctx := context.Background()
-	testkit.WaitFor(b, addr+" to see a cluster of three", func() bool {
-		info, err := rdb.Do(ctx, "CLUSTER", "INFO").Text()
-		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
-			return false
-		}
-		c := dialResp(b, addr)
-		defer c.c.Close()
-		got := rawCall(b, c, "CLUSTER", "SLOTS")
-		if *want == "" {
-			*want = got
-		}
-		return got == *want
-	})
-}
-
 // startRedisCluster starts three redis-server cluster nodes, gives each a
 // third of the slots and meets them.
 func startRedisCluster(b *testing.B, bin string) topoCluster {
@@ -122,18 +100,6 @@ func startRedisCluster(b *testing.B, bin string) topoCluster {
 		waitTopology(b, addr, &want)
 	}
 	return topoCluster{name: "redis", addr: addrs[0], pid: pids[0]}
-}
-
-// rawCall sends args and returns the reply's exact bytes.
-func rawCall(tb testing.TB, c *respConn, args ...string) string {
-	if _, err := c.c.Write([]byte(testkit.Encode(args...))); err != nil {
-		tb.Fatal(err)
-	}
-	reply, err := testkit.ReadReply(c.r)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return reply
 }
 
 // skipReply reads one RESP2 reply and returns its size in bytes, at a
