@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/cellserver/cellserver/engine"
 )
 
 // NodeFileName is the node file's name in dir, where package daemon keeps
@@ -131,17 +134,109 @@ func validID(id string) bool {
 
 // saveIdentity writes the node file, when cfg names one, if it did not
 // exist (found false) or what it holds differs from cfg's (the announced
-// address changed). The epoch it held stays.
-func (c *Config) saveIdentity(prev Identity, found bool) error {
+// address changed), and returns a line for the log about it. The epoch
+// it held stays.
+func (c *Config) saveIdentity(prev Identity, found bool) (note string, err error) {
 	if c.NodeFile == "" {
-		return nil
+		return "", nil
 	}
 	now := Identity{Version: nodeFileVersion, ID: c.ID, IP: c.IP, Port: c.Port, BusPort: c.BusPort, Epoch: prev.Epoch}
+	switch {
+	case found && now == prev:
+		note = fmt.Sprintf("cluster: node id %s, from %s", c.ID, c.NodeFile)
+	case found:
+		note = fmt.Sprintf("cluster: node id %s, from %s; the node was at %s:%d@%d, now at %s:%d@%d", c.ID, c.NodeFile, prev.IP, prev.Port, prev.BusPort, c.IP, c.Port, c.BusPort)
+	default:
+		note = fmt.Sprintf("cluster: node id %s, new, kept in %s", c.ID, c.NodeFile)
+	}
 	if found && now == prev {
-		return nil
+		return note, nil
 	}
-	if found && c.Logf != nil {
-		c.Logf("notice", "cluster: node %s was at %s:%d@%d, now at %s:%d@%d", c.ID, prev.IP, prev.Port, prev.BusPort, c.IP, c.Port, c.BusPort)
+	return note, writeIdentity(c.NodeFile, now)
+}
+
+// releaseRetry is how often a release to a restarted member is tried
+// until it is taken.
+const releaseRetry = 500 * time.Millisecond
+
+// restarted runs when member id gossips a start time other than the one
+// it had: it restarted under its id (its node file) before this node saw
+// it gone, so this node's map never left it, and it owns what it owned.
+// But the restarted node does not know that: it starts as any node that
+// joins does, waiting for each of its slots from the member that would
+// own it without it (Start's previous map), for up to PendingTimeout.
+// This node therefore sends it, for each of those slots it is that member
+// of and does not serve, a hand-off of no keys, as its release, and the
+// restarted node serves them at once, with the keys it holds (restored).
+// The release is an ordinary hand-off message: the protocol is unchanged.
+func (n *Node) restarted(id string) {
+	if n.stopping() {
+		return
 	}
-	return writeIdentity(c.NodeFile, now)
+	n.releasing.Add(1)
+	go func() {
+		defer n.releasing.Done()
+		for try := 0; ; try++ {
+			err := n.release(id)
+			if err == nil || n.stopping() || try*int(releaseRetry) >= int(n.cfg.PendingTimeout) {
+				if err != nil {
+					n.logf("verbose", "cluster: releasing slots to %s, which restarted: %v", id, err)
+				}
+				return
+			}
+			select {
+			case <-n.stop:
+				return
+			case <-time.After(releaseRetry):
+			}
+		}
+	}()
+}
+
+// release sends member id the empty hand-offs restarted describes; it
+// reports the first failure (the member does not listen yet, say).
+func (n *Node) release(id string) error {
+	t := n.routes.Load()
+	md, ok := t.members[id]
+	if !ok {
+		return nil // gone: it joins again, as any node
+	}
+	var others []Member
+	for mid, m := range t.members {
+		if mid != id && !m.Leaving {
+			others = append(others, Member{ID: mid, Weight: m.Weight})
+		}
+	}
+	without := Assign(others)
+	var payload []byte
+	sections := 0
+	flush := func() error {
+		if sections == 0 {
+			return nil
+		}
+		err := n.send(n.linkAddr(md), id, payload, formatFlags(n.isLeaving(), false, false, false))
+		payload, sections = payload[:0], 0
+		return err
+	}
+	released := 0
+	for s := range engine.SlotCount {
+		if t.m.OwnerID(s) != id || without.OwnerID(s) != n.cfg.ID || n.slots[s].state.Load() != notMine {
+			continue
+		}
+		payload = appendSection(payload, s, 0, nil)
+		sections++
+		released++
+		if sections == maxSections {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if released > 0 {
+		n.logf("verbose", "cluster: %s restarted; released its %d slots this node would own without it", id, released)
+	}
+	return nil
 }

@@ -132,12 +132,26 @@ func TestRestartKeepsIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b2, _ := startNodeFile(t, ln2, bus, file, a.member())
+	b2, crash2 := startNodeFile(t, ln2, bus, file, a.member())
 	if b2.ID() != id {
 		t.Fatalf("restarted with id %s, was %s", b2.ID(), id)
 	}
 	settled(t, a, b2)
 	if after := a.routes.Load().m; after.Owner != before.Owner {
 		t.Errorf("the map after the restart differs from the one before: %d slots moved", moved(before, after))
+	}
+	// Restarted at once, before a sees it gone: a's map never changed, so
+	// a hands it nothing; it releases b's slots to it (an empty hand-off
+	// each), and b serves them without waiting the pending timeout (30 s,
+	// twice settled's wait).
+	crash2()
+	ln3, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b3, _ := startNodeFile(t, ln3, bus, file, a.member())
+	settled(t, a, b3)
+	if after := a.routes.Load().m; after.Owner != before.Owner || b3.ID() != id {
+		t.Errorf("after a quick restart: id %s, %d slots moved", b3.ID(), moved(before, after))
 	}
 }

@@ -79,8 +79,12 @@ func (d *delegate) NotifyUpdate(m *memberlist.Node) {
 		return
 	}
 	n.gossipedMu.Lock()
+	old, had := n.gossiped[m.Name]
 	n.gossiped[m.Name] = md
 	n.gossipedMu.Unlock()
+	if had && old.Started != md.Started {
+		n.restarted(m.Name) // back under its id before it was seen gone (identity.go)
+	}
 	n.poke()
 }
 

@@ -79,6 +79,11 @@ type Node struct {
 	closed       atomic.Bool
 
 	health healthTable // every other member's health, from probes (health.go)
+	// identityNote is what New has to say of the node file, logged at
+	// Start (New's caller may not log yet); releasing is the releases to
+	// restarted members under way (identity.go).
+	identityNote string
+	releasing    sync.WaitGroup
 }
 
 // Node is package commands' Router: Dispatch routes keyed commands through
@@ -106,7 +111,8 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := cfg.saveIdentity(prev, found); err != nil {
+	note, err := cfg.saveIdentity(prev, found)
+	if err != nil {
 		return nil, err
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
@@ -119,6 +125,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	n.health.peers = map[string]*peerHealth{}
+	n.identityNote = note
 	return n, nil
 }
 
@@ -151,6 +158,10 @@ func (n *Node) Start(eng *engine.Engine) error {
 		mc = memberlist.DefaultLocalConfig()
 	}
 	mc.Name = n.cfg.ID
+	// A node restarted with its id (Config.NodeFile) at another address
+	// takes its name back once the old one is declared dead, rather than
+	// after memberlist forgets it (GossipToTheDeadTime, 15 to 30 s).
+	mc.DeadNodeReclaimTime = time.Nanosecond
 	mc.BindAddr, mc.BindPort = n.cfg.BindAddr, n.cfg.BusPort
 	mc.AdvertiseAddr, mc.AdvertisePort = n.cfg.IP, n.cfg.BusPort
 	key := sha256.Sum256([]byte("cellserver gossip\x00" + n.cfg.Secret))
@@ -215,6 +226,9 @@ func (n *Node) Start(eng *engine.Engine) error {
 		}
 	}
 	n.mu.Unlock()
+	if n.identityNote != "" {
+		n.logf("notice", "%s", n.identityNote)
+	}
 	n.logf("notice", "cluster: node %s gossiping on %s:%d, %d members", n.cfg.ID, n.cfg.IP, n.cfg.BusPort, len(members))
 	n.reconcile()
 	n.started.Store(true)
@@ -245,6 +259,7 @@ func (n *Node) Close() error {
 		<-n.stopped
 		n.rejoining.Wait()      // a join under way ends within memberlist's TCP timeout
 		n.health.probing.Wait() // a probe round ends within the probe timeout
+		n.releasing.Wait()      // a release ends within the hand-off timeout
 		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}

@@ -341,17 +341,19 @@ func TestCluster(t *testing.T) {
 		wantOK(t, d.rdb, "CLUSTER", "MEET", "127.0.0.1", b.Port)
 		after := settle(t, a, b, c, d)
 		<-storm
-		moved := 0
+		// Most moved slots go to d; exact shares make the others pass a
+		// few between them too (docs/commands.md#cluster).
+		moved, toD := 0, 0
 		for s := range after {
 			if after[s] != owners[s] {
 				moved++
-				if after[s] != d.Addr {
-					t.Fatalf("slot %d moved from %s to %s, not to the new node", s, owners[s], after[s])
+				if after[s] == d.Addr {
+					toD++
 				}
 			}
 		}
-		if moved < 3400 || moved > 4800 {
-			t.Errorf("%d slots moved to the 4th node, want about 16384/4", moved)
+		if moved < 3400 || moved > 4800 || toD < moved*9/10 {
+			t.Errorf("%d slots moved, %d of them to the 4th node; want about 16384/4, nearly all to it", moved, toD)
 		}
 		owners = after
 		cc.ReloadState(ctx)
