@@ -42,7 +42,12 @@
 // in dir), a node keeps its id, and the address it announced, across
 // restarts (identity.go), as Redis keeps nodes.conf: the map is a
 // function of the members' ids, so a node that comes back with its id
-// owns the slots it owned. The file is written to a temporary file,
+// owns the slots it owned. A node that comes back before the others saw
+// it gone finds them not serving its slots, their map never having left
+// it, while it waits, as any joiner, for the hand-offs of the members
+// that would own them without it: those members, seeing its gossiped
+// start time change, send it empty hand-offs for them (identity.go's
+// restarted), and it serves them at once. The file is written to a temporary file,
 // synced and renamed, so a crash leaves the old file or the new; one that
 // does not read stops New with an error that names it. Its epoch field is
 // kept for the agreement on the slot map.
