@@ -125,6 +125,21 @@ func TestClusterNodeFileInDir(t *testing.T) {
 	if err != nil || n2.ID() != n1.ID() {
 		t.Fatalf("second start: %v, id %s, first %s", err, n2.ID(), n1.ID())
 	}
+	// A daemon built on the same dir at another port keeps the id, and
+	// its note on the move waits for the node's start (the server that
+	// logs it does not exist yet while New builds the node).
+	for _, port := range []int{7000, 7001} {
+		c := cfg
+		c.Port = port
+		d, err := New(Config{Server: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.node.ID() != n1.ID() {
+			t.Errorf("port %d: id %s, want %s", port, d.node.ID(), n1.ID())
+		}
+		_ = d.Close()
+	}
 	file := filepath.Join(cfg.Dir, cluster.NodeFileName)
 	if err := os.WriteFile(file, []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
