@@ -48,7 +48,9 @@
 // that would own them without it: those members, seeing its gossiped
 // start time change, send it empty hand-offs for them (identity.go's
 // restarted), and it serves them at once. The file is written to a temporary file,
-// synced and renamed, so a crash leaves the old file or the new; one that
+// synced and renamed (os.CreateTemp and os.Rename: the few lines a
+// library such as renameio would add a dependency for), so a crash
+// leaves the old file or the new; one that
 // does not read stops New with an error that names it. Its epoch field is
 // kept for the agreement on the slot map.
 //
