@@ -192,7 +192,7 @@ func shares(weights []float64) []int {
 		if w <= 0 {
 			continue
 		}
-		exact := w / total * engine.SlotCount
+		exact := float64(w / total * engine.SlotCount) // rounded here: never fused with the subtraction below
 		out[i] = int(exact)
 		given += out[i]
 		rems = append(rems, rem{exact - float64(out[i]), i})
