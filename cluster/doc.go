@@ -13,14 +13,14 @@
 // about 10,900: CLUSTER SLOTS, which every cluster client reads at each
 // topology refresh, is about 16 KB rather than 1 MB. Ranking blocks
 // alone would leave shares to chance (with 256 blocks, a member of three
-// would own its share give or take 9%), so Assign takes the (block,
+// would own its share give or take 9%, one standard deviation), so Assign takes the (block,
 // member) pairs from the highest score down and gives each member its
 // exact share by weight; the block where a member's share ends is split.
 // A join or a leave then moves somewhat more than the 1/N of the slots
 // per-slot rendezvous moved, since members whose share changed by part of
 // a block pass slots between them too: 1.0 to 1.1 times the least
-// possible up to five members, under 2 times up to 20 and 3.5 times at
-// 50 (TestAssignMoves). Every node must compute the same map, so the
+// possible up to five members, about 1.4 times at 10, 2 at 20 and 3 to
+// 3.5 at 50 (TestAssignMoves). Every node must compute the same map, so the
 // members of one cluster must run builds with the same Assign: a build
 // with per-slot placement and one with blocks disagree on every owner.
 //
