@@ -35,8 +35,10 @@ type Node struct {
 	nHeld    atomic.Int32 // len(held)
 	chunk    int          // a hand-off message's payload bound: maxChunk, less in tests
 
-	mu         sync.Mutex                  // guards the fields below
-	prevMap    *SlotMap                    // the map of the previous reconcile
+	mu         sync.Mutex // guards the fields below
+	prevMap    *SlotMap   // the map of the previous reconcile
+	lastMap    *SlotMap   // currentMapLocked's last map, and the members it is of
+	lastMapKey string
 	prevOwner  [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
 	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag

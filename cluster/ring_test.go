@@ -209,3 +209,30 @@ func TestAssignBoundsWeight(t *testing.T) {
 		t.Errorf("weights %d and %d: the larger owns %d slots, want half (both count as MaxWeight)", MaxWeight, 2*MaxWeight, got)
 	}
 }
+
+// TestCurrentMapCached: the node computes the map again only when the
+// members or their weights change.
+func TestCurrentMapCached(t *testing.T) {
+	n := &Node{}
+	live := map[string]memberMeta{}
+	for _, m := range members(3) {
+		live[m.ID] = memberMeta{Weight: m.Weight}
+	}
+	first := n.currentMapLocked(live)
+	if again := n.currentMapLocked(live); again != first {
+		t.Error("the same members: the map computed again")
+	}
+	id := first.Members[0].ID
+	md := live[id]
+	md.Weight = 2
+	live[id] = md
+	heavier := n.currentMapLocked(live)
+	if heavier == first || heavier.Count()[id] != 8192 {
+		t.Errorf("a weight changed: the same map (%v), or %d slots for weight 2", heavier == first, heavier.Count()[id])
+	}
+	md.Leaving = true
+	live[id] = md
+	if left := n.currentMapLocked(live); left.Count()[id] != 0 || len(left.Members) != 2 {
+		t.Errorf("a member leaving: %d members in the map", len(left.Members))
+	}
+}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/cellserver/cellserver/commands"
@@ -137,7 +139,10 @@ func (n *Node) staleSlots() int {
 	return c
 }
 
-// currentMapLocked computes the map over the members that own slots.
+// currentMapLocked computes the map over the members that own slots, or
+// returns the last one computed when they and their weights are the same:
+// reconcile asks five times a second, and Assign sorts 256 pairs per
+// member (about 6 ms for 50 members).
 func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 	var owners []Member
 	for id, m := range members {
@@ -145,7 +150,19 @@ func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 			owners = append(owners, Member{ID: id, Weight: m.Weight})
 		}
 	}
-	return Assign(owners)
+	sort.Slice(owners, func(i, j int) bool { return owners[i].ID < owners[j].ID })
+	var key strings.Builder
+	for _, o := range owners {
+		key.WriteString(o.ID)
+		key.WriteByte(':')
+		key.WriteString(strconv.FormatFloat(o.Weight, 'g', -1, 64))
+		key.WriteByte(',')
+	}
+	if k := key.String(); n.lastMap != nil && k == n.lastMapKey {
+		return n.lastMap
+	}
+	n.lastMapKey, n.lastMap = key.String(), Assign(owners)
+	return n.lastMap
 }
 
 // reconcile brings every slot's state in line with the map of the live
