@@ -6,7 +6,8 @@
 // slot's keys, with their limiter state, when its owner changes while the
 // old owner is alive; keys a node holds when it joins (a restored
 // snapshot) go to their slots' owners as restored copies, taken where no
-// live copy is.
+// live copy is. Beside the membership it gossips one shared state, the
+// same on every node (shared.go): the rules RULES SET defines.
 //
 // The slot map places blocks of BlockSlots (64) contiguous slots, not
 // single slots, so that three members own about 180 ranges rather than

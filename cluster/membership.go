@@ -36,11 +36,22 @@ func (d *delegate) NodeMeta(limit int) []byte {
 	return b
 }
 
-// Cellserver gossips nothing beyond memberlist's membership and metadata.
-func (d *delegate) NotifyMsg([]byte)                           {}
+// Beyond memberlist's membership and metadata, cellserver gossips only
+// the shared state (shared.go): a change as a message, the whole copy in
+// the push-pull exchange.
+func (d *delegate) NotifyMsg(b []byte) {
+	if len(b) > 0 && b[0] == msgShared {
+		(*Node)(d).mergeShared(b[1:])
+	}
+}
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *delegate) LocalState(join bool) []byte                { return nil }
-func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+func (d *delegate) LocalState(join bool) []byte {
+	if s := (*Node)(d).sharedState(); s != nil {
+		return s.State()
+	}
+	return nil
+}
+func (d *delegate) MergeRemoteState(buf []byte, join bool) { (*Node)(d).mergeShared(buf) }
 
 func (d *delegate) NotifyJoin(m *memberlist.Node) {
 	n := (*Node)(d)

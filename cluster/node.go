@@ -27,6 +27,8 @@ type Node struct {
 	eng *engine.Engine
 	ml  *memberlist.Memberlist
 
+	shared atomic.Pointer[sharedHolder] // the state the cluster shares (shared.go); nil: none
+
 	slots  [engine.SlotCount]slotState
 	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
 	// awayAddr is, for a slot in state away, its previous owner's client

@@ -232,6 +232,7 @@ var infoSections = []struct {
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
 	{"cluster", true, infoCluster},
+	{"rules", true, infoRules},
 	{"keyspace", true, infoKeyspace},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/console"
 	"github.com/cellserver/cellserver/metrics"
+	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -21,14 +22,28 @@ import (
 // cluster mode is (node not nil).
 type metricsSource struct {
 	*server.Server
-	p    *persistence
-	node *cluster.Node
+	p     *persistence
+	node  *cluster.Node
+	rules *rules.Manager
 }
 
 var (
 	_ metrics.SnapshotSource = metricsSource{}
 	_ metrics.ClusterSource  = metricsSource{}
+	_ metrics.RulesSource    = metricsSource{}
 )
+
+func (m metricsSource) Rules() metrics.RulesStats {
+	in := m.rules.Info()
+	s := metrics.RulesStats{Domains: in.Domains, Rules: in.Rules, LoadedUnix: float64(in.Loaded.UnixNano()) / 1e9,
+		Reloads: in.Reloads, Failures: in.Failures}
+	m.rules.Service().EachStats(func(key string, st *rules.Stats) {
+		s.Counters = append(s.Counters, metrics.RuleCounters{Key: key, TotalHits: st.TotalHits.Load(),
+			OverLimit: st.OverLimit.Load(), NearLimit: st.NearLimit.Load(), WithinLimit: st.WithinLimit.Load(),
+			ShadowMode: st.ShadowMode.Load()})
+	})
+	return s
+}
 
 func (m metricsSource) Snapshots() (metrics.Snapshots, bool) {
 	if m.p == nil {
