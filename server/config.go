@@ -203,6 +203,19 @@ type Config struct {
 	// forwarded commands) TLS connections to the peers' TLS ports, with
 	// this node's certificate and CAs; it needs TLSPort. Default: false.
 	TLSCluster bool
+	// Router is cluster mode's router, which package daemon builds from
+	// the settings above; nil turns cluster mode off. Not a setting.
+	Router commands.Router
+	// RulesFile is rules-file: the limits defined on the server, in
+	// envoyproxy/ratelimit's YAML format, a file of one domain or a
+	// directory of such files, which package daemon loads at start and
+	// reloads when it changes, on SIGHUP and on RULES RELOAD. Default: ""
+	// (none: RULES SET alone defines domains).
+	RulesFile string
+	// Rules is the rules RL.CHECK and RULES work on, which package daemon
+	// builds (with RulesFile, persistence and cluster mode); nil: the
+	// command table's own. Not a setting.
+	Rules *rules.Manager
 
 	// The gRPC rate-limit service's settings, which package daemon hands
 	// to package grpcsvc.
@@ -220,22 +233,9 @@ type Config struct {
 	// Default: false.
 	GRPCResponseHeaders bool
 	// GRPCMaxConns bounds the gRPC port's open connections; past it, a
-	// client waits, unanswered, until one closes. With GRPCPort set, fitMaxClients
-	// keeps that many open files for them. Default: 1024.
+	// client waits, unanswered, until one closes. With GRPCPort set,
+	// fitMaxClients keeps that many open files for them. Default: 1024.
 	GRPCMaxConns int
-	// Router is cluster mode's router, which package daemon builds from
-	// the settings above; nil turns cluster mode off. Not a setting.
-	Router commands.Router
-	// RulesFile is rules-file: the limits defined on the server, in
-	// envoyproxy/ratelimit's YAML format, a file of one domain or a
-	// directory of such files, which package daemon loads at start and
-	// reloads when it changes, on SIGHUP and on RULES RELOAD. Default: ""
-	// (none: RULES SET alone defines domains).
-	RulesFile string
-	// Rules is the rules RL.CHECK and RULES work on, which package daemon
-	// builds (with RulesFile, persistence and cluster mode); nil: the
-	// command table's own. Not a setting.
-	Rules *rules.Manager
 }
 
 // OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
