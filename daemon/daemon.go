@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
@@ -39,6 +40,9 @@ type Daemon struct {
 	// rulesEvery is how often rules-file is checked for changes
 	// (rulesWatchInterval; tests shorten it).
 	rulesEvery time.Duration
+	// rl is the gRPC rate-limit service, answering from rules (nil:
+	// neither grpc-port nor the HTTP port is set).
+	rl *grpcsvc.Service
 
 	ready    chan struct{} // Ready
 	stopping chan struct{} // Stopping
@@ -96,6 +100,13 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
 	storeLog.attach(srv.Logf)
+	if d.rl, err = newRateLimitService(&scfg, d.rules.Service(), srv.Logf); err != nil {
+		_ = srv.Close()
+		if store != nil {
+			store.Close()
+		}
+		return nil, err
+	}
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
@@ -136,7 +147,15 @@ func (d *Daemon) Run() error {
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stop()
+	}
+	if d.cfg.GRPCPort != 0 {
+		stop, err := d.serveGRPC(d.rl)
 		if err != nil {
 			_ = srv.Close()
 			return err

@@ -7,10 +7,12 @@
 // health endpoints, and bounded in connections and time so that its
 // clients cannot take the RESP port's descriptors, by a listener of its own,
 // connLimiter, since golang.org/x/net/netutil's only makes clients wait),
-// and the limits defined on the server (package rules: rules-file loaded,
+// the limits defined on the server (package rules: rules-file loaded,
 // watched and reloaded on SIGHUP; the checker's Store, which charges a
 // counter on this node's engine or on its slot's owner; the domains RULES
-// SET defines kept in the store and shared with the cluster), then
+// SET defines kept in the store and shared with the cluster), and Envoy's
+// rate-limit service (package grpcsvc: ShouldRateLimit on grpc-port, /json
+// on the HTTP port, answered by the rules' Checker; in grpc.go), then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //
@@ -20,6 +22,7 @@
 // rules-file), and it
 // sets nothing for the whole process: GOMAXPROCS, the GC target, signals
 // and the log and pid files belong to cmd/cellserver. It imports server,
-// commands, persist, cluster, metrics, rules and the packages below them;
+// commands, persist, cluster, metrics, rules, grpcsvc and the packages
+// below them;
 // nothing imports it but cmd/cellserver and tests.
 package daemon

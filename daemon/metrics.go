@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/console"
+	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
@@ -90,12 +91,13 @@ func defaultHTTPConfig() httpConfig {
 // serveHTTP serves, on addr, src's Prometheus metrics at /metrics, the
 // health endpoints /healthz (the process answers) and /readyz (ready says
 // the server serves), and the web console (package console) at / and
-// under /assets/ and /api/v1/, until stop is called. Only the console
-// asks for requirepass and obeys protected mode.
+// under /assets/ and /api/v1/, and with rl Envoy's rate-limit service as
+// JSON at /json (grpcsvc.JSONHandler), until stop is called. Only the
+// console asks for requirepass and obeys protected mode.
 //
 // With tlsCfg (TLS configured), the port also speaks TLS, and the console
 // answers only over it (httptls.go).
-func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpConfig, tlsCfg *tls.Config) (stop func(), err error) {
+func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpConfig, tlsCfg *tls.Config, rl *grpcsvc.Service) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
@@ -111,6 +113,9 @@ func serveHTTP(src metricsSource, ready metrics.Readiness, addr string, hc httpC
 	mux.Handle("GET /healthz", metrics.HealthHandler())
 	mux.Handle("GET /readyz", metrics.ReadyHandler(ready))
 	mux.Handle("/", ui)
+	if rl != nil {
+		mux.Handle(grpcsvc.JSONPath, rl.JSONHandler())
+	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: hc.ReadHeaderTimeout, ReadTimeout: hc.ReadTimeout,
 		WriteTimeout: hc.WriteTimeout, IdleTimeout: hc.IdleTimeout, MaxHeaderBytes: 16 << 10}
 	if hc.MaxConns > 0 {
@@ -200,7 +205,7 @@ func limitConns(ln net.Listener, max int, hs *http.Server) net.Listener {
 		if lc, ok := r.Context().Value(connKey{}).(*limitedConn); ok {
 			l.serving(lc)
 		}
-		if r.ContentLength != 0 && !console.AcceptsBody(r) {
+		if r.ContentLength != 0 && !console.AcceptsBody(r) && !grpcsvc.AcceptsBody(r) {
 			// No body is read: net/http would wait for it (ReadTimeout)
 			// before the reply and again after the handler.
 			w.Header().Set("Connection", "close")

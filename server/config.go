@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/cellserver/cellserver/rules"
 	"io"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/rules"
 )
 
 // Config configures a Server. Start from DefaultConfig; the zero value is
@@ -216,6 +216,26 @@ type Config struct {
 	// builds (with RulesFile, persistence and cluster mode); nil: the
 	// command table's own. Not a setting.
 	Rules *rules.Manager
+
+	// The gRPC rate-limit service's settings, which package daemon hands
+	// to package grpcsvc.
+	// GRPCPort is the port Envoy's rate-limit service (RLS v3
+	// ShouldRateLimit, and gRPC health checks) listens on, on every Bind
+	// address; 0 serves none. Default: 0 (off).
+	GRPCPort int
+	// TLSGRPC makes the gRPC port speak TLS only, with the TLS port's
+	// certificate and client certificate policy (tls-auth-clients); it
+	// needs tls-port. Default: false.
+	TLSGRPC bool
+	// GRPCResponseHeaders adds the RateLimit-Limit, RateLimit-Remaining
+	// and RateLimit-Reset headers to the service's answers, as
+	// envoyproxy/ratelimit's LIMIT_RESPONSE_HEADERS_ENABLED.
+	// Default: false.
+	GRPCResponseHeaders bool
+	// GRPCMaxConns bounds the gRPC port's open connections; past it, a
+	// client waits, unanswered, until one closes. With GRPCPort set,
+	// fitMaxClients keeps that many open files for them. Default: 1024.
+	GRPCMaxConns int
 }
 
 // OutputLimit is one class's client-output-buffer-limit; 0 is no limit.
@@ -260,6 +280,7 @@ func DefaultConfig() Config {
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
 		},
 		ClusterWeight: 1,
+		GRPCMaxConns:  1024,
 	}
 }
 
@@ -286,6 +307,9 @@ func (c *Config) Validate() error {
 func (c *Config) validateTLS() error {
 	if c.TLSCluster && c.ClusterEnabled && c.TLSPort == 0 {
 		return errors.New("tls-cluster: needs tls-port")
+	}
+	if c.TLSGRPC && c.GRPCPort != 0 && c.TLSPort == 0 {
+		return errors.New("tls-grpc: needs tls-port")
 	}
 	if c.TLSPort == 0 || c.TLSConfig != nil {
 		return nil

@@ -115,3 +115,17 @@ func TestFitMaxClientsKeepsHTTPConns(t *testing.T) {
 		t.Fatalf("maxclients 60 with 100 files and metrics-addr: %v, want %q", err, want)
 	}
 }
+
+// TestFitMaxClientsKeepsGRPCConns: with grpc-port set, the gRPC port's
+// connections (grpc-max-connections) are kept out of maxclients too.
+func TestFitMaxClientsKeepsGRPCConns(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxClients, cfg.GRPCPort, cfg.GRPCMaxConns = 1000, 8081, 100
+	s := &Server{cfg: cfg, log: newLogger("nothing", &bytes.Buffer{}), raiseFDs: fakeLimit(512)}
+	if err := s.fitMaxClients(); err != nil {
+		t.Fatal(err)
+	}
+	if want := 512 - reservedFDs - 100; s.cfg.MaxClients != want {
+		t.Fatalf("maxclients under 512 files with grpc-port: %d, want %d", s.cfg.MaxClients, want)
+	}
+}

@@ -21,12 +21,17 @@ const reservedFDs = 32
 const HTTPConns = 16
 
 // fdReserve is how many open files c keeps for other uses than clients:
-// reservedFDs, and HTTPConns with metrics-addr set.
+// reservedFDs, HTTPConns with metrics-addr set, and GRPCMaxConns with
+// grpc-port set.
 func (c *Config) fdReserve() uint64 {
+	n := uint64(reservedFDs)
 	if c.MetricsAddr != "" {
-		return reservedFDs + HTTPConns
+		n += HTTPConns
 	}
-	return reservedFDs
+	if c.GRPCPort != 0 {
+		n += uint64(c.GRPCMaxConns)
+	}
+	return n
 }
 
 // fitMaxClients makes maxclients fit the limit on open files, as Redis's

@@ -420,6 +420,15 @@ var settings = []setting{
 			c.ClusterWeight = w
 			return nil
 		}},
+	// The gRPC rate-limit service (package grpcsvc, which daemon wires).
+	intRangeSetting("grpc-port", func(c *Config) *int { return &c.GRPCPort }, 0, 65535),
+	{name: "tls-grpc",
+		get: func(c *Config) string { return yesNo(c.TLSGRPC) },
+		set: boolSetting(func(c *Config, b bool) { c.TLSGRPC = b })},
+	{name: "grpc-response-headers",
+		get: func(c *Config) string { return yesNo(c.GRPCResponseHeaders) },
+		set: boolSetting(func(c *Config, b bool) { c.GRPCResponseHeaders = b })},
+	intRangeSetting("grpc-max-connections", func(c *Config) *int { return &c.GRPCMaxConns }, 1, 1<<20),
 	{name: "databases", get: func(*Config) string { return "1" }},
 	{name: "supervised",
 		get: func(c *Config) string { return c.Supervised },

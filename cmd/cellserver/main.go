@@ -86,8 +86,14 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 		// and commands allocate nothing, so a collection costs little:
 		// collecting at 25% growth instead of Go's 100% keeps what is on
 		// the heap (buffers, small tables) near its live size, and the
-		// process near its empty size once keys expire.
-		debug.SetGCPercent(gcPercent)
+		// process near its empty size once keys expire. The gRPC
+		// rate-limit service is the exception: grpc-go and protobuf
+		// allocate a few kilobytes per call, so with grpc-port set the
+		// collector keeps Go's default target, which spends about a
+		// quarter less processor time per decision (bench/RESULTS.md).
+		if cfg.GRPCPort == 0 {
+			debug.SetGCPercent(gcPercent)
+		}
 	}
 	if cfg.LogFile != "" {
 		// Neither file is opened through a symbolic link in its place.
