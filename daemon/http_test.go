@@ -306,7 +306,11 @@ func TestConnLimiterWaitsWhileAllServe(t *testing.T) {
 		busy = append(busy, c)
 		// Serving before the next comes: one still waiting for its
 		// header would give its place to the next at the cap.
-		testkit.WaitFor(t, "the request to be served", func() bool { return l.waitingConns() == 0 })
+		// Accepted first: a connection not yet accepted is not waiting
+		// either.
+		testkit.WaitFor(t, "the request to be served", func() bool {
+			return l.openConns() == len(busy) && l.waitingConns() == 0
+		})
 	}
 	for range 8 {
 		dialHTTP(t, addr) // silent ones, queued behind
