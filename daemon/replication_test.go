@@ -194,7 +194,15 @@ func TestReplicaOfCommand(t *testing.T) {
 	if got := r.Do("CONFIG", "GET", "replicaof"); got != fmt.Sprintf("*2\r\n$9\r\nreplicaof\r\n$%d\r\n127.0.0.1 %s\r\n", len("127.0.0.1 ")+len(port), port) {
 		t.Errorf("CONFIG GET replicaof: %q", got)
 	}
-	p.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n"[:0]+":1\r\n", "WAIT", "1", "5000")
+	p.WantDo(":1\r\n", "WAIT", "1", "5000")
+	// Inside EXEC, WAIT runs after the transaction's shard locks are let
+	// go: the drain it makes does not wait for them.
+	p.WantDo("+OK\r\n", "MULTI")
+	p.WantDo("+QUEUED\r\n", "CL.THROTTLE", "inmulti", "2", "1", "60")
+	p.WantDo("+QUEUED\r\n", "WAIT", "1", "0")
+	if got := p.Do("EXEC"); !strings.HasPrefix(got, "*2\r\n*5\r\n:0\r\n") || !strings.HasSuffix(got, ":0\r\n") && !strings.HasSuffix(got, ":1\r\n") {
+		t.Errorf("EXEC of a write and WAIT: %q", got)
+	}
 	r.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n", "WAIT", "1", "10")
 	r.WantDo("+OK\r\n", "CONFIG", "SET", "replica-read-only", "no")
 	if got := r.Do("CL.THROTTLE", "local", "2", "1", "60"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
