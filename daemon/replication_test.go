@@ -259,10 +259,7 @@ func TestFullCopyWithWrites(t *testing.T) {
 	p.WantDo(":1\r\n", "WAIT", "1", "5000")
 	p.WantDo(r.Do("DBSIZE"), "DBSIZE")
 	for i := range keys {
-		k := fmt.Sprint("k", i)
-		if a, b := p.Do("CL.THROTTLE", k, "100", "1", "60", "0"), r.Do("CL.THROTTLE", k, "100", "1", "60", "0"); a != b {
-			t.Fatalf("%s: primary %q, replica %q", k, a, b)
-		}
+		sameState(t, p, r, fmt.Sprint("k", i))
 	}
 	body := getMetrics(t, pcfg.MetricsAddr)
 	for _, want := range []string{"cellserver_replication_full_copies_total 1", "cellserver_replication_connected_replicas 1"} {
@@ -509,4 +506,63 @@ func TestReplicationOverTLS(t *testing.T) {
 	if got := infoField(r, "master_port"); got != strconv.Itoa(pcfg.TLSPort) {
 		t.Fatalf("master_port:%s", got)
 	}
+}
+
+// A replica with dir snapshots its own copy; an old primary restarted
+// from its store as a replica of another drops its stale keys for the
+// primary's copy, in memory and, at its next snapshot, in its store.
+func TestReplicaPersistence(t *testing.T) {
+	dir := t.TempDir()
+	// An old primary with keys of its own, in its store.
+	ocfg := replConfig(t)
+	ocfg.Dir, ocfg.Save, ocfg.SaveSet = dir, "", true
+	stopOld := start(t, ocfg)
+	o := dialUp(t, ocfg)
+	testkit.WaitFor(t, "loading", func() bool { return o.Do("DBSIZE") == ":0\r\n" })
+	writeKeys(o, keyNames("stale", 20))
+	o.WantDo("+OK\r\n", "SAVE")
+	if err := stopOld(); err != nil {
+		t.Fatal(err)
+	}
+	// The new primary, and the old one restarted as its replica.
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	keys := keyNames("live", 30)
+	writeKeys(p, keys)
+	ocfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	stopOld = start(t, ocfg)
+	o = dialUp(t, ocfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(o, "master_link_status") == "up" })
+	waitConverged(t, p, o, keys)
+	o.WantDo(":0\r\n", "EXISTS", "stale1")
+	writeKeys(p, keys[:5])
+	waitConverged(t, p, o, keys)
+	o.WantDo("+OK\r\n", "SAVE") // a replica snapshots its copy
+	if err := stopOld(); err != nil {
+		t.Fatal(err)
+	}
+	// Started alone from its store, it holds the copy, not its old keys.
+	ocfg.ReplicaOf = ""
+	start(t, ocfg)
+	o = dialUp(t, ocfg)
+	testkit.WaitFor(t, "loading", func() bool { return o.Do("DBSIZE") == ":30\r\n" })
+	o.WantDo(":0\r\n", "EXISTS", "stale1")
+	for _, k := range keys {
+		sameState(t, p, o, k)
+	}
+}
+
+// sameState fails the test unless k reads the same on p and r (a cost-0
+// CL.THROTTLE); it reads again when the two reads straddle a second,
+// which can change the reply's rounded times.
+func sameState(t *testing.T, p, r *testkit.Conn, k string) {
+	t.Helper()
+	var a, b string
+	for range 3 {
+		if a, b = p.Do("CL.THROTTLE", k, "100", "1", "60", "0"), r.Do("CL.THROTTLE", k, "100", "1", "60", "0"); a == b {
+			return
+		}
+	}
+	t.Fatalf("%s: primary %q, replica %q", k, a, b)
 }
