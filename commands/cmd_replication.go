@@ -223,6 +223,15 @@ func replsync(c *Client, req *Request) {
 	c.handOff = serve
 }
 
+// SetMaster marks c as a replica's link to its primary (type master,
+// flag M in CLIENT LIST): the server lists the link as a client so that
+// CLIENT LIST shows it and CLIENT KILL TYPE master drops it (the replica
+// then reconnects).
+func (c *Client) SetMaster() { c.master.Store(true) }
+
+// IsReplica reports whether c is a replica's link (REPLSYNC ran on it).
+func (c *Client) IsReplica() bool { return c.replica.Load() }
+
 // HandOff returns the function a REPLSYNC asked to run on the connection
 // once its reply is written, and forgets it; nil: none. The server then
 // runs it on the connection's goroutine, and closes the connection when

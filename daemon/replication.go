@@ -46,6 +46,7 @@ func wireReplication(srv *server.Server, scfg server.Config) *replication.Replic
 		ClusterMode: scfg.ClusterEnabled,
 		SetReadOnly: srv.SetReadOnly,
 		OnReplicaOf: srv.SetReplicaOf,
+		OnLink:      srv.AddMasterLink,
 		Settings: func() replication.Settings {
 			c := srv.CurrentConfig()
 			port := c.Port
