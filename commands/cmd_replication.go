@@ -51,7 +51,7 @@ func registerReplication(t *Table) {
 		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagStale, Handler: replconf, Complexity: "O(1)",
 			Summary: "Used by a replica before REPLSYNC: REPLCONF listening-port <port> | ip-address <ip> | capa … (ACK and GETACK answer nothing).",
 			Args:    []Arg{{Name: "option", Type: "string", Multiple: true}}},
-		{Name: "replsync", Arity: 4, Flags: FlagAdmin | FlagStale | FlagNoMulti, Handler: replsync, Complexity: "O(N) for a full copy",
+		{Name: "replsync", Arity: 4, Flags: FlagAdmin | FlagNoMulti, Handler: replsync, Complexity: "O(N) for a full copy",
 			Summary: "Used by a replica: starts replication (stream version, replication id, offset); the connection then carries cellserver's replication stream.",
 			Args:    []Arg{{Name: "version", Type: "integer"}, {Name: "replid", Type: "string"}, {Name: "offset", Type: "integer"}}},
 	}
