@@ -571,3 +571,27 @@ func sameState(t *testing.T, p, r *testkit.Conn, k string) {
 	}
 	t.Fatalf("%s: primary %q, replica %q", k, a, b)
 }
+
+// replica-announce-ip and -port are what the primary shows for the
+// replica (INFO's slaveN, ROLE), where Sentinel finds replicas; a
+// replica's replica-priority shows in its INFO.
+func TestReplicaAnnounce(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	rcfg.ReplicaAnnounceIP, rcfg.ReplicaAnnouncePort, rcfg.ReplicaPriority = "10.1.2.3", 7777, 5
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	if got := infoField(p, "slave0"); !strings.HasPrefix(got, "ip=10.1.2.3,port=7777,state=online,") {
+		t.Errorf("slave0:%s", got)
+	}
+	if got := p.Do("ROLE"); !strings.Contains(got, "$8\r\n10.1.2.3\r\n$4\r\n7777\r\n") {
+		t.Errorf("ROLE: %q", got)
+	}
+	if got := infoField(r, "slave_priority"); got != "5" {
+		t.Errorf("slave_priority:%s", got)
+	}
+}
