@@ -294,7 +294,7 @@ func TestReplicaAuthFailure(t *testing.T) {
 	rcfg.LogOutput = log
 	start(t, rcfg)
 	r := dialUp(t, rcfg)
-	log.WaitFor(t, "Unable to AUTH to MASTER")
+	log.WaitFor(t, "unable to AUTH to MASTER")
 	if strings.Contains(log.String(), "wrong-secret-xyz") {
 		t.Fatalf("the log shows masterauth:\n%s", log.String())
 	}
