@@ -483,9 +483,17 @@ func TestBacklogOverflowGivesFullCopy(t *testing.T) {
 	start(t, rcfg)
 	r := dialUp(t, rcfg)
 	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
-	keys := keyNames("o", 20000) // 600 kB of stream in a few drains, past 16 kB
-	for i := 0; i < 10 && !strings.Contains(log.String(), "fell behind the backlog"); i++ {
-		writeKeys(p, keys)
+	// 2000 keys changed in one transaction: the drain waits for EXEC's
+	// locks and then takes them together, 74 kB of stream appended at
+	// once to a ring of 16 kB, which no replica can read in time.
+	keys := keyNames("o", 2000)
+	p.Send(testkit.Encode("MULTI"))
+	for _, k := range keys {
+		p.Send(testkit.Encode("CL.THROTTLE", k, "100", "1", "60"))
+	}
+	p.Send(testkit.Encode("EXEC"))
+	for range len(keys) + 2 {
+		p.Reply()
 	}
 	log.WaitFor(t, "fell behind the backlog")
 	waitConverged(t, p, r, keys[:500])
