@@ -612,3 +612,27 @@ func TestReplicaAnnounce(t *testing.T) {
 		t.Errorf("slave_priority:%s", got)
 	}
 }
+
+// REPLICAOF another primary: the replica drops the first one's keys for a
+// full copy of the second's.
+func TestReplicaSwitchesPrimary(t *testing.T) {
+	acfg, bcfg := replConfig(t), replConfig(t)
+	start(t, acfg)
+	start(t, bcfg)
+	a, b := dialUp(t, acfg), dialUp(t, bcfg)
+	writeKeys(a, keyNames("a", 300))
+	bkeys := keyNames("b", 200)
+	writeKeys(b, bkeys)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(acfg.Port)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the copy of a", func() bool { return r.Do("DBSIZE") == ":300\r\n" })
+	r.WantDo("+OK\r\n", "REPLICAOF", "127.0.0.1", strconv.Itoa(bcfg.Port))
+	testkit.WaitFor(t, "the link to b", func() bool { return infoField(r, "master_port") == strconv.Itoa(bcfg.Port) && infoField(r, "master_link_status") == "up" })
+	waitConverged(t, b, r, bkeys)
+	r.WantDo(":0\r\n", "EXISTS", "a1")
+	if got := infoField(a, "connected_slaves"); got != "0" {
+		testkit.WaitFor(t, "a to see its replica go", func() bool { return infoField(a, "connected_slaves") == "0" })
+	}
+}

@@ -250,6 +250,7 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		return "OK Already connected to specified master", nil
 	}
 	l := newLink(r, host, port)
+	l.prev = old
 	if old != nil {
 		l.offset.Store(old.offset.Load())
 		l.id.Store(old.id.Load())
