@@ -59,8 +59,11 @@ func registerReplication(t *Table) {
 		r.Summary = "Makes the server a replica of host port, or a primary again with NO ONE (keeping its keys)."
 		rows = append(rows, r)
 	}
+	// Since is the Redis version that brought each (REPLSYNC is
+	// cellserver's own).
+	since := map[string]string{"role": "2.8.12", "wait": "3.0.0", "replconf": "3.0.0", "replsync": "1.0.0", "replicaof": "5.0.0", "slaveof": "1.0.0"}
 	for _, r := range rows {
-		r.Group, r.Since = "server", "1.1.0"
+		r.Group, r.Since = "server", since[r.Name]
 		t.Register(r)
 	}
 }
