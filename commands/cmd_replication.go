@@ -31,10 +31,10 @@ type Replication interface {
 
 // Reply errors of the replication commands, in Redis's words.
 const (
-	errReadOnly       = "READONLY You can't write against a read only replica."
-	errWaitNegative   = "ERR timeout is negative"
-	errNoReplication  = "ERR replication is not available in this server"
-	errReplicaLink    = "ERR Command is not valid when client is a replica."
+	errReadOnly      = "READONLY You can't write against a read only replica."
+	errWaitNegative  = "ERR timeout is negative"
+	errNoReplication = "ERR replication is not available in this server"
+	errReplicaLink   = "ERR Command is not valid when client is a replica."
 )
 
 func registerReplication(t *Table) {

@@ -629,7 +629,9 @@ func TestReplicaSwitchesPrimary(t *testing.T) {
 	r := dialUp(t, rcfg)
 	testkit.WaitFor(t, "the copy of a", func() bool { return r.Do("DBSIZE") == ":300\r\n" })
 	r.WantDo("+OK\r\n", "REPLICAOF", "127.0.0.1", strconv.Itoa(bcfg.Port))
-	testkit.WaitFor(t, "the link to b", func() bool { return infoField(r, "master_port") == strconv.Itoa(bcfg.Port) && infoField(r, "master_link_status") == "up" })
+	testkit.WaitFor(t, "the link to b", func() bool {
+		return infoField(r, "master_port") == strconv.Itoa(bcfg.Port) && infoField(r, "master_link_status") == "up"
+	})
 	waitConverged(t, b, r, bkeys)
 	r.WantDo(":0\r\n", "EXISTS", "a1")
 	if got := infoField(a, "connected_slaves"); got != "0" {

@@ -9,8 +9,8 @@ import "sync"
 // the stream's bytes since the replication id was drawn, from 0.
 type backlog struct {
 	mu    sync.Mutex
-	size  int    // repl-backlog-size
-	ring  []byte // allocated at the first append: a primary no replica ever read holds none
+	size  int           // repl-backlog-size
+	ring  []byte        // allocated at the first append: a primary no replica ever read holds none
 	start int64         // the offset of the oldest byte held
 	end   int64         // the offset past the newest: master_repl_offset
 	grew  chan struct{} // closed, and replaced, when bytes are appended
