@@ -182,3 +182,19 @@ func BenchmarkFeedWrite(b *testing.B) {
 		})
 	}
 }
+
+// DecodeRecordAliased decodes as DecodeRecord does, its key aliasing the
+// input.
+func TestDecodeRecordAliased(t *testing.T) {
+	r := Record{Key: []byte("some-key"), Kind: limiter.KindSlidingLog, ExpireMs: 77, Hits: []limiter.Hit{{At: 1, N: 2}}}
+	b := r.AppendBinary(nil)
+	a, n, err := DecodeRecordAliased(b)
+	c, m, err2 := DecodeRecord(b)
+	if err != nil || err2 != nil || n != m || !reflect.DeepEqual(a, c) {
+		t.Fatalf("aliased %+v %d %v, copied %+v %d %v", a, n, err, c, m, err2)
+	}
+	b[3] = 'S' // the key's first byte
+	if string(a.Key) != "Some-key" || string(c.Key) != "some-key" {
+		t.Fatalf("keys after a change to the input: aliased %q, copied %q", a.Key, c.Key)
+	}
+}

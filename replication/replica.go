@@ -334,7 +334,7 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 		switch typ {
 		case frameCopy:
 			for len(p) > 0 {
-				rec, n, err := engine.DecodeRecord(p)
+				rec, n, err := engine.DecodeRecordAliased(p) // stored at once: store copies it
 				if err != nil {
 					return nil, fmt.Errorf("%w: full copy: %v", ErrBadStream, err)
 				}

@@ -86,7 +86,9 @@ type entry struct {
 }
 
 // decodeEntry decodes one entry from the front of b and returns it with
-// its length; n 0 and no error: b holds only part of an entry.
+// its length; n 0 and no error: b holds only part of an entry. The
+// entry's key aliases b (engine.DecodeRecordAliased): it is valid until b
+// changes.
 func decodeEntry(b []byte) (entry, int, error) {
 	if len(b) == 0 {
 		return entry{}, 0, nil
@@ -94,7 +96,7 @@ func decodeEntry(b []byte) (entry, int, error) {
 	e := entry{typ: b[0]}
 	switch b[0] {
 	case entryWrite:
-		r, n, err := engine.DecodeRecord(b[1:])
+		r, n, err := engine.DecodeRecordAliased(b[1:])
 		if err != nil {
 			if !complete(b[1:]) {
 				return entry{}, 0, nil
@@ -115,7 +117,7 @@ func decodeEntry(b []byte) (entry, int, error) {
 		if end > len(b) {
 			return entry{}, 0, nil
 		}
-		e.rec.Key = append([]byte(nil), b[1+w:end]...)
+		e.rec.Key = b[1+w : end : end]
 		return e, end, nil
 	case entryFlush:
 		i, w1 := binary.Uvarint(b[1:])
