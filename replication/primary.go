@@ -58,6 +58,9 @@ var replicaSeq atomic.Int64
 // replica on its connection (nc, with buffered the bytes read past the
 // command), returning when the link ends; or an error for the reply.
 func (r *Replication) Sync(version int, replid string, offset int64, ip string, port int) (string, func(nc net.Conn, buffered []byte), error) {
+	if r.cfg.ClusterMode {
+		return "", nil, ErrSyncClusterMode
+	}
 	if version != StreamVersion {
 		return "", nil, ErrBadVersion
 	}

@@ -125,6 +125,9 @@ var (
 	ErrWaitReplica = errors.New("WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
 	// ErrNotPrimary is REPLSYNC's error on a replica.
 	ErrNotPrimary = errors.New("cellserver: this server is a replica: sync from its primary")
+	// ErrSyncClusterMode is REPLSYNC's error in cluster mode, whose
+	// replicas are another design.
+	ErrSyncClusterMode = errors.New("cellserver: a node in cluster mode has no replicas of this kind")
 	// ErrBadVersion is REPLSYNC's error for a stream version it does not speak.
 	ErrBadVersion = errors.New("cellserver: unknown replication stream version")
 )

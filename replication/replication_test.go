@@ -48,6 +48,9 @@ func TestReplicaOfRefusedInClusterMode(t *testing.T) {
 	if _, err := r.ReplicaOf("127.0.0.1", 6379); !errors.Is(err, ErrClusterMode) {
 		t.Fatalf("ReplicaOf in cluster mode: %v", err)
 	}
+	if _, _, err := r.Sync(StreamVersion, "?", -1, "127.0.0.1", 1); !errors.Is(err, ErrSyncClusterMode) {
+		t.Fatalf("Sync in cluster mode: %v", err)
+	}
 }
 
 // A replica whose primary cannot be reached reports its link down, since
