@@ -53,6 +53,7 @@ import (
 type benchNode struct {
 	addr string
 	rdb  *redis.Client // for the set-up
+	proc *testkit.Process
 }
 
 // startBenchNode starts a cluster node with args, stopped at the end of
@@ -60,7 +61,7 @@ type benchNode struct {
 func startBenchNode(tb testing.TB, args ...string) *benchNode {
 	p := testkit.StartProcess(tb, testkit.Build(tb, testkit.Cellserver), cluster.BusPortOffset,
 		append([]string{"--loglevel", "warning", "--cluster-enabled", "yes", "--cluster-secret", "bench"}, args...)...)
-	n := &benchNode{addr: p.Addr}
+	n := &benchNode{addr: p.Addr, proc: p}
 	n.rdb = redis.NewClient(&redis.Options{Addr: n.addr, MaxRetries: -1, DisableIdentity: true})
 	tb.Cleanup(func() { _ = n.rdb.Close() })
 	testkit.WaitFor(tb, "node "+n.addr+" to answer", func() bool { return n.rdb.Ping(context.Background()).Err() == nil })

@@ -21,8 +21,17 @@ const BusPortOffset = 10000
 // Config configures a Node. Start from DefaultConfig and set IP, Port and
 // Secret at least.
 type Config struct {
-	// ID is this node's id, 40 hex characters as Redis's. Default: random.
+	// ID is this node's id, 40 hex characters as Redis's. Default: the
+	// id in NodeFile when it exists, else random.
 	ID string
+	// NodeFile, when set, is the file the node keeps its identity in
+	// across restarts (its id and address; see Identity): New reads the
+	// id from it, or writes it there when the file does not exist yet,
+	// so that a node restarted with the same file comes back as the same
+	// member and owns the same slots. A file that does not read stops
+	// New with an error naming it. Package daemon sets it to
+	// NodeFileName in dir when dir is set. Default: "", none kept.
+	NodeFile string
 	// IP is the address clients and peers reach this node at
 	// (cluster-announce-ip). Required.
 	IP string

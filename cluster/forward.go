@@ -35,6 +35,13 @@ func (n *Node) Forward(addr string, args [][]byte) ([]byte, error) {
 	if !n.cfg.Forward {
 		return nil, nil
 	}
+	return n.Relay(addr, args)
+}
+
+// Relay sends args to the node at addr, as Forward does, whether or not
+// forwarding is on: the rules' checks (RL.CHECK, the gRPC service) reach
+// a counter's owner in one hop however clients are served.
+func (n *Node) Relay(addr string, args [][]byte) ([]byte, error) {
 	fc, err := n.fwdGet(addr)
 	if err != nil {
 		return nil, err

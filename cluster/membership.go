@@ -36,11 +36,22 @@ func (d *delegate) NodeMeta(limit int) []byte {
 	return b
 }
 
-// Cellserver gossips nothing beyond memberlist's membership and metadata.
-func (d *delegate) NotifyMsg([]byte)                           {}
+// Beyond memberlist's membership and metadata, cellserver gossips only
+// the shared state (shared.go): a change as a message, the whole copy in
+// the push-pull exchange.
+func (d *delegate) NotifyMsg(b []byte) {
+	if len(b) > 0 && b[0] == msgShared {
+		(*Node)(d).mergeShared(b[1:])
+	}
+}
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (d *delegate) LocalState(join bool) []byte                { return nil }
-func (d *delegate) MergeRemoteState(buf []byte, join bool)     {}
+func (d *delegate) LocalState(join bool) []byte {
+	if s := (*Node)(d).sharedState(); s != nil {
+		return s.State()
+	}
+	return nil
+}
+func (d *delegate) MergeRemoteState(buf []byte, join bool) { (*Node)(d).mergeShared(buf) }
 
 func (d *delegate) NotifyJoin(m *memberlist.Node) {
 	n := (*Node)(d)
@@ -48,6 +59,7 @@ func (d *delegate) NotifyJoin(m *memberlist.Node) {
 	var md memberMeta
 	if m.Name != n.cfg.ID && json.Unmarshal(m.Meta, &md) == nil && md.Port != 0 {
 		n.met(m.Name, md) // before the member counts for Import
+		n.healthJoined(m.Name, &net.UDPAddr{IP: append(net.IP(nil), m.Addr...), Port: int(m.Port)}, md)
 	}
 	d.NotifyUpdate(m)
 }
@@ -55,12 +67,16 @@ func (d *delegate) NotifyJoin(m *memberlist.Node) {
 func (d *delegate) NotifyLeave(m *memberlist.Node) {
 	n := (*Node)(d)
 	n.logf("notice", "cluster: member %s left or failed", m.Name)
+	n.mu.Lock() // before it leaves gossiped, which reconcile prunes leavers by
+	handedOver := n.leavers[m.Name]
+	n.mu.Unlock()
 	n.gossipedMu.Lock()
 	md, ok := n.gossiped[m.Name]
 	delete(n.gossiped, m.Name)
 	n.gossipedMu.Unlock()
 	if ok {
 		n.dropPeer(net.JoinHostPort(md.IP, strconv.Itoa(md.Port)))
+		n.healthLeft(m.Name, md, md.Leaving || handedOver)
 	}
 	n.poke()
 }
@@ -74,8 +90,12 @@ func (d *delegate) NotifyUpdate(m *memberlist.Node) {
 		return
 	}
 	n.gossipedMu.Lock()
+	old, had := n.gossiped[m.Name]
 	n.gossiped[m.Name] = md
 	n.gossipedMu.Unlock()
+	if had && old.Started != md.Started {
+		n.restarted(m.Name) // back under its id before it was seen gone (identity.go)
+	}
 	n.poke()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,8 @@ type Node struct {
 	eng *engine.Engine
 	ml  *memberlist.Memberlist
 
+	shared atomic.Pointer[sharedHolder] // the state the cluster shares (shared.go); nil: none
+
 	slots  [engine.SlotCount]slotState
 	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
 	// awayAddr is, for a slot in state away, its previous owner's client
@@ -34,8 +37,10 @@ type Node struct {
 	nHeld    atomic.Int32 // len(held)
 	chunk    int          // a hand-off message's payload bound: maxChunk, less in tests
 
-	mu         sync.Mutex                  // guards the fields below
-	prevMap    *SlotMap                    // the map of the previous reconcile
+	mu         sync.Mutex // guards the fields below
+	prevMap    *SlotMap   // the map of the previous reconcile
+	lastMap    *SlotMap   // currentMapLocked's last map, and the members it is of
+	lastMapKey string
 	prevOwner  [engine.SlotCount]string    // the member whose hand-off a pending slot waits for
 	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
@@ -76,6 +81,13 @@ type Node struct {
 	stop         chan struct{} // closed by Close
 	stopped      chan struct{} // closed when loop has returned
 	closed       atomic.Bool
+
+	health healthTable // every other member's health, from probes (health.go)
+	// identityNote is what New has to say of the node file, logged at
+	// Start (New's caller may not log yet); releasing is the releases to
+	// restarted members under way (identity.go).
+	identityNote string
+	releasing    sync.WaitGroup
 }
 
 // Node is package commands' Router: Dispatch routes keyed commands through
@@ -90,11 +102,21 @@ var (
 	ErrLeaveTime  = errors.New("cluster: slots still not handed over at the leave timeout")
 )
 
-// New returns a node for cfg (defaults filled in, then validated). It
-// does not listen until Start.
+// New returns a node for cfg (defaults filled in, then validated), with
+// the id kept in cfg.NodeFile when it names one (identity.go), and
+// writes the node file when its content changes. It does not listen
+// until Start.
 func New(cfg Config) (*Node, error) {
+	prev, found, err := cfg.loadIdentity()
+	if err != nil {
+		return nil, err
+	}
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	note, err := cfg.saveIdentity(prev, found)
+	if err != nil {
 		return nil, err
 	}
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
@@ -106,6 +128,8 @@ func New(cfg Config) (*Node, error) {
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixNano()},
 	}
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
+	n.health.peers = map[string]*peerHealth{}
+	n.identityNote = note
 	return n, nil
 }
 
@@ -138,6 +162,10 @@ func (n *Node) Start(eng *engine.Engine) error {
 		mc = memberlist.DefaultLocalConfig()
 	}
 	mc.Name = n.cfg.ID
+	// A node restarted with its id (Config.NodeFile) at another address
+	// takes its name back once the old one is declared dead, rather than
+	// after memberlist forgets it (GossipToTheDeadTime, 15 to 30 s).
+	mc.DeadNodeReclaimTime = time.Nanosecond
 	mc.BindAddr, mc.BindPort = n.cfg.BindAddr, n.cfg.BusPort
 	mc.AdvertiseAddr, mc.AdvertisePort = n.cfg.IP, n.cfg.BusPort
 	key := sha256.Sum256([]byte("cellserver gossip\x00" + n.cfg.Secret))
@@ -156,6 +184,8 @@ func (n *Node) Start(eng *engine.Engine) error {
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	n.ml = ml
+	n.health.interval = mc.ProbeInterval
+	n.health.ping = func(id string, addr *net.UDPAddr) error { _, err := ml.Ping(id, addr); return err }
 	joined := 0
 	var rejoin []string
 	if len(n.cfg.Join) > 0 {
@@ -200,11 +230,16 @@ func (n *Node) Start(eng *engine.Engine) error {
 		}
 	}
 	n.mu.Unlock()
+	if n.identityNote != "" {
+		n.logf("notice", "%s", n.identityNote)
+	}
 	n.logf("notice", "cluster: node %s gossiping on %s:%d, %d members", n.cfg.ID, n.cfg.IP, n.cfg.BusPort, len(members))
 	n.reconcile()
 	n.started.Store(true)
 	go n.loop()
 	go n.meetLoop()
+	n.health.probing.Add(1)
+	go n.probeLoop()
 	if rejoin != nil {
 		n.rejoining.Add(1)
 		go n.rejoin(rejoin)
@@ -226,7 +261,9 @@ func (n *Node) Close() error {
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
-		n.rejoining.Wait() // a join under way ends within memberlist's TCP timeout
+		n.rejoining.Wait()      // a join under way ends within memberlist's TCP timeout
+		n.health.probing.Wait() // a probe round ends within the probe timeout
+		n.releasing.Wait()      // a release ends within the hand-off timeout
 		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}

@@ -17,28 +17,37 @@ func members(n int) []Member {
 	return out
 }
 
-// moved counts the slots whose owner differs between a and b, and checks
-// that every moved slot involves member id: it was id's before or is now.
-func moved(t *testing.T, a, b *SlotMap, id string) int {
-	t.Helper()
+// moved counts the slots whose owner differs between a and b.
+func moved(a, b *SlotMap) int {
 	n := 0
 	for s := range engine.SlotCount {
-		before, after := a.OwnerID(s), b.OwnerID(s)
-		if before == after {
-			continue
-		}
-		n++
-		if before != id && after != id {
-			t.Fatalf("slot %d moved from %s to %s, neither of which is %s", s, before, after, id)
+		if a.OwnerID(s) != b.OwnerID(s) {
+			n++
 		}
 	}
 	return n
 }
 
+// ranges counts the runs of slots of one owner: CLUSTER SLOTS' entries.
+func ranges(m *SlotMap) int {
+	r := 0
+	for s := range engine.SlotCount {
+		if s == 0 || m.Owner[s] != m.Owner[s-1] {
+			r++
+		}
+	}
+	return r
+}
+
+// without returns ms less its k-th member.
+func without(ms []Member, k int) []Member {
+	return append(append([]Member(nil), ms[:k]...), ms[k+1:]...)
+}
+
 // TestAssignSimulation simulates 100 nodes in one process, each computing
 // the map from the member list in its own order (25 of them, to keep
-// the test quick under -race): they agree; a join or a
-// leave moves about 1/N of the slots, all to or from the node concerned.
+// the test quick under -race): they agree, and each owns its share to
+// the slot; a join gives the joiner its share.
 func TestAssignSimulation(t *testing.T) {
 	const n = 100
 	ms := members(n + 1)
@@ -52,34 +61,72 @@ func TestAssignSimulation(t *testing.T) {
 			t.Fatalf("node %d computes a different map", node)
 		}
 	}
-	// Shares: each node owns about 16384/100 = 164 slots.
+	// Shares: 16384/100 = 163.84, so 163 or 164 slots each.
 	for id, c := range want.Count() {
-		if c < 100 || c > 240 {
-			t.Errorf("node %s owns %d slots, want about 164", id[:8], c)
+		if c != 163 && c != 164 {
+			t.Errorf("node %s owns %d slots, want 163 or 164", id[:8], c)
 		}
 	}
-	// A join moves ~1/(N+1) of the slots, all to the joiner.
 	joined := Assign(append(append([]Member(nil), base...), joiner))
-	if got := moved(t, want, joined, joiner.ID); got < 100 || got > 240 {
-		t.Errorf("a join moved %d slots, want about %d", got, engine.SlotCount/(n+1))
+	if c := joined.Count()[joiner.ID]; c != 162 && c != 163 {
+		t.Errorf("the joiner owns %d slots, want 162 or 163", c)
 	}
-	if c := joined.Count()[joiner.ID]; c != moved(t, want, joined, joiner.ID) {
-		t.Errorf("the joiner owns %d slots, but not only moved ones", c)
+	left := Assign(without(base, 37))
+	if c := left.Count()[base[37].ID]; c != 0 {
+		t.Errorf("the leaver owns %d slots after it left", c)
 	}
-	// A leave moves exactly the leaver's slots, spread over the others.
-	leaver := base[37]
-	left := Assign(append(append([]Member(nil), base[:37]...), base[38:]...))
-	if got, had := moved(t, want, left, leaver.ID), want.Count()[leaver.ID]; got != had {
-		t.Errorf("a leave moved %d slots, want the leaver's %d", got, had)
-	}
-	gainers := map[string]bool{}
-	for s := range engine.SlotCount {
-		if want.OwnerID(s) == leaver.ID {
-			gainers[left.OwnerID(s)] = true
+}
+
+// TestAssignMoves: a join or a leave among N members moves about 1/N of
+// the slots. Exact shares cost some slots moved between the other
+// members too (a member's share changes by a fraction of a block, and
+// what it gives up or takes cascades); the bound is 1.5 times the
+// least possible up to 5 members and 4.5 times up to 50 (the figures
+// are in bench/RESULTS.md: go test -run TestAssignMoves -v ./cluster/).
+func TestAssignMoves(t *testing.T) {
+	for _, n := range []int{3, 4, 5, 6, 8, 10, 16, 20, 32, 50} {
+		ms := members(n + 1)
+		base := Assign(ms[:n])
+		bound := 4.5
+		if n <= 5 {
+			bound = 1.5
+		}
+		join := float64(moved(base, Assign(ms))) / (float64(engine.SlotCount) / float64(n+1))
+		worst := 0.0
+		for k := 0; k < n; k += 1 + n/8 {
+			worst = max(worst, float64(moved(base, Assign(without(ms[:n], k))))/(float64(engine.SlotCount)/float64(n)))
+		}
+		t.Logf("%2d members: %3d ranges; a join moves %.2fx the least possible, a leave at most %.2fx", n, ranges(base), join, worst)
+		if join > bound || worst > bound {
+			t.Errorf("%d members: a join moves %.2fx the least possible, a leave %.2fx; want at most %.1fx", n, join, worst, bound)
 		}
 	}
-	if len(gainers) < 50 {
-		t.Errorf("the leaver's slots went to %d nodes, want them spread over most of 99", len(gainers))
+}
+
+// TestAssignRanges: the map is a few hundred ranges, not one per slot or
+// so (per-slot placement gave about 10,900 for three members), and every
+// slot has exactly one owner among the members.
+func TestAssignRanges(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 10, 50} {
+		m := Assign(members(n))
+		if r := ranges(m); r > 2*Blocks {
+			t.Errorf("%d members: %d ranges, want at most %d", n, r, 2*Blocks)
+		}
+		total := 0
+		for _, c := range m.Count() {
+			total += c
+		}
+		for s := range engine.SlotCount {
+			if m.Owner[s] < 0 || int(m.Owner[s]) >= len(m.Members) {
+				t.Fatalf("%d members: slot %d has owner index %d", n, s, m.Owner[s])
+			}
+		}
+		if total != engine.SlotCount {
+			t.Errorf("%d members own %d slots in all", n, total)
+		}
+	}
+	if r := ranges(Assign(members(3))); r > 200 {
+		t.Errorf("3 members: %d ranges, want under 200", r)
 	}
 }
 
@@ -87,13 +134,20 @@ func TestAssignWeights(t *testing.T) {
 	ms := members(3)
 	ms[0].Weight = 2
 	c := Assign(ms).Count()
-	// Expected shares: 1/2, 1/4, 1/4 of 16384.
-	if got := c[ms[0].ID]; got < 7700 || got > 8700 {
-		t.Errorf("weight 2 owns %d slots, want about 8192", got)
+	// Shares: 1/2, 1/4, 1/4 of 16384, exactly.
+	if got := c[ms[0].ID]; got != 8192 {
+		t.Errorf("weight 2 owns %d slots, want 8192", got)
 	}
 	for _, m := range ms[1:] {
-		if got := c[m.ID]; got < 3700 || got > 4500 {
-			t.Errorf("weight 1 owns %d slots, want about 4096", got)
+		if got := c[m.ID]; got != 4096 {
+			t.Errorf("weight 1 owns %d slots, want 4096", got)
+		}
+	}
+	ms[1].Weight = 1.5 // 2 : 1.5 : 1 of 16384: 7281.8, 5461.3, 3640.9
+	c = Assign(ms).Count()
+	for i, want := range []int{7282, 5461, 3641} {
+		if got := c[ms[i].ID]; got != want {
+			t.Errorf("weights 2, 1.5, 1: member %d owns %d slots, want %d", i, got, want)
 		}
 	}
 	ms[2].Weight = 0
@@ -127,7 +181,7 @@ func TestAssignBoundsWeight(t *testing.T) {
 		ms[n-1].Weight = 1e9
 		got := Assign(ms).Count()[greedy]
 		bound := float64(engine.SlotCount) * MaxWeightRatio / float64(MaxWeightRatio+n-1)
-		if float64(got) > bound*1.05 {
+		if float64(got) > bound+1 {
 			t.Errorf("%d members: weight 1e9 owns %d slots, want at most about %.0f", n, got, bound)
 		}
 		ms[n-1].Weight = MaxWeightRatio // the cap itself: the same share
@@ -140,7 +194,7 @@ func TestAssignBoundsWeight(t *testing.T) {
 	ms := members(4)
 	ms[2].Weight, ms[3].Weight = 1e9, 1e9
 	c := Assign(ms).Count()
-	if got := c[ms[2].ID] + c[ms[3].ID]; float64(got) > float64(engine.SlotCount)*8/10*1.05 {
+	if got := c[ms[2].ID] + c[ms[3].ID]; float64(got) > float64(engine.SlotCount)*8/10+2 {
 		t.Errorf("two members of weight 1e9 among 4 own %d slots, want at most about 8/10", got)
 	}
 	ms = members(3)
@@ -151,7 +205,34 @@ func TestAssignBoundsWeight(t *testing.T) {
 	// Every member at MaxWeight (or over it) splits the slots evenly.
 	ms = members(2)
 	ms[0].Weight, ms[1].Weight = MaxWeight, 2*MaxWeight
-	if got := Assign(ms).Count()[ms[1].ID]; got < 7700 || got > 8700 {
-		t.Errorf("weights %d and %d: the larger owns %d slots, want about half (both count as MaxWeight)", MaxWeight, 2*MaxWeight, got)
+	if got := Assign(ms).Count()[ms[1].ID]; got != 8192 {
+		t.Errorf("weights %d and %d: the larger owns %d slots, want half (both count as MaxWeight)", MaxWeight, 2*MaxWeight, got)
+	}
+}
+
+// TestCurrentMapCached: the node computes the map again only when the
+// members or their weights change.
+func TestCurrentMapCached(t *testing.T) {
+	n := &Node{}
+	live := map[string]memberMeta{}
+	for _, m := range members(3) {
+		live[m.ID] = memberMeta{Weight: m.Weight}
+	}
+	first := n.currentMapLocked(live)
+	if again := n.currentMapLocked(live); again != first {
+		t.Error("the same members: the map computed again")
+	}
+	id := first.Members[0].ID
+	md := live[id]
+	md.Weight = 2
+	live[id] = md
+	heavier := n.currentMapLocked(live)
+	if heavier == first || heavier.Count()[id] != 8192 {
+		t.Errorf("a weight changed: the same map (%v), or %d slots for weight 2", heavier == first, heavier.Count()[id])
+	}
+	md.Leaving = true
+	live[id] = md
+	if left := n.currentMapLocked(live); left.Count()[id] != 0 || len(left.Members) != 2 {
+		t.Errorf("a member leaving: %d members in the map", len(left.Members))
 	}
 }

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/cellserver/cellserver/commands"
@@ -81,11 +83,31 @@ type Stats struct {
 	// them: their keys could not be handed over (a record the owner did
 	// not take), and the hand-off is tried again later.
 	SlotsHeld int
+	// NodesPFail and NodesFail count the members this node flags pfail
+	// and fail (health.go), the failed ones gossip has dropped included;
+	// SlotsPFail and SlotsFail count the slots those members own.
+	NodesPFail, NodesFail int
+	SlotsPFail, SlotsFail int
+	// StateOK is CLUSTER INFO's cluster_state: every slot has an owner,
+	// and no owner is fail.
+	StateOK bool
 }
 
-// Stats reads the node's counters: atomic loads only, no lock.
+// Stats reads the node's counters: atomic loads only, no lock (the
+// health figures come from Topology, which takes none either).
 func (n *Node) Stats() Stats {
 	st := Stats{KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), Members: len(n.routes.Load().members), SlotsHeld: int(n.nHeld.Load())}
+	top := n.Topology()
+	for _, nd := range top.Nodes {
+		switch {
+		case nd.PFail:
+			st.NodesPFail++
+		case nd.Fail:
+			st.NodesFail++
+		}
+	}
+	st.SlotsPFail, st.SlotsFail = top.SlotsPFail, top.SlotsFail
+	st.StateOK = top.SlotsOK == engine.SlotCount && top.SlotsFail == 0
 	for s := range n.slots {
 		if n.slots[s].state.Load() == serving {
 			st.SlotsServed++
@@ -117,7 +139,10 @@ func (n *Node) staleSlots() int {
 	return c
 }
 
-// currentMapLocked computes the map over the members that own slots.
+// currentMapLocked computes the map over the members that own slots, or
+// returns the last one computed when they and their weights are the same:
+// reconcile asks five times a second, and Assign sorts 256 pairs per
+// member (about 6 ms for 50 members).
 func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 	var owners []Member
 	for id, m := range members {
@@ -125,7 +150,19 @@ func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 			owners = append(owners, Member{ID: id, Weight: m.Weight})
 		}
 	}
-	return Assign(owners)
+	sort.Slice(owners, func(i, j int) bool { return owners[i].ID < owners[j].ID })
+	var key strings.Builder
+	for _, o := range owners {
+		key.WriteString(o.ID)
+		key.WriteByte(':')
+		key.WriteString(strconv.FormatFloat(o.Weight, 'g', -1, 64))
+		key.WriteByte(',')
+	}
+	if k := key.String(); n.lastMap != nil && k == n.lastMapKey {
+		return n.lastMap
+	}
+	n.lastMapKey, n.lastMap = key.String(), Assign(owners)
+	return n.lastMap
 }
 
 // reconcile brings every slot's state in line with the map of the live
@@ -141,14 +178,25 @@ func (n *Node) reconcile() {
 	}
 }
 
-// Topology returns the members, the slot ranges each owns, and the keys
-// this node has handed over and received.
+// Topology returns the members, the slot ranges each owns, their health
+// (health.go), the failed members gossip has dropped (listed as fail,
+// without slots), and the keys this node has handed over and received.
 func (n *Node) Topology() commands.ClusterTopology {
 	t := n.routes.Load()
+	hv := n.health.view.Load()
+	if hv == nil {
+		hv = &healthView{}
+	}
 	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load())}
 	for id, md := range t.members {
+		h := hv.state[id]
 		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
-			Myself: id == n.cfg.ID, Leaving: md.Leaving})
+			Myself: id == n.cfg.ID, Leaving: md.Leaving, PFail: h == healthPFail, Fail: h == healthFail})
+	}
+	for _, g := range hv.gone {
+		if _, ok := t.members[g.id]; !ok {
+			out.Nodes = append(out.Nodes, commands.ClusterNode{ID: g.id, IP: g.meta.IP, Port: g.meta.Port, BusPort: g.meta.BusPort, Fail: true})
+		}
 	}
 	sort.Slice(out.Nodes, func(i, j int) bool { return out.Nodes[i].ID < out.Nodes[j].ID })
 	index := map[string]int{}
@@ -165,6 +213,12 @@ func (n *Node) Topology() commands.ClusterTopology {
 			out.SlotsOK += e - s + 1
 			if i, ok := index[t.m.Members[o].ID]; ok {
 				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+				switch {
+				case out.Nodes[i].PFail:
+					out.SlotsPFail += e - s + 1
+				case out.Nodes[i].Fail:
+					out.SlotsFail += e - s + 1
+				}
 			}
 		}
 		s = e + 1

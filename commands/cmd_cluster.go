@@ -144,12 +144,18 @@ func clusterGetKeys(c *Client, req *Request) {
 	}
 }
 
+// clusterState is CLUSTER INFO's cluster_state: fail when a slot has no
+// owner or its owner is fail, as Redis's with cluster-require-full-coverage.
+func clusterState(top *ClusterTopology) string {
+	if top.SlotsOK < engine.SlotCount || top.SlotsFail > 0 {
+		return "fail"
+	}
+	return "ok"
+}
+
 func clusterInfo(c *Client, _ *Request) {
 	top := c.table.router.Topology()
-	state, size := "ok", 0
-	if top.SlotsOK < engine.SlotCount {
-		state = "fail"
-	}
+	state, size := clusterState(&top), 0
 	for _, n := range top.Nodes {
 		if len(n.Slots) > 0 {
 			size++
@@ -160,8 +166,8 @@ func clusterInfo(c *Client, _ *Request) {
 		name string
 		v    any
 	}{
-		{"cluster_state", state}, {"cluster_slots_assigned", top.SlotsOK}, {"cluster_slots_ok", top.SlotsOK},
-		{"cluster_slots_pfail", 0}, {"cluster_slots_fail", 0}, {"cluster_known_nodes", len(top.Nodes)},
+		{"cluster_state", state}, {"cluster_slots_assigned", top.SlotsOK}, {"cluster_slots_ok", top.SlotsOK - top.SlotsPFail - top.SlotsFail},
+		{"cluster_slots_pfail", top.SlotsPFail}, {"cluster_slots_fail", top.SlotsFail}, {"cluster_known_nodes", len(top.Nodes)},
 		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
 		{"total_cluster_links_buffer_limit_exceeded", 0}, {"cluster_slots_held", top.SlotsHeld},
@@ -239,23 +245,35 @@ func clusterShards(c *Client, _ *Request) {
 		c.W.WriteBulkString("replication-offset")
 		c.W.WriteInt(0)
 		c.W.WriteBulkString("health")
-		c.W.WriteBulkString("online")
+		if n.Fail {
+			c.W.WriteBulkString("fail")
+		} else {
+			c.W.WriteBulkString("online")
+		}
 	}
 }
 
 // clusterNodes answers as Redis 7, one line per node:
 // <id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
 // <config-epoch> <link-state> <slot ranges...>
+// A node flagged pfail has "fail?" among its flags, one flagged fail
+// "fail" and its link "disconnected".
 func clusterNodes(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	var b strings.Builder
 	for _, n := range top.Nodes {
-		flags := "master"
+		flags, link := "master", "connected"
 		if n.Myself {
 			flags = "myself,master"
 		}
+		switch {
+		case n.Fail:
+			flags, link = flags+",fail", "disconnected"
+		case n.PFail:
+			flags += ",fail?"
+		}
 		b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.BusPort) +
-			" " + flags + " - 0 0 " + strconv.FormatInt(top.Epoch, 10) + " connected")
+			" " + flags + " - 0 0 " + strconv.FormatInt(top.Epoch, 10) + " " + link)
 		for _, r := range n.Slots {
 			b.WriteString(" " + strconv.Itoa(r[0]))
 			if r[1] != r[0] {

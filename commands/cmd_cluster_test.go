@@ -17,6 +17,7 @@ type fakeRouter struct {
 	held               map[int]int // Acquire minus Release, by slot
 	imported           [][]byte
 	forward            bool
+	top                *ClusterTopology // Topology's answer when set
 }
 
 var _ Router = (*fakeRouter)(nil)
@@ -44,6 +45,9 @@ func (r *fakeRouter) Acquire(slot int) (Route, string) {
 func (r *fakeRouter) Release(slot int) { r.held[slot]-- }
 
 func (r *fakeRouter) Topology() ClusterTopology {
+	if r.top != nil {
+		return *r.top
+	}
 	return ClusterTopology{MyID: strings.Repeat("a", 40), Epoch: 3, SlotsOK: engine.SlotCount, Nodes: []ClusterNode{
 		{ID: strings.Repeat("a", 40), IP: "127.0.0.1", Port: 7000, BusPort: 17000, Myself: true, Slots: [][2]int{{0, 5}, {10, 10}}},
 		{ID: strings.Repeat("b", 40), IP: "127.0.0.1", Port: 7001, BusPort: 17001, Slots: [][2]int{{6, 9}, {11, 16383}}},
@@ -314,5 +318,55 @@ func TestClusterLink(t *testing.T) {
 	}
 	if len(r.imported) != 1 {
 		t.Fatalf("CLUSTER IMPORT on a link: imported %q", r.imported)
+	}
+}
+
+// TestClusterFailFlags: a member flagged pfail shows "fail?" in CLUSTER
+// NODES and its slots in cluster_slots_pfail, the cluster staying ok; a
+// member flagged fail shows "fail" and a disconnected link, its slots
+// in cluster_slots_fail, and the cluster is fail, in CLUSTER INFO and
+// INFO cluster; CLUSTER SHARDS says its health is fail.
+func TestClusterFailFlags(t *testing.T) {
+	h, r := newClusterHarness(t)
+	a, b, d := strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("d", 40)
+	r.top = &ClusterTopology{MyID: a, Epoch: 7, SlotsOK: engine.SlotCount, SlotsPFail: 6000, Nodes: []ClusterNode{
+		{ID: a, IP: "127.0.0.1", Port: 7000, BusPort: 17000, Myself: true, Slots: [][2]int{{0, 10383}}},
+		{ID: b, IP: "127.0.0.1", Port: 7001, BusPort: 17001, PFail: true, Slots: [][2]int{{10384, 16383}}},
+		{ID: d, IP: "127.0.0.1", Port: 7003, BusPort: 17003, Fail: true}, // failed, dropped: no slots
+	}}
+	nodes := a + " 127.0.0.1:7000@17000 myself,master - 0 0 7 connected 0-10383\n" +
+		b + " 127.0.0.1:7001@17001 master,fail? - 0 0 7 connected 10384-16383\n" +
+		d + " 127.0.0.1:7003@17003 master,fail - 0 0 7 disconnected\n"
+	if got := h.do("CLUSTER", "NODES"); got != respBulkString(nodes) {
+		t.Errorf("CLUSTER NODES:\n got %q\nwant %q", got, respBulkString(nodes))
+	}
+	info := h.do("CLUSTER", "INFO")
+	for _, want := range []string{"cluster_state:ok\r\n", "cluster_slots_assigned:16384\r\n", "cluster_slots_ok:10384\r\n",
+		"cluster_slots_pfail:6000\r\n", "cluster_slots_fail:0\r\n", "cluster_known_nodes:3\r\n", "cluster_size:2\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLUSTER INFO with a pfail member: no %q in %q", want, info)
+		}
+	}
+	r.top.Nodes[1].PFail, r.top.Nodes[1].Fail = false, true
+	r.top.SlotsPFail, r.top.SlotsFail = 0, 6000
+	nodes = strings.Replace(nodes, "master,fail? - 0 0 7 connected", "master,fail - 0 0 7 disconnected", 1)
+	if got := h.do("CLUSTER", "NODES"); got != respBulkString(nodes) {
+		t.Errorf("CLUSTER NODES:\n got %q\nwant %q", got, respBulkString(nodes))
+	}
+	info = h.do("CLUSTER", "INFO")
+	for _, want := range []string{"cluster_state:fail\r\n", "cluster_slots_ok:10384\r\n", "cluster_slots_pfail:0\r\n", "cluster_slots_fail:6000\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("CLUSTER INFO with a fail member: no %q in %q", want, info)
+		}
+	}
+	info = h.do("INFO", "cluster")
+	for _, want := range []string{"cluster_enabled:1\r\n", "cluster_state:fail\r\n", "cluster_known_nodes:3\r\n",
+		"cluster_nodes_pfail:0\r\n", "cluster_nodes_fail:2\r\n", "cluster_slots_pfail:0\r\n", "cluster_slots_fail:6000\r\n"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO cluster: no %q in %q", want, info)
+		}
+	}
+	if got := h.do("CLUSTER", "SHARDS"); strings.Count(got, "$6\r\nhealth\r\n$4\r\nfail\r\n") != 2 || strings.Count(got, "$6\r\nonline\r\n") != 1 {
+		t.Errorf("CLUSTER SHARDS: want two shards of health fail and one online: %q", got)
 	}
 }

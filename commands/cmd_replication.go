@@ -244,8 +244,12 @@ func (c *Client) HandOff() func(nc net.Conn, buffered []byte) {
 }
 
 // costZero reports whether a limiter command's call only reads: its cost
-// argument (after the kind's integers) is 0.
+// argument (after the kind's integers) is 0, or RL.CHECK's HITS is.
 func costZero(cmd *Command, args [][]byte) bool {
+	if cmd.origName == "rl.check" && len(args) >= 2 && equalFold(args[len(args)-2], "hits") {
+		n, ok := parseInt(args[len(args)-1])
+		return ok && n == 0
+	}
 	if cmd.Kind == 0 {
 		return false
 	}

@@ -233,6 +233,7 @@ var infoSections = []struct {
 	{"commandstats", false, infoCommandstats},
 	{"limiter", true, infoLimiter},
 	{"cluster", true, infoCluster},
+	{"rules", true, infoRules},
 	{"keyspace", true, infoKeyspace},
 }
 
@@ -464,6 +465,21 @@ func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 	field(b, "cluster_enabled", enabled)
 	if enabled == 1 {
 		top := c.table.router.Topology()
+		field(b, "cluster_state", clusterState(&top))
+		pfail, fail := 0, 0
+		for _, n := range top.Nodes {
+			switch {
+			case n.PFail:
+				pfail++
+			case n.Fail:
+				fail++
+			}
+		}
+		field(b, "cluster_known_nodes", len(top.Nodes))
+		field(b, "cluster_nodes_pfail", pfail)
+		field(b, "cluster_nodes_fail", fail)
+		field(b, "cluster_slots_pfail", top.SlotsPFail)
+		field(b, "cluster_slots_fail", top.SlotsFail)
 		field(b, "cluster_keys_handed_out", top.KeysOut)
 		field(b, "cluster_keys_handed_in", top.KeysIn)
 	}

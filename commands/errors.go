@@ -245,3 +245,10 @@ func errMeet(host string, port int, err error) string {
 func errLink(err error) string { return "ERR cluster link refused: " + err.Error() }
 
 func errImport(err error) string { return "ERR cluster import refused: " + err.Error() }
+
+// RL.CHECK's errors (cmd_rules.go).
+const (
+	errRLHits            = "ERR HITS must be a non-negative integer"
+	errRLDescriptors     = "ERR DESCRIPTORS must be followed by a count from 0 to 1000"
+	errRLDescriptorShape = "ERR each descriptor is its number of entries (at least 1) then that many key value pairs, and only HITS n may follow the last"
+)

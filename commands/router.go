@@ -66,8 +66,12 @@ type ClusterTopology struct {
 	MyID  string
 	Epoch int64 // bumped on every membership change this node has seen
 	Nodes []ClusterNode
-	// SlotsOK is how many slots have a live owner.
+	// SlotsOK is how many slots have a live owner (one gossip has not
+	// dropped): CLUSTER INFO's cluster_slots_assigned.
 	SlotsOK int
+	// SlotsPFail and SlotsFail are how many of those slots' owners are
+	// flagged pfail (a probe went unanswered) and fail (several did).
+	SlotsPFail, SlotsFail int
 	// KeysOut and KeysIn count the keys this node has handed to other
 	// nodes and received from them, for INFO.
 	KeysOut, KeysIn int64
@@ -84,5 +88,7 @@ type ClusterNode struct {
 	BusPort int // gossip port
 	Myself  bool
 	Leaving bool     // handing its slots over before it leaves
+	PFail   bool     // a probe of it went unanswered (CLUSTER NODES' fail?)
+	Fail    bool     // several probes in a row did, or gossip dropped it as failed
 	Slots   [][2]int // the slot ranges it owns, first and last inclusive
 }

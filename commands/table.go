@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"github.com/cellserver/cellserver/rules"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -119,6 +120,7 @@ type Table struct {
 	pubsub   hub               // channels and patterns subscribed (pubsub.go)
 	router   Router            // nil when cluster mode is off
 	secret   func(string) bool // Options.Secret
+	rules    *rules.Manager    // Options.Rules, or the table's own
 	// maxKeySize is max-key-size: the longest key a FlagNewKeys command
 	// may name.
 	maxKeySize atomic.Int64
@@ -195,6 +197,10 @@ type Options struct {
 	// which SLOWLOG keeps as "(redacted)" in a CONFIG SET, as it keeps
 	// AUTH's and HELLO's credentials. Default: nil, no setting is.
 	Secret func(setting string) bool
+	// Rules is the limits defined on the server that RL.CHECK asks and
+	// RULES changes. Default: a Manager of its own, without rules-file,
+	// counting on the host's engine.
+	Rules *rules.Manager
 }
 
 // NewTable returns the table of every command, answering server-wide
@@ -222,6 +228,11 @@ func NewTable(host Host, opt Options) *Table {
 	registerPubSub(t)
 	registerMulti(t)
 	registerCluster(t)
+	registerRules(t)
+	t.rules = opt.Rules
+	if t.rules == nil {
+		t.rules = defaultRules(host)
+	}
 	if opt.EnableDebug {
 		registerDebug(t, opt.DebugLocalOnly)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"path/filepath"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/metrics"
@@ -48,6 +49,10 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 		cc.TLS, cc.TLSPort = linkTLS(cfg.TLSConfig), cfg.TLSPort
 	}
 	cc.Local = isLoopback(cc.IP)
+	if cfg.Dir != "" {
+		// The node's id lasts across restarts, as Redis's nodes.conf.
+		cc.NodeFile = filepath.Join(cfg.Dir, cluster.NodeFileName)
+	}
 	cc.Logf = logf
 	n, err := cluster.New(cc)
 	if err != nil {
@@ -136,5 +141,6 @@ func (m metricsSource) Cluster() (metrics.ClusterStats, bool) {
 		return metrics.ClusterStats{}, false
 	}
 	st := m.node.Stats()
-	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members}, true
+	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members,
+		NodesPFail: st.NodesPFail, NodesFail: st.NodesFail, SlotsPFail: st.SlotsPFail, SlotsFail: st.SlotsFail, StateOK: st.StateOK}, true
 }

@@ -2,8 +2,11 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +71,8 @@ func TestRunServesClusterMetrics(t *testing.T) {
 		`cellserver_cluster_keys_moved_total{direction="out"} 0`,
 		"cellserver_cluster_slots_served 16384",
 		"cellserver_cluster_members 1",
+		"cellserver_cluster_state_ok 1",
+		`cellserver_cluster_slots_failing{flag="fail"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
@@ -103,5 +108,43 @@ func TestGoRedisLogsToServerLog(t *testing.T) {
 	defer mu.Unlock()
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "verbose cluster: redis: ") {
 		t.Errorf("server log: %q; want go-redis's dial failure at verbose level", lines)
+	}
+}
+
+// With dir set the node keeps its id in dir's node file: a second node
+// built from the same settings has the same id, and a damaged file stops
+// the start, naming it.
+func TestClusterNodeFileInDir(t *testing.T) {
+	cfg := clusterConfig(7000)
+	cfg.Dir = t.TempDir()
+	n1, err := newClusterNode(&cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2, err := newClusterNode(&cfg, nil)
+	if err != nil || n2.ID() != n1.ID() {
+		t.Fatalf("second start: %v, id %s, first %s", err, n2.ID(), n1.ID())
+	}
+	// A daemon built on the same dir at another port keeps the id, and
+	// its note on the move waits for the node's start (the server that
+	// logs it does not exist yet while New builds the node).
+	for _, port := range []int{7000, 7001} {
+		c := cfg
+		c.Port = port
+		d, err := New(Config{Server: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.node.ID() != n1.ID() {
+			t.Errorf("port %d: id %s, want %s", port, d.node.ID(), n1.ID())
+		}
+		_ = d.Close()
+	}
+	file := filepath.Join(cfg.Dir, cluster.NodeFileName)
+	if err := os.WriteFile(file, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClusterNode(&cfg, nil); !errors.Is(err, cluster.ErrNodeFile) || !strings.Contains(err.Error(), file) {
+		t.Errorf("damaged node file: %v", err)
 	}
 }

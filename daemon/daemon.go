@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/persist"
 	"github.com/cellserver/cellserver/replication"
+	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -30,11 +32,15 @@ type Config struct {
 // Daemon is a cellserver with every part its Config asks for: the server,
 // and around it persistence, cluster mode and the metrics' HTTP server.
 type Daemon struct {
-	cfg  server.Config
-	srv  *server.Server
-	node *cluster.Node // nil: cluster mode off
-	p    *persistence  // nil: persistence off
-	repl *replication.Replication
+	cfg   server.Config
+	srv   *server.Server
+	node  *cluster.Node // nil: cluster mode off
+	p     *persistence  // nil: persistence off
+	rules *rules.Manager
+	repl  *replication.Replication
+	// rulesEvery is how often rules-file is checked for changes
+	// (rulesWatchInterval; tests shorten it).
+	rulesEvery time.Duration
 
 	ready    chan struct{} // Ready
 	stopping chan struct{} // Stopping
@@ -62,11 +68,24 @@ func New(cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig()}
+	d := &Daemon{ready: make(chan struct{}), stopping: make(chan struct{}), http: defaultHTTPConfig(), rulesEvery: rulesWatchInterval}
 	node, err := newClusterNode(&scfg, func(level, format string, args ...any) { d.srv.Logf(level, format, args...) })
 	if err != nil {
 		if store != nil {
 			store.Close()
+		}
+		return nil, err
+	}
+	d.node = node // newRules shares the rules through it
+	if d.rules, err = newRules(d, &scfg); err == nil && store != nil {
+		err = restoreRules(d.rules, store)
+	}
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		if node != nil {
+			_ = node.Close()
 		}
 		return nil, err
 	}
@@ -114,10 +133,13 @@ func (d *Daemon) Run() error {
 			startNode = nil
 		}
 	}
+	stopRules := make(chan struct{})
+	defer close(stopRules)
+	go d.rules.Watch(stopRules, d.rulesEvery)
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.repl}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules, d.repl}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
 		if err != nil {
 			_ = srv.Close()
 			return err

@@ -9,15 +9,19 @@
 // health endpoints, and bounded in connections and time so that its
 // clients cannot take the RESP port's descriptors, by a listener of its own,
 // connLimiter, since golang.org/x/net/netutil's only makes clients wait),
-// then
+// and the limits defined on the server (package rules: rules-file loaded,
+// watched and reloaded on SIGHUP; the checker's Store, which charges a
+// counter on this node's engine or on its slot's owner; the domains RULES
+// SET defines kept in the store and shared with the cluster), then
 // starts and stops them in order (Run, Shutdown, Close, as net/http's
 // Server).
 //
 // Package daemon owns that wiring, its order, and the adapters between
 // the parts. It reads no flags or environment and no files but those the
-// settings name for its parts (the TLS files, the snapshot store), and it
+// settings name for its parts (the TLS files, the snapshot store,
+// rules-file), and it
 // sets nothing for the whole process: GOMAXPROCS, the GC target, signals
 // and the log and pid files belong to cmd/cellserver. It imports server,
-// commands, persist, cluster, replication, metrics and the packages below them;
+// commands, persist, cluster, replication, metrics, rules and the packages below them;
 // nothing imports it but cmd/cellserver and tests.
 package daemon

@@ -14,6 +14,7 @@ import (
 	"github.com/cellserver/cellserver/console"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/replication"
+	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -22,9 +23,10 @@ import (
 // cluster mode is (node not nil).
 type metricsSource struct {
 	*server.Server
-	p    *persistence
-	node *cluster.Node
-	repl *replication.Replication
+	p     *persistence
+	node  *cluster.Node
+	rules *rules.Manager
+	repl  *replication.Replication
 }
 
 // Replication returns the replication figures for the metrics.
@@ -51,7 +53,20 @@ func (m metricsSource) Replication() (metrics.Replication, bool) {
 var (
 	_ metrics.SnapshotSource = metricsSource{}
 	_ metrics.ClusterSource  = metricsSource{}
+	_ metrics.RulesSource    = metricsSource{}
 )
+
+func (m metricsSource) Rules() metrics.RulesStats {
+	in := m.rules.Info()
+	s := metrics.RulesStats{Domains: in.Domains, Rules: in.Rules, LoadedUnix: float64(in.Loaded.UnixNano()) / 1e9,
+		Reloads: in.Reloads, Failures: in.Failures}
+	m.rules.Service().EachStats(func(key string, st *rules.Stats) {
+		s.Counters = append(s.Counters, metrics.RuleCounters{Key: key, TotalHits: st.TotalHits.Load(),
+			OverLimit: st.OverLimit.Load(), NearLimit: st.NearLimit.Load(), WithinLimit: st.WithinLimit.Load(),
+			ShadowMode: st.ShadowMode.Load()})
+	})
+	return s
+}
 
 func (m metricsSource) Snapshots() (metrics.Snapshots, bool) {
 	if m.p == nil {

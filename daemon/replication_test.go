@@ -124,6 +124,10 @@ func TestReplicaCopiesAndStreams(t *testing.T) {
 	for _, cmd := range [][]string{{"CL.THROTTLE", "cl", "2", "1", "60"}, {"DEL", "cl"}, {"FLUSHALL"}, {"ML.THROTTLE", "1", "cl", "ml", "2", "1", "60"}} {
 		r.CheckDo("-READONLY You can't write against a read only replica.\r\n", cmd...)
 	}
+	r.CheckDo("-READONLY You can't write against a read only replica.\r\n", "RL.CHECK", "api", "user", "alice")
+	if got := r.Do("RL.CHECK", "api", "user", "alice", "HITS", "0"); !strings.HasPrefix(got, "*6\r\n") {
+		t.Errorf("RL.CHECK … HITS 0 on the replica: %q", got)
+	}
 	if got, want := r.Do("CL.THROTTLE", "cl", "2", "1", "60", "0"), p.Do("CL.THROTTLE", "cl", "2", "1", "60", "0"); got != want || !strings.HasPrefix(got, "*5\r\n:0\r\n:3\r\n:0\r\n") {
 		t.Errorf("cost-0 call on the replica: %q, want the primary's %q", got, want)
 	}

@@ -18,6 +18,15 @@ type ClusterStats struct {
 	SlotsServed int
 	// Members is how many live members this node knows, itself included.
 	Members int
+	// NodesPFail and NodesFail count the members this node flags pfail
+	// (a probe went unanswered) and fail (several did, or gossip dropped
+	// it); SlotsPFail and SlotsFail count the slots they own (CLUSTER
+	// INFO's cluster_slots_pfail and cluster_slots_fail).
+	NodesPFail, NodesFail int
+	SlotsPFail, SlotsFail int
+	// StateOK is CLUSTER INFO's cluster_state: every slot has an owner
+	// and no owner is fail.
+	StateOK bool
 }
 
 // ClusterSource is what a Source implements to have its cluster node
@@ -35,6 +44,13 @@ const (
 	DirectionIn  = "in"
 )
 
+// Flags label cellserver_cluster_nodes_failing and
+// cellserver_cluster_slots_failing, as CLUSTER NODES' flags.
+const (
+	FlagPFail = "pfail"
+	FlagFail  = "fail"
+)
+
 var (
 	descKeysMoved = prometheus.NewDesc("cellserver_cluster_keys_moved_total",
 		"Keys moved between this node and others by slot hand-offs since the start, by direction (out: handed to other nodes, in: received).",
@@ -43,11 +59,19 @@ var (
 		"Hash slots this node answers for now.", nil, nil)
 	descMembers = prometheus.NewDesc("cellserver_cluster_members",
 		"Live cluster members this node knows, itself included.", nil, nil)
+	descStateOK = prometheus.NewDesc("cellserver_cluster_state_ok",
+		"1 while CLUSTER INFO's cluster_state is ok (every slot has an owner, and no owner is fail), else 0.", nil, nil)
+	descNodesFailing = prometheus.NewDesc("cellserver_cluster_nodes_failing",
+		"Members this node flags pfail (a probe went unanswered) or fail (several in a row did, or gossip dropped it), by flag.",
+		[]string{"flag"}, nil)
+	descSlotsFailing = prometheus.NewDesc("cellserver_cluster_slots_failing",
+		"Hash slots whose owner this node flags pfail or fail, by flag (CLUSTER INFO's cluster_slots_pfail and cluster_slots_fail).",
+		[]string{"flag"}, nil)
 )
 
 // describeCluster sends the cluster series' descriptions.
 func describeCluster(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descKeysMoved, descSlotsServed, descMembers} {
+	for _, d := range []*prometheus.Desc{descKeysMoved, descSlotsServed, descMembers, descStateOK, descNodesFailing, descSlotsFailing} {
 		ch <- d
 	}
 }
@@ -67,4 +91,13 @@ func collectCluster(src Source, ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descKeysMoved, prometheus.CounterValue, float64(s.KeysIn), DirectionIn)
 	ch <- prometheus.MustNewConstMetric(descSlotsServed, prometheus.GaugeValue, float64(s.SlotsServed))
 	ch <- prometheus.MustNewConstMetric(descMembers, prometheus.GaugeValue, float64(s.Members))
+	stateOK := 0.0
+	if s.StateOK {
+		stateOK = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descStateOK, prometheus.GaugeValue, stateOK)
+	ch <- prometheus.MustNewConstMetric(descNodesFailing, prometheus.GaugeValue, float64(s.NodesPFail), FlagPFail)
+	ch <- prometheus.MustNewConstMetric(descNodesFailing, prometheus.GaugeValue, float64(s.NodesFail), FlagFail)
+	ch <- prometheus.MustNewConstMetric(descSlotsFailing, prometheus.GaugeValue, float64(s.SlotsPFail), FlagPFail)
+	ch <- prometheus.MustNewConstMetric(descSlotsFailing, prometheus.GaugeValue, float64(s.SlotsFail), FlagFail)
 }

@@ -25,9 +25,10 @@ var _ metrics.ClusterSource = clusterSource{}
 // mode.
 func TestClusterSeries(t *testing.T) {
 	srv := inproc.Start(t).Server
-	names := []string{"cellserver_cluster_keys_moved_total", "cellserver_cluster_slots_served", "cellserver_cluster_members"}
+	names := []string{"cellserver_cluster_keys_moved_total", "cellserver_cluster_slots_served", "cellserver_cluster_members",
+		"cellserver_cluster_state_ok", "cellserver_cluster_nodes_failing", "cellserver_cluster_slots_failing"}
 	src := clusterSource{Source: srv, on: true,
-		stats: metrics.ClusterStats{KeysOut: 12, KeysIn: 34, SlotsServed: 5461, Members: 3}}
+		stats: metrics.ClusterStats{KeysOut: 12, KeysIn: 34, SlotsServed: 5461, Members: 3, NodesPFail: 1, NodesFail: 2, SlotsPFail: 5000, SlotsFail: 5461}}
 	want := `
 # HELP cellserver_cluster_keys_moved_total Keys moved between this node and others by slot hand-offs since the start, by direction (out: handed to other nodes, in: received).
 # TYPE cellserver_cluster_keys_moved_total counter
@@ -36,9 +37,20 @@ cellserver_cluster_keys_moved_total{direction="out"} 12
 # HELP cellserver_cluster_members Live cluster members this node knows, itself included.
 # TYPE cellserver_cluster_members gauge
 cellserver_cluster_members 3
+# HELP cellserver_cluster_nodes_failing Members this node flags pfail (a probe went unanswered) or fail (several in a row did, or gossip dropped it), by flag.
+# TYPE cellserver_cluster_nodes_failing gauge
+cellserver_cluster_nodes_failing{flag="fail"} 2
+cellserver_cluster_nodes_failing{flag="pfail"} 1
+# HELP cellserver_cluster_slots_failing Hash slots whose owner this node flags pfail or fail, by flag (CLUSTER INFO's cluster_slots_pfail and cluster_slots_fail).
+# TYPE cellserver_cluster_slots_failing gauge
+cellserver_cluster_slots_failing{flag="fail"} 5461
+cellserver_cluster_slots_failing{flag="pfail"} 5000
 # HELP cellserver_cluster_slots_served Hash slots this node answers for now.
 # TYPE cellserver_cluster_slots_served gauge
 cellserver_cluster_slots_served 5461
+# HELP cellserver_cluster_state_ok 1 while CLUSTER INFO's cluster_state is ok (every slot has an owner, and no owner is fail), else 0.
+# TYPE cellserver_cluster_state_ok gauge
+cellserver_cluster_state_ok 0
 `
 	if err := testutil.CollectAndCompare(metrics.NewCollector(src), strings.NewReader(want), names...); err != nil {
 		t.Error(err)

@@ -111,6 +111,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	describeCluster(ch)
 	describeSnapshots(ch)
+	describeRules(ch)
 	describeReplication(ch)
 }
 
@@ -159,6 +160,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthRefused), "over_budget")
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
+	collectRules(c.src, ch)
 	collectReplication(c.src, ch)
 }
 

@@ -19,7 +19,9 @@
 // stream or drop a slot in cluster mode); the value is the engine's record
 // encoding (engine.Record.AppendBinary). Keys starting with 0xFF hold the
 // store's own facts: its format version, written when the store is created
-// and checked when it is opened, and the generation of the last snapshot.
+// and checked when it is opened, the generation of the last snapshot, and
+// metadata records, small facts kept beside the snapshots such as the
+// rules RULES SET defines (meta.go).
 //
 // A newer build reads every older format version (FormatVersion); the
 // store in testdata/store-v1 was written by version 1's code, and

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/cellserver/cellserver/rules"
 	"io"
 	"sort"
 	"strings"
@@ -230,6 +231,16 @@ type Config struct {
 	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
+	// RulesFile is rules-file: the limits defined on the server, in
+	// envoyproxy/ratelimit's YAML format, a file of one domain or a
+	// directory of such files, which package daemon loads at start and
+	// reloads when it changes, on SIGHUP and on RULES RELOAD. Default: ""
+	// (none: RULES SET alone defines domains).
+	RulesFile string
+	// Rules is the rules RL.CHECK and RULES work on, which package daemon
+	// builds (with RulesFile, persistence and cluster mode); nil: the
+	// command table's own. Not a setting.
+	Rules *rules.Manager
 }
 
 // OutputLimit is one class's client-output-buffer-limit; 0 is no limit.

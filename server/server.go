@@ -125,7 +125,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.eng, s.loc = eng, eng.Ahead()
-	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router, Secret: isSecret})
+	s.table = commands.NewTable(s, commands.Options{EnableDebug: cfg.EnableDebugCommand, DebugLocalOnly: cfg.DebugLocalOnly, Router: cfg.Router, Secret: isSecret, Rules: cfg.Rules})
 	for _, r := range cfg.RenameCommands {
 		if err := s.table.Rename(r[0], r[1]); err != nil {
 			return nil, fmt.Errorf("rename-command %s %q: %w", r[0], r[1], err)

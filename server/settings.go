@@ -482,6 +482,8 @@ var settings = []setting{
 			}
 			return errors.New("argument must be 'no', 'upstart', 'systemd' or 'auto'")
 		}},
+	// Limits defined on the server (package rules).
+	stringSetting("rules-file", func(c *Config) *string { return &c.RulesFile }),
 }
 
 func yesNo(b bool) string {

@@ -52,7 +52,7 @@ import (
 
 func main() {
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	if err := run(os.Args[1:], os.Stdout, sigs); err != nil {
 		fmt.Fprintf(os.Stderr, "cellserver: %v\n", err)
 		os.Exit(1)
@@ -111,10 +111,16 @@ func run(args []string, stdout io.Writer, sigs <-chan os.Signal) error {
 	}
 	go func() {
 		var sig os.Signal
-		select {
-		case sig = <-sigs:
-		case <-d.Done():
-			return
+		for sig == nil {
+			select {
+			case sig = <-sigs:
+			case <-d.Done():
+				return
+			}
+			if sig == syscall.SIGHUP { // reload rules-file; a refused file is logged
+				_ = d.ReloadRules()
+				sig = nil
+			}
 		}
 		d.Logf("warning", "Received %s, scheduling shutdown...", sig)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -2,10 +2,13 @@ package integration
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/internal/testkit"
 )
 
@@ -159,6 +162,12 @@ func TestClusterPersistence(t *testing.T) {
 		// than c's snapshot, and stays; the others come back spent.
 		hits[onC[0]] = 0
 		hit(t, "while c is down", clusterClient(t, a, b), onC[0])
+		// c comes back as a new member (its node file removed: with it, c
+		// would own its slots again), so that some of its keys go to other
+		// owners, whose deletion is checked below.
+		if err := os.Remove(filepath.Join(dirs["c"], cluster.NodeFileName)); err != nil {
+			t.Fatal(err)
+		}
 		c = start("c", a)
 		check(t, "after c came back", a, b, c)
 		// A key c sent to its new owner is deleted from c's store too: once

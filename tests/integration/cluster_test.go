@@ -120,16 +120,17 @@ func settle(t *testing.T, nodes ...*proc) []string {
 			}
 		}
 		for _, n := range nodes {
+			// cluster_size, the members owning slots: cluster_known_nodes
+			// also counts a killed node, listed as fail for a while.
 			info, err := n.rdb.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r\n", len(nodes))) {
+			if err != nil || !strings.Contains(info, fmt.Sprintf("cluster_size:%d\r\n", len(nodes))) {
 				why = fmt.Sprintf("CLUSTER INFO on node %d: %v %q", n.Port, err, info)
 				return false
 			}
 		}
 		return true
 	}
-	// CLUSTER SLOTS is large (rendezvous hashing scatters the slots): allow
-	// for a machine busy with other work.
+	// Allow for a machine busy with other work.
 	testkit.Until(t, 30*time.Second, fmt.Sprintf("%d nodes to agree on the slot map", len(nodes)), func() error {
 		if agreed() {
 			return nil
@@ -340,17 +341,19 @@ func TestCluster(t *testing.T) {
 		wantOK(t, d.rdb, "CLUSTER", "MEET", "127.0.0.1", b.Port)
 		after := settle(t, a, b, c, d)
 		<-storm
-		moved := 0
+		// Most moved slots go to d; exact shares make the others pass a
+		// few between them too (docs/commands.md#cluster).
+		moved, toD := 0, 0
 		for s := range after {
 			if after[s] != owners[s] {
 				moved++
-				if after[s] != d.Addr {
-					t.Fatalf("slot %d moved from %s to %s, not to the new node", s, owners[s], after[s])
+				if after[s] == d.Addr {
+					toD++
 				}
 			}
 		}
-		if moved < 3400 || moved > 4800 {
-			t.Errorf("%d slots moved to the 4th node, want about 16384/4", moved)
+		if moved < 3400 || moved > 4800 || toD < moved*9/10 {
+			t.Errorf("%d slots moved, %d of them to the 4th node; want about 16384/4, nearly all to it", moved, toD)
 		}
 		owners = after
 		cc.ReloadState(ctx)
