@@ -195,7 +195,13 @@ func hello(c *Client, req *Request) {
 	c.W.WriteBulkString("mode")
 	c.W.WriteBulkString("standalone")
 	c.W.WriteBulkString("role")
-	c.W.WriteBulkString("master")
+	role := "master"
+	if rep := c.host.Replication(); rep != nil {
+		if r := rep.Role(); len(r) > 0 && r[0] == "slave" {
+			role = "replica" // HELLO's word, where ROLE and INFO say slave
+		}
+	}
+	c.W.WriteBulkString(role)
 	c.W.WriteBulkString("modules")
 	c.W.WriteArray(0)
 }
@@ -333,6 +339,12 @@ func (c *Client) infoLine(now time.Time) string {
 	flags := " flags=N"
 	if subs+psubs > 0 {
 		flags = " flags=P"
+	}
+	if c.replica.Load() {
+		flags = " flags=S"
+	}
+	if c.master.Load() {
+		flags = " flags=M"
 	}
 	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
@@ -494,6 +506,12 @@ func parseClientType(name []byte) (clientType, bool) {
 // or pattern, else normal (cellserver has no replication yet). Safe from
 // any goroutine.
 func (c *Client) clientType() clientType {
+	if c.replica.Load() {
+		return clientReplica
+	}
+	if c.master.Load() {
+		return clientMaster
+	}
 	if c.subCounts.Load() != 0 {
 		return clientPubSub
 	}

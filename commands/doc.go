@@ -13,8 +13,10 @@
 // derived from limiter.Kinds, ML.THROTTLE and LIMITER.TOP),
 // cmd_keyspace.go, cmd_connection.go, cmd_server.go, cmd_command.go,
 // cmd_slowlog.go, cmd_persistence.go, cmd_multi.go, cmd_cluster.go,
-// cmd_rules.go (RL.CHECK and RULES, over package rules) and cmd_script.go
-// (SCRIPT for a server that runs no scripts); pubsub.go
+// cmd_rules.go (RL.CHECK and RULES, over package rules), cmd_replication.go
+// (REPLICAOF, ROLE, WAIT, REPLCONF, REPLSYNC, INFO replication, through
+// the Replication interface) and cmd_script.go (SCRIPT for a server that
+// runs no scripts); pubsub.go
 // holds pub/sub's commands and its registry of subscriptions, whose
 // subscribers' output the server writes through the Pusher it gives each
 // client; authguard.go holds the failed-AUTH budgets per client address.

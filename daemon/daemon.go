@@ -9,6 +9,7 @@ import (
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/grpcsvc"
 	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/replication"
 	"github.com/cellserver/cellserver/rules"
 	"github.com/cellserver/cellserver/server"
 )
@@ -37,6 +38,7 @@ type Daemon struct {
 	node  *cluster.Node // nil: cluster mode off
 	p     *persistence  // nil: persistence off
 	rules *rules.Manager
+	repl  *replication.Replication
 	// rulesEvery is how often rules-file is checked for changes
 	// (rulesWatchInterval; tests shorten it).
 	rulesEvery time.Duration
@@ -107,6 +109,7 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
+	d.repl = wireReplication(srv, scfg)
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
@@ -147,7 +150,7 @@ func (d *Daemon) Run() error {
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.rules, d.repl}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig, d.rl)
 		if err != nil {
 			_ = srv.Close()
 			return err
@@ -169,6 +172,19 @@ func (d *Daemon) Run() error {
 		close(loaded)
 		loadErr <- nil
 	}
+	go func() {
+		// A replica connects once its own keys are loaded: the full copy
+		// then replaces them all, and a restore cannot bring back a key
+		// the primary has removed.
+		select {
+		case <-loaded:
+		case <-d.stopping:
+			return
+		}
+		if err := startReplica(d.repl, d.cfg); err != nil {
+			srv.Logf("warning", "replicaof %s: %v", d.cfg.ReplicaOf, err)
+		}
+	}()
 	err := srv.ListenAndServe()
 	if errors.Is(err, server.ErrServerClosed) {
 		<-srv.Done()

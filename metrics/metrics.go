@@ -112,6 +112,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	describeCluster(ch)
 	describeSnapshots(ch)
 	describeRules(ch)
+	describeReplication(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -160,6 +161,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
 	collectRules(c.src, ch)
+	collectReplication(c.src, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

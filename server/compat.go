@@ -39,8 +39,6 @@ func (d Directive) String() string { return d.Name + " " + redact(d.Name, d.Valu
 var (
 	// accept takes any value.
 	accept = directive{}
-	// acceptSecret takes any value and keeps it out of the log.
-	acceptSecret = directive{secret: true}
 )
 
 // only accepts the values given (in any case) and refuses the rest with why.
@@ -56,7 +54,6 @@ func only(why string, values ...string) directive {
 }
 
 const (
-	noReplication = "cellserver does not replicate"
 	noACL         = "cellserver has no ACL users: set requirepass (or requirepass-file) for the default user's password"
 	noUnencrypted = "cellserver reads only an unencrypted private key: decrypt it (openssl pkey) and keep the file private (mode 0600)"
 )
@@ -149,30 +146,19 @@ var directives = map[string]directive{
 	"aof-timestamp-enabled":         accept,
 	"aof-rewrite-incremental-fsync": accept,
 	// Replication: a replicaof line is refused; the rest only tune it.
-	"replicaof":                        only(noReplication, ""),
-	"slaveof":                          only(noReplication, ""),
-	"masterauth":                       acceptSecret,
-	"masteruser":                       accept,
 	"replica-serve-stale-data":         accept,
-	"replica-read-only":                accept,
 	"repl-diskless-sync":               accept,
 	"repl-diskless-sync-delay":         accept,
 	"repl-diskless-sync-max-replicas":  accept,
 	"repl-diskless-load":               accept,
 	"repl-ping-replica-period":         accept,
-	"repl-timeout":                     accept,
 	"repl-disable-tcp-nodelay":         accept,
-	"repl-backlog-size":                accept,
 	"repl-backlog-ttl":                 accept,
-	"replica-priority":                 accept,
-	"replica-announced":                accept,
-	"replica-announce-ip":              accept,
-	"replica-announce-port":            accept,
 	"replica-lazy-flush":               accept,
 	"replica-ignore-maxmemory":         accept,
 	"replica-ignore-disk-write-errors": accept,
 	"propagation-error-behavior":       accept,
-	"min-replicas-to-write":            only("cellserver has no replicas to wait for", "0"),
+	"min-replicas-to-write":            only("cellserver never refuses writes for want of replicas: use WAIT after a write that must reach one (no replicas are counted here)", "0"),
 	"min-replicas-max-lag":             accept,
 	// Redis Cluster's own settings; cellserver's cluster mode has its own
 	// (cluster-enabled, cluster-port, cluster-announce-*, cluster-join).
@@ -205,7 +191,6 @@ var directives = map[string]directive{
 	"tls-session-caching":       accept,
 	"tls-session-cache-size":    accept,
 	"tls-session-cache-timeout": accept,
-	"tls-replication":           accept,
 	// Encodings of Redis's data types, which cellserver does not have.
 	"hash-max-listpack-entries": accept,
 	"hash-max-listpack-value":   accept,

@@ -35,9 +35,12 @@ func (s *Server) QueryBufferLimit() int64 { return s.limits.maxQuery.Load() }
 func (s *Server) Clients() []*commands.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*commands.Client, 0, len(s.clients))
+	out := make([]*commands.Client, 0, len(s.clients)+1)
 	for c := range s.clients {
 		out = append(out, c)
+	}
+	if s.link != nil {
+		out = append(out, s.link)
 	}
 	return out
 }
@@ -106,6 +109,9 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	s.table.SetAuthLimits(s.cfg.AuthLimits)
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
+	}
+	if s.repl != nil {
+		s.repl.ReadOnlyChanged(s.cfg.ReplicaReadOnly) // cfgMu is held: the value is passed
 	}
 	if save && s.persist != nil {
 		if err := s.persist.SetSaveRules(s.cfg.SaveRules()); err != nil {
