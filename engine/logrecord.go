@@ -335,6 +335,7 @@ func (s *shard) inPlaceLocked(key []byte, h uint64, i int, now int64, r limiter.
 		t.putWord(p, out.ExpireMs)
 		t.arena[uint32(t.slots[i])] |= t.dirtyBit // changed, for the next snapshot (dirty.go)
 		s.changes++
+		s.feedLocked(key, uint32(slotTag(h)>>32))
 	}
 	if out.Result.Limited {
 		s.limited[limiter.KindSlidingLog]++

@@ -50,6 +50,10 @@ type shard struct {
 	// waited is set when a request found mu taken (lock), so that
 	// TakeDirty, between its chunks, lets it run (dirty.go).
 	waited atomic.Bool
+	// feed lists the keys changed since the change feed's last drain, and
+	// spare is the list the next drain swaps in; both nil with the feed
+	// off (feed.go).
+	feed, spare *feed
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
@@ -95,6 +99,7 @@ func (s *shard) putLocked(key []byte, h uint64, i int, e *entry) error {
 		return ErrShardFull
 	}
 	s.changes++
+	s.feedLocked(key, uint32(slotTag(h)>>32))
 	if was != e.kind {
 		if was != limiter.KindNone {
 			s.kinds[was]--
@@ -113,6 +118,9 @@ func (s *shard) removeLocked(i int) (reshaped bool) {
 	if s.track {
 		s.noteDeletedLocked(s.t.keyOf(uint32(s.t.slots[i])))
 	}
+	if s.feed != nil {
+		s.feed.noteLocked(s.t.keyOf(uint32(s.t.slots[i])), uint32(s.t.slots[i]>>32))
+	}
 	n := len(s.t.slots)
 	s.t.removeAt(i)
 	return len(s.t.slots) != n
@@ -126,6 +134,10 @@ func (s *shard) clearLocked() {
 	s.kinds = [limiter.NumKinds]int64{}
 	if s.track {
 		s.flushed, s.deleted = true, s.deleted[:0]
+	}
+	if f := s.feed; f != nil {
+		f.flushed, f.keys = true, f.keys[:0]
+		clear(f.at)
 	}
 }
 
