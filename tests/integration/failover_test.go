@@ -15,6 +15,7 @@ import (
 
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/internal/testkit/ha"
+	"github.com/redis/go-redis/v9"
 )
 
 // haKey is a key a failover test drives into its limited state before the
@@ -341,5 +342,88 @@ func wantErrPrefix(t *testing.T, rdb doer, prefix string, args ...any) {
 	v, err := rdb.Do(ctx, args...).Result()
 	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
 		t.Fatalf("%v: got %#v, %v, want an error %q...", args, v, err, prefix)
+	}
+}
+
+// TestFailoverHammer: one client hammers one key through go-redis's
+// FailoverClient, at most one request per millisecond, a limit of 300 (FW.INCR on
+// cellserver; INCR, admitted while the count is at most 300, on Redis),
+// and the primary is killed with SIGKILL once 150 have been admitted. The
+// Sentinels promote the replica, the client goes on until the new primary
+// refuses, and the test counts the admissions. The new primary holds
+// every change the replica had applied, so the admissions exceed the
+// limit by at most those the old primary granted and had not shipped:
+// replication ships changes within a few milliseconds (its target is 99%
+// applied within 10 ms), so the bound asserted is the limit plus the
+// admissions the client got in the 50 ms before the kill, a window wide
+// enough for a loaded machine's scheduling and far narrower than the 150
+// a replica that held nothing would let through again.
+func TestFailoverHammer(t *testing.T) {
+	for _, kind := range []ha.Kind{ha.Redis, ha.Cellserver} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			testFailoverHammer(t, kind)
+		})
+	}
+}
+
+func testFailoverHammer(t *testing.T, kind ha.Kind) {
+	const limit, killAt, window = 300, 150, 50 * time.Millisecond
+	g := ha.Start(t, ha.Options{Kind: kind}, 1)
+	primary, replica := g.Nodes[0], g.Nodes[1]
+	fc := g.FailoverClient(t, func(o *redis.FailoverOptions) { o.MaxRetries = -1 })
+	admit := func() (bool, error) {
+		if kind == ha.Redis {
+			n, err := fc.Incr(ctx, "hammer").Result()
+			return n <= limit, err
+		}
+		v, err := fc.Do(ctx, "FW.INCR", "hammer", limit, 1000000).Int64Slice()
+		return err == nil && v[0] == 0, err
+	}
+
+	var admitted []time.Time // when each admission's reply came
+	var killed time.Time
+	refusedAfter, errs := 0, 0
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for refusedAfter < 20 { // the new primary refuses: the limit is reached there
+		if time.Now().After(deadline) {
+			t.Fatalf("still admitted 30 s on: %d admissions, %d errors", len(admitted), errs)
+		}
+		<-tick.C
+		ok, err := admit()
+		switch {
+		case err != nil:
+			errs++
+		case ok:
+			admitted = append(admitted, time.Now())
+		case !killed.IsZero():
+			refusedAfter++
+		}
+		if killed.IsZero() && len(admitted) == killAt {
+			_ = primary.Signal(os.Kill)
+			killed = time.Now()
+		}
+	}
+	primary.Kill() // reaped
+	inWindow := 0
+	for _, at := range admitted {
+		if at.After(killed.Add(-window)) && at.Before(killed.Add(window)) {
+			inWindow++
+		}
+	}
+	bound := limit + inWindow
+	t.Logf("%s: %d admissions for a limit of %d (%d in the %v before the kill; %d errors while the Sentinels failed over)",
+		kind, len(admitted), limit, inWindow, window, errs)
+	if len(admitted) > bound {
+		t.Errorf("%d admissions, want at most %d: the limit and the %d admitted in the %v before the kill",
+			len(admitted), bound, inWindow, window)
+	}
+	if len(admitted) < limit {
+		t.Errorf("%d admissions, want at least the limit %d", len(admitted), limit)
+	}
+	if g.MasterAddr() != replica.Addr {
+		t.Errorf("the Sentinels name %q the master, want the replica %s", g.MasterAddr(), replica.Addr)
 	}
 }
