@@ -2,6 +2,7 @@ package commands
 
 import (
 	"crypto/tls"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,6 +105,14 @@ type Client struct {
 	linkState     []byte                      // the link handshake's state between its steps (Router.Link)
 	tlsState      func() *tls.ConnectionState // the connection's TLS state; nil: plain TCP
 	multiSlot     int                         // the slot of the keys queued in MULTI, -1 none yet (cluster mode)
+
+	// Replication (cmd_replication.go): what REPLCONF announced, whether
+	// the connection is a replica's link (type slave), and what REPLSYNC
+	// asked the server to run on the connection once its reply is out.
+	replPort int
+	replIP   string
+	replica  atomic.Bool
+	handOff  func(nc net.Conn, buffered []byte)
 
 	// Pub/sub (pubsub.go), changed on the connection's goroutine only:
 	// the channels and patterns subscribed, their count (non-zero: the

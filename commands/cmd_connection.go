@@ -334,6 +334,9 @@ func (c *Client) infoLine(now time.Time) string {
 	if subs+psubs > 0 {
 		flags = " flags=P"
 	}
+	if c.replica.Load() {
+		flags = " flags=S"
+	}
 	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
 	b.WriteString(" qbuf-free=" + strconv.FormatInt(c.bufs[1].Load(), 10))
@@ -494,6 +497,9 @@ func parseClientType(name []byte) (clientType, bool) {
 // or pattern, else normal (cellserver has no replication yet). Safe from
 // any goroutine.
 func (c *Client) clientType() clientType {
+	if c.replica.Load() {
+		return clientReplica
+	}
 	if c.subCounts.Load() != 0 {
 		return clientPubSub
 	}

@@ -227,6 +227,7 @@ var infoSections = []struct {
 	{"memory", true, infoMemory},
 	{"persistence", true, infoPersistence},
 	{"stats", true, infoStats},
+	{"replication", true, infoReplication},
 	{"cpu", true, infoCPU},
 	{"errorstats", true, infoErrorstats},
 	{"commandstats", false, infoCommandstats},

@@ -85,6 +85,8 @@ func (t *Table) admit(c *Client, cmd *Command, args [][]byte) string {
 		return errSubscribedContext(cmd.Name)
 	case cmd.Flags&FlagStale == 0 && t.loading.Load():
 		return errLoading
+	case cmd.Flags&FlagWrite != 0 && t.readOnly.Load() && !costZero(cmd, args):
+		return errReadOnly
 	case c.multi && cmd.Flags&FlagNoMulti != 0:
 		return errNotInMulti
 	case cmd.Flags&FlagNewKeys != 0 && t.keyTooLarge(cmd, args):

@@ -70,6 +70,7 @@ func (h *fakeHost) RequestShutdown(save bool) {
 	h.shutdown++
 	h.shutdownSave = save
 }
+func (h *fakeHost) Replication() Replication { return nil }
 func (h *fakeHost) Persistence() Persistence {
 	if h.persist == nil {
 		return nil // not a typed nil

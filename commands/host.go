@@ -42,6 +42,9 @@ type Host interface {
 	RequestShutdown(save bool)
 	// Persistence is the server's snapshots, nil when persistence is off.
 	Persistence() Persistence
+	// Replication is the server's replication, nil when it has none
+	// (a server built without the daemon).
+	Replication() Replication
 	// Logf logs at level ("debug", "verbose", "notice", "warning").
 	Logf(level, format string, args ...any)
 }

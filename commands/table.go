@@ -108,16 +108,17 @@ type Table struct {
 	list   []*Command          // in registration order
 	host   Host
 
-	now     func() time.Time                            // Options.Now
-	sleep   func(d time.Duration, stop <-chan struct{}) // Options.Sleep
-	authLog loglimit.Limit                              // failed AUTH's log lines
-	auth    *authGuard                                  // failed-AUTH budgets (authguard.go)
-	errors  errorStats                                  // error replies by first word (errstats.go)
-	loading atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
-	slow    slowlog
-	pubsub  hub               // channels and patterns subscribed (pubsub.go)
-	router  Router            // nil when cluster mode is off
-	secret  func(string) bool // Options.Secret
+	now      func() time.Time                            // Options.Now
+	sleep    func(d time.Duration, stop <-chan struct{}) // Options.Sleep
+	authLog  loglimit.Limit                              // failed AUTH's log lines
+	auth     *authGuard                                  // failed-AUTH budgets (authguard.go)
+	errors   errorStats                                  // error replies by first word (errstats.go)
+	readOnly atomic.Bool                                 // a read-only replica: writes are refused (SetReadOnly)
+	loading  atomic.Bool                                 // a restore is under way: commands without FlagStale are refused
+	slow     slowlog
+	pubsub   hub               // channels and patterns subscribed (pubsub.go)
+	router   Router            // nil when cluster mode is off
+	secret   func(string) bool // Options.Secret
 	// maxKeySize is max-key-size: the longest key a FlagNewKeys command
 	// may name.
 	maxKeySize atomic.Int64
@@ -215,6 +216,7 @@ func NewTable(host Host, opt Options) *Table {
 	registerConnection(t)
 	registerServer(t)
 	registerPersistence(t)
+	registerReplication(t)
 	registerSlowlog(t)
 	registerScript(t)
 	registerPubSub(t)

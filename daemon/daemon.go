@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/persist"
+	"github.com/cellserver/cellserver/replication"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -33,6 +34,7 @@ type Daemon struct {
 	srv  *server.Server
 	node *cluster.Node // nil: cluster mode off
 	p    *persistence  // nil: persistence off
+	repl *replication.Replication
 
 	ready    chan struct{} // Ready
 	stopping chan struct{} // Stopping
@@ -77,6 +79,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d.cfg, d.srv, d.node = scfg, srv, node
 	storeLog.attach(srv.Logf)
+	d.repl = wireReplication(srv, scfg)
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)
@@ -128,6 +131,19 @@ func (d *Daemon) Run() error {
 		close(loaded)
 		loadErr <- nil
 	}
+	go func() {
+		// A replica connects once its own keys are loaded: the full copy
+		// then replaces them all, and a restore cannot bring back a key
+		// the primary has removed.
+		select {
+		case <-loaded:
+		case <-d.stopping:
+			return
+		}
+		if err := startReplica(d.repl, d.cfg); err != nil {
+			srv.Logf("warning", "replicaof %s: %v", d.cfg.ReplicaOf, err)
+		}
+	}()
 	err := srv.ListenAndServe()
 	if errors.Is(err, server.ErrServerClosed) {
 		<-srv.Done()

@@ -202,6 +202,31 @@ type Config struct {
 	// forwarded commands) TLS connections to the peers' TLS ports, with
 	// this node's certificate and CAs; it needs TLSPort. Default: false.
 	TLSCluster bool
+	// Replication's settings, which package daemon hands to package
+	// replication (see its Config and Settings for what each does).
+	// ReplicaOf is the primary to replicate at start, "host port".
+	// Default: "" (a primary). REPLICAOF changes it (CONFIG REWRITE).
+	ReplicaOf string
+	// MasterAuth and MasterUser are the password (and user) a replica
+	// gives its primary's AUTH. Default: "" (no AUTH).
+	MasterAuth, MasterUser string
+	// ReplicaReadOnly refuses writes on a replica (READONLY). Default: true.
+	ReplicaReadOnly bool
+	// ReplicaPriority is INFO's slave_priority, for Sentinel. Default: 100.
+	ReplicaPriority int
+	// ReplicaAnnounced is INFO's replica_announced. Default: true.
+	ReplicaAnnounced bool
+	// ReplicaAnnounceIP and ReplicaAnnouncePort are the address a replica
+	// gives its primary (REPLCONF). Default: its connection's, its port.
+	ReplicaAnnounceIP   string
+	ReplicaAnnouncePort int
+	// ReplBacklogSize is repl-backlog-size. Default: 16 MiB.
+	ReplBacklogSize int64
+	// ReplTimeout is repl-timeout in seconds. Default: 60.
+	ReplTimeout int
+	// TLSReplication makes a replica dial its primary's TLS port with the
+	// client TLS certificates. Default: false.
+	TLSReplication bool
 	// Router is cluster mode's router, which package daemon builds from
 	// the settings above; nil turns cluster mode off. Not a setting.
 	Router commands.Router
@@ -249,6 +274,12 @@ func DefaultConfig() Config {
 			ClassPubSub:  {Hard: 32 << 20, Soft: 8 << 20, SoftSeconds: 60},
 		},
 		ClusterWeight: 1,
+
+		ReplicaReadOnly:  true,
+		ReplicaPriority:  100,
+		ReplicaAnnounced: true,
+		ReplBacklogSize:  16 << 20,
+		ReplTimeout:      60,
 	}
 }
 

@@ -89,6 +89,11 @@ type conn struct {
 	taken     int       // bytes of buf[:n] taken by the requests run so far in this batch
 	counted   int64     // the buffers' bytes this connection has added to the engine's count (countBuffers)
 	push      *pusher   // once the client has subscribed (push.go): where its output goes
+
+	// What REPLSYNC handed the connection to, and the bytes read past it
+	// (replication.go).
+	handOffFn   func(nc net.Conn, buffered []byte)
+	handOffRest []byte
 }
 
 // serve runs the connection until the client leaves, breaks the protocol,
@@ -100,6 +105,9 @@ func (c *conn) serve() {
 	}
 	c.buf = make([]byte, readBufSize)
 	rawconn.ReadLoop(c.nc, c.afterRead)
+	if c.handOffFn != nil {
+		c.handOff(c.handOffFn, c.handOffRest)
+	}
 }
 
 // afterRead takes what a read brought (m bytes at buf[n:], or readErr),
@@ -159,6 +167,13 @@ func (c *conn) afterRead(m int, readErr error) []byte {
 			c.s.table.Dispatch(c.cl, args)
 		}
 		ran++
+		if fn := c.cl.HandOff(); fn != nil {
+			// A replica's link: serve runs fn once the read loop has
+			// returned (replication.go).
+			c.cl.Settle()
+			c.handOffFn, c.handOffRest = fn, append([]byte(nil), c.buf[r:n]...)
+			return nil
+		}
 		if c.cl.CloseAfterReply() {
 			c.cl.Settle()
 			c.flush(true) // closing anyway

@@ -107,6 +107,9 @@ func (s *Server) ConfigSet(pairs [][2]string) (bad int, err error) {
 	if timeout {
 		s.applyTimeout(s.cfg.Timeout)
 	}
+	if s.repl != nil {
+		s.repl.ReadOnlyChanged(s.cfg.ReplicaReadOnly) // cfgMu is held: the value is passed
+	}
 	if save && s.persist != nil {
 		if err := s.persist.SetSaveRules(s.cfg.SaveRules()); err != nil {
 			return 0, err

@@ -285,6 +285,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 				l.Close()
 			}
 			s.conns.Wait()
+			s.closeReplication()
 			s.closePersistence()
 			close(s.stopCron)
 			s.eng.Close()

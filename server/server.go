@@ -84,6 +84,7 @@ type Server struct {
 	conns      sync.WaitGroup
 
 	persist        Persistence // nil: persistence off
+	repl           Replication // nil: no replication (a server built without the daemon)
 	saveOnShutdown atomic.Bool // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
 
 	shutdownOnce sync.Once

@@ -420,6 +420,55 @@ var settings = []setting{
 			c.ClusterWeight = w
 			return nil
 		}},
+	{name: "replicaof",
+		get: func(c *Config) string { return c.ReplicaOf },
+		set: func(c *Config, v string) error { c.ReplicaOf = strings.Join(strings.Fields(v), " "); return nil },
+		check: func(c *Config) error {
+			if _, _, ok := ParseReplicaOf(c.ReplicaOf); c.ReplicaOf != "" && !ok {
+				return errors.New("argument must be <masterip> <masterport>")
+			}
+			if c.ReplicaOf != "" && c.ClusterEnabled {
+				return errors.New("replicaof is not allowed in cluster mode")
+			}
+			return nil
+		}},
+	{name: "slaveof", // replicaof's old name, in a config file
+		words: func(c *Config, words []string) error { c.ReplicaOf = strings.Join(words, " "); return nil }},
+	{name: "masterauth", mutable: true, secret: true,
+		get: func(c *Config) string { return c.MasterAuth },
+		set: func(c *Config, v string) error { c.MasterAuth = v; return nil }},
+	{name: "masteruser", mutable: true,
+		get: func(c *Config) string { return c.MasterUser },
+		set: func(c *Config, v string) error { c.MasterUser = v; return nil }},
+	{name: "replica-read-only", mutable: true,
+		get: func(c *Config) string { return yesNo(c.ReplicaReadOnly) },
+		set: boolSetting(func(c *Config, b bool) { c.ReplicaReadOnly = b })},
+	func() setting {
+		s := intRangeSetting("replica-priority", func(c *Config) *int { return &c.ReplicaPriority }, 0, 1<<31-1)
+		s.mutable = true
+		return s
+	}(),
+	{name: "replica-announced", mutable: true,
+		get: func(c *Config) string { return yesNo(c.ReplicaAnnounced) },
+		set: boolSetting(func(c *Config, b bool) { c.ReplicaAnnounced = b })},
+	{name: "replica-announce-ip", mutable: true,
+		get: func(c *Config) string { return c.ReplicaAnnounceIP },
+		set: func(c *Config, v string) error { c.ReplicaAnnounceIP = v; return nil }},
+	func() setting {
+		s := intRangeSetting("replica-announce-port", func(c *Config) *int { return &c.ReplicaAnnouncePort }, 0, 65535)
+		s.mutable = true
+		return s
+	}(),
+	{name: "repl-backlog-size",
+		get: func(c *Config) string { return strconv.FormatInt(c.ReplBacklogSize, 10) },
+		set: memSetting(func(c *Config, n int64) { c.ReplBacklogSize = n }),
+		check: func(c *Config) error {
+			return between(c.ReplBacklogSize, 16<<10, 1<<34)
+		}},
+	intRangeSetting("repl-timeout", func(c *Config) *int { return &c.ReplTimeout }, 1, 1<<31-1),
+	{name: "tls-replication", mutable: true,
+		get: func(c *Config) string { return yesNo(c.TLSReplication) },
+		set: boolSetting(func(c *Config, b bool) { c.TLSReplication = b })},
 	{name: "databases", get: func(*Config) string { return "1" }},
 	{name: "supervised",
 		get: func(c *Config) string { return c.Supervised },

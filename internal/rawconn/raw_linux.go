@@ -152,6 +152,10 @@ func (c *conn) probeFired(err error) bool {
 	return true
 }
 
+// detach disarms readLoop's probe, once the loop has returned, so that
+// the connection's reads from then on see only the deadlines they set.
+func (c *conn) detach() { c.probe(false) }
+
 // SetDeadline sets both deadlines, the read one as SetReadDeadline does.
 func (c *conn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {

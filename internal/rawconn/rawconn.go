@@ -25,7 +25,10 @@
 // machinery with no knowledge of RESP or of the server.
 package rawconn
 
-import "net"
+import (
+	"crypto/tls"
+	"net"
+)
 
 // readLooper is a connection that runs its own read loop (the raw path's
 // conn), with ReadLoop's contract.
@@ -57,5 +60,18 @@ func ReadLoop(nc net.Conn, next func(m int, err error) []byte) {
 	for b := next(0, nil); b != nil; {
 		m, err := nc.Read(b)
 		b = next(m, err)
+	}
+}
+
+// Detach readies nc, whose ReadLoop has returned, to be read and written
+// by other code (a replication link taking the connection over): the
+// loop's own read deadline is withdrawn. nc is Wrap's result, or a TLS
+// connection over it.
+func Detach(nc net.Conn) {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if d, ok := nc.(interface{ detach() }); ok {
+		d.detach()
 	}
 }

@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"crypto/tls"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/replication"
+	"github.com/cellserver/cellserver/server"
+)
+
+var (
+	_ commands.Replication = (*replication.Replication)(nil)
+	_ server.Replication   = (*replication.Replication)(nil)
+)
+
+// wireReplication builds the server's replication from its settings and
+// hands it to the server; with replicaof set, the server starts as a
+// replica of that primary.
+func wireReplication(srv *server.Server, scfg server.Config) *replication.Replication {
+	var clientTLS *tls.Config
+	if scfg.TLSConfig != nil {
+		// The replica dials with the server's own certificate (for a
+		// primary that checks clients) and trusts the same CAs.
+		clientTLS = &tls.Config{
+			Certificates: scfg.TLSConfig.Certificates,
+			RootCAs:      scfg.TLSConfig.ClientCAs,
+			MinVersion:   tls.VersionTLS12,
+		}
+	}
+	r := replication.New(srv.Engine(), replication.Config{
+		BacklogSize: int(scfg.ReplBacklogSize),
+		Timeout:     time.Duration(scfg.ReplTimeout) * time.Second,
+		Logf:        srv.Logf,
+		TLS:         clientTLS,
+		ClusterMode: scfg.ClusterEnabled,
+		SetReadOnly: srv.SetReadOnly,
+		OnReplicaOf: srv.SetReplicaOf,
+		Settings: func() replication.Settings {
+			c := srv.CurrentConfig()
+			port := c.Port
+			if c.TLSReplication && c.TLSPort != 0 {
+				port = c.TLSPort
+			}
+			return replication.Settings{
+				MasterAuth: c.MasterAuth, MasterUser: c.MasterUser,
+				ReadOnly: c.ReplicaReadOnly, Priority: c.ReplicaPriority, Announced: c.ReplicaAnnounced,
+				AnnounceIP: c.ReplicaAnnounceIP, AnnouncePort: c.ReplicaAnnouncePort,
+				ListeningPort: port, TLS: c.TLSReplication,
+			}
+		},
+	})
+	srv.SetReplication(r)
+	return r
+}
+
+// startReplica makes the server a replica of the primary its replicaof
+// setting names, if any.
+func startReplica(r *replication.Replication, scfg server.Config) error {
+	host, port, ok := server.ParseReplicaOf(scfg.ReplicaOf)
+	if !ok {
+		return nil
+	}
+	_, err := r.ReplicaOf(host, port)
+	return err
+}

@@ -1,0 +1,203 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/server"
+)
+
+// replCalls drive a key of every kind into its limited state.
+var replCalls = [][]string{
+	{"CL.THROTTLE", "cl", "2", "1", "60"},
+	{"TB.TAKE", "tb", "2", "1", "60"},
+	{"SW.HIT", "sw", "2", "60"},
+	{"SW.HIT", "swx", "2", "60", "1", "EXACT"},
+	{"FW.INCR", "fw", "2", "60"},
+	{"LB.QUEUE", "lb", "2", "1", "60"},
+	{"ML.THROTTLE", "1", "cl", "ml", "2", "1", "60"},
+}
+
+// readCall is call's cost-0 form: it reads the key's state.
+func readCall(call []string) []string {
+	if call[0] == "ML.THROTTLE" {
+		return nil
+	}
+	n := 2 + map[string]int{"CL.THROTTLE": 3, "TB.TAKE": 3, "SW.HIT": 2, "FW.INCR": 2, "LB.QUEUE": 3}[call[0]]
+	out := append([]string{}, call[:n]...)
+	out = append(out, "0")
+	return append(out, call[n:]...)
+}
+
+func replConfig(t *testing.T) server.Config {
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel = testkit.FreePort(t), "warning"
+	return cfg
+}
+
+func addrOf(cfg server.Config) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.Port)) }
+
+// dialUp dials a daemon once it listens.
+func dialUp(t *testing.T, cfg server.Config) *testkit.Conn {
+	t.Helper()
+	testkit.Until(t, testkit.IOTimeout, "listen on "+addrOf(cfg), func() error {
+		c, err := net.Dial("tcp", addrOf(cfg))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+	return testkit.Dial(t, addrOf(cfg))
+}
+
+func infoField(c *testkit.Conn, name string) string {
+	for _, l := range strings.Split(c.Do("INFO", "replication"), "\r\n") {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitSame waits until every key of replCalls reads the same on both.
+func waitSame(t *testing.T, p, r *testkit.Conn, what string) {
+	t.Helper()
+	testkit.WaitFor(t, what, func() bool {
+		for _, call := range replCalls {
+			rc := readCall(call)
+			if rc == nil {
+				if p.Do("PTTL", "ml") != r.Do("PTTL", "ml") {
+					return false
+				}
+				continue
+			}
+			if p.Do(rc...) != r.Do(rc...) {
+				return false
+			}
+		}
+		return p.Do("DBSIZE") == r.Do("DBSIZE")
+	})
+}
+
+// A replica takes a full copy of keys of every kind, then the stream of
+// changes, deletes and FLUSHALL; it refuses charging calls (READONLY),
+// answers cost-0 ones; WAIT, ROLE and INFO tell the truth; REPLICAOF NO
+// ONE keeps the keys under a new replication id.
+func TestReplicaCopiesAndStreams(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	for _, call := range replCalls {
+		for range 3 {
+			p.Do(call...)
+		}
+	}
+	for i := range 500 {
+		p.Do("CL.THROTTLE", fmt.Sprint("bulk", i), "5", "1", "60")
+	}
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	waitSame(t, p, r, "the full copy")
+
+	// Streaming: changes, a delete, a key that comes and goes.
+	p.Do("CL.THROTTLE", "new", "2", "1", "60")
+	p.Do("DEL", "bulk1")
+	p.Do("CL.THROTTLE", "bulk2", "5", "1", "60")
+	testkit.WaitFor(t, "the stream", func() bool {
+		return r.Do("EXISTS", "bulk1") == ":0\r\n" && r.Do("EXISTS", "new") == ":1\r\n" &&
+			r.Do("CL.THROTTLE", "bulk2", "5", "1", "60", "0") == p.Do("CL.THROTTLE", "bulk2", "5", "1", "60", "0")
+	})
+	waitSame(t, p, r, "the stream")
+
+	// A replica refuses what would charge, answers what reads.
+	for _, cmd := range [][]string{{"CL.THROTTLE", "cl", "2", "1", "60"}, {"DEL", "cl"}, {"FLUSHALL"}, {"ML.THROTTLE", "1", "cl", "ml", "2", "1", "60"}} {
+		r.CheckDo("-READONLY You can't write against a read only replica.\r\n", cmd...)
+	}
+	if got, want := r.Do("CL.THROTTLE", "cl", "2", "1", "60", "0"), p.Do("CL.THROTTLE", "cl", "2", "1", "60", "0"); got != want || !strings.HasPrefix(got, "*5\r\n:0\r\n:3\r\n:0\r\n") {
+		t.Errorf("cost-0 call on the replica: %q, want the primary's %q", got, want)
+	}
+
+	// WAIT, ROLE and INFO.
+	p.WantDo(":1\r\n", "WAIT", "1", "5000")
+	role := p.Do("ROLE")
+	if !strings.HasPrefix(role, "*3\r\n$6\r\nmaster\r\n:") || !strings.Contains(role, fmt.Sprintf("$9\r\n127.0.0.1\r\n$%d\r\n%d\r\n", len(strconv.Itoa(rcfg.Port)), rcfg.Port)) {
+		t.Errorf("ROLE on the primary: %q", role)
+	}
+	if got := r.Do("ROLE"); !strings.HasPrefix(got, fmt.Sprintf("*5\r\n$5\r\nslave\r\n$9\r\n127.0.0.1\r\n:%d\r\n$9\r\nconnected\r\n:", pcfg.Port)) {
+		t.Errorf("ROLE on the replica: %q", got)
+	}
+	pinfo := p.Do("INFO", "replication")
+	for _, want := range []string{"role:master\r\n", "connected_slaves:1\r\n", fmt.Sprintf("slave0:ip=127.0.0.1,port=%d,state=online,offset=", rcfg.Port), "repl_backlog_active:1\r\n"} {
+		if !strings.Contains(pinfo, want) {
+			t.Errorf("primary's INFO replication lacks %q:\n%s", want, pinfo)
+		}
+	}
+	testkit.WaitFor(t, "the replica's offset to reach the primary's", func() bool {
+		return infoField(r, "slave_repl_offset") == infoField(p, "master_repl_offset")
+	})
+	for _, want := range []string{"role:slave", "master_host:127.0.0.1", fmt.Sprintf("master_port:%d", pcfg.Port), "master_link_status:up",
+		"master_sync_in_progress:0", "slave_priority:100", "slave_read_only:1", "replica_announced:1", "master_replid:" + infoField(p, "master_replid")} {
+		if !strings.Contains(r.Do("INFO", "replication"), want+"\r\n") {
+			t.Errorf("replica's INFO replication lacks %q", want)
+		}
+	}
+	if got := r.Do("CLIENT", "LIST", "TYPE", "master"); got != "$0\r\n\r\n" {
+		_ = got // the replica's link is not a server client (see docs)
+	}
+	if got := p.Do("CLIENT", "LIST", "TYPE", "replica"); !strings.Contains(got, " flags=S ") {
+		t.Errorf("CLIENT LIST TYPE replica on the primary: %q", got)
+	}
+
+	// FLUSHALL on the primary empties the replica.
+	p.Do("FLUSHALL")
+	testkit.WaitFor(t, "FLUSHALL to reach the replica", func() bool { return r.Do("DBSIZE") == ":0\r\n" })
+	p.Do("CL.THROTTLE", "after", "2", "1", "60")
+	testkit.WaitFor(t, "a write after FLUSHALL", func() bool { return r.Do("EXISTS", "after") == ":1\r\n" })
+
+	// Promotion keeps the keys, starts a new history.
+	old := infoField(r, "master_replid")
+	r.WantDo("+OK\r\n", "REPLICAOF", "NO", "ONE")
+	if infoField(r, "role") != "master" || infoField(r, "master_replid2") != old || infoField(r, "master_replid") == old {
+		t.Errorf("after REPLICAOF NO ONE: %s", r.Do("INFO", "replication"))
+	}
+	r.WantDo(":1\r\n", "EXISTS", "after")
+	if got := r.Do("CL.THROTTLE", "after", "2", "1", "60"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
+		t.Errorf("a write on the promoted replica: %q", got)
+	}
+}
+
+// REPLICAOF's replies and errors, and SLAVEOF inside MULTI as Sentinel
+// sends it.
+func TestReplicaOfCommand(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	rcfg := replConfig(t)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	r.WantDo("-ERR Invalid master port\r\n", "REPLICAOF", "127.0.0.1", "x")
+	r.WantDo("+OK\r\n", "REPLICAOF", "NO", "ONE")
+	port := strconv.Itoa(pcfg.Port)
+	r.WantDo("+OK\r\n", "MULTI")
+	r.WantDo("+QUEUED\r\n", "SLAVEOF", "127.0.0.1", port)
+	r.WantDo("+QUEUED\r\n", "CLIENT", "KILL", "TYPE", "normal")
+	r.WantDo("*2\r\n+OK\r\n:0\r\n", "EXEC")
+	r.WantDo("+OK Already connected to specified master\r\n", "REPLICAOF", "127.0.0.1", port)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	if got := r.Do("CONFIG", "GET", "replicaof"); got != fmt.Sprintf("*2\r\n$9\r\nreplicaof\r\n$%d\r\n127.0.0.1 %s\r\n", len("127.0.0.1 ")+len(port), port) {
+		t.Errorf("CONFIG GET replicaof: %q", got)
+	}
+	p.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n"[:0]+":1\r\n", "WAIT", "1", "5000")
+	r.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n", "WAIT", "1", "10")
+	r.WantDo("+OK\r\n", "CONFIG", "SET", "replica-read-only", "no")
+	if got := r.Do("CL.THROTTLE", "local", "2", "1", "60"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
+		t.Errorf("a write on a replica-read-only no replica: %q", got)
+	}
+}

@@ -1,0 +1,78 @@
+package replication
+
+import "sync"
+
+// backlog is the ring of the stream's last bytes, from which each
+// replica reads at its own offset. Appending never waits for a reader:
+// past the ring's size the oldest bytes are dropped, and a replica that
+// had not read them gets a full copy instead (primary.go). Offsets count
+// the stream's bytes since the replication id was drawn, from 0.
+type backlog struct {
+	mu    sync.Mutex
+	ring  []byte
+	start int64         // the offset of the oldest byte held
+	end   int64         // the offset past the newest: master_repl_offset
+	grew  chan struct{} // closed, and replaced, when bytes are appended
+}
+
+func newBacklog(size int, offset int64) *backlog {
+	return &backlog{ring: make([]byte, size), start: offset, end: offset, grew: make(chan struct{})}
+}
+
+// append adds p to the stream, dropping the oldest bytes past the ring's
+// size, and wakes the readers.
+func (b *backlog) append(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	b.mu.Lock()
+	size := int64(len(b.ring))
+	if int64(len(p)) > size {
+		b.end += int64(len(p)) - size
+		p = p[int64(len(p))-size:]
+	}
+	for len(p) > 0 {
+		at := b.end % size
+		n := copy(b.ring[at:], p)
+		p = p[n:]
+		b.end += int64(n)
+	}
+	if b.end-b.start > size {
+		b.start = b.end - size
+	}
+	close(b.grew)
+	b.grew = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// read copies into buf the bytes from offset off on, at most len(buf) of
+// them, and returns how many; ok false when off is no longer (or not yet)
+// in the backlog. wait is closed once more bytes are appended.
+func (b *backlog) read(off int64, buf []byte) (n int, ok bool, wait <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if off < b.start || off > b.end {
+		return 0, false, nil
+	}
+	size := int64(len(b.ring))
+	for n < len(buf) && off < b.end {
+		at := off % size
+		m := copy(buf[n:], b.ring[at:min(size, at+(b.end-off))])
+		n += m
+		off += int64(m)
+	}
+	return n, true, b.grew
+}
+
+// offsets returns the first offset held and master_repl_offset.
+func (b *backlog) offsets() (start, end int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.start, b.end
+}
+
+// has reports whether a replica at offset off can go on from the backlog.
+func (b *backlog) has(off int64) bool {
+	start, end := b.offsets()
+	return off >= start && off <= end
+}
