@@ -91,16 +91,16 @@ func TestSentinelHelloLink(t *testing.T) {
 // Redis's does on a server started without a config file (Sentinel
 // ignores that reply), and closes every other normal and pub/sub
 // connection but the Sentinel's own. redis-server 7.0.15 answers the same
-// bytes.
+// bytes. It runs the binary, which wires replication in.
 func TestSentinelFailoverTransaction(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	other := ts.Dial(t)
+	ts := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--loglevel", "warning")
+	other := testkit.Dial(t, ts.Addr)
 	other.WantDo("+PONG\r\n", "PING")
-	sub := ts.Dial(t)
+	sub := testkit.Dial(t, ts.Addr)
 	sub.WantDo("*3\r\n"+testkit.Bulk("subscribe")+testkit.Bulk("__sentinel__:hello")+":1\r\n", "SUBSCRIBE", "__sentinel__:hello")
 
-	sen := ts.Dial(t)
+	sen := testkit.Dial(t, ts.Addr)
 	sen.WantDo("+OK\r\n", "CLIENT", "SETNAME", "sentinel-0123abcd-cmd")
 	sen.WantLines("+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"+
 		"*4\r\n+OK\r\n-ERR The server is running without a config file\r\n:1\r\n:1\r\n+PONG\r\n",
