@@ -52,7 +52,6 @@ func TestLogEvents(t *testing.T) {
 	want := []string{
 		"* cellserver starting version=" + Version,
 		"* Configuration in force appendonly=no auth-failures-per-address=10 auth-failures-period=60 auth-failures-total=1000 bind=127.0.0.1",
-		"* Directive accepted without effect: masterauth (redacted)",
 		"* CONFIG SET name=maxclients value=1",
 		"* CONFIG SET name=requirepass value=(redacted)",
 		"* Client rejected: max number of clients reached addr=pipe maxclients=1",
