@@ -420,7 +420,7 @@ var settings = []setting{
 			c.ClusterWeight = w
 			return nil
 		}},
-	{name: "replicaof",
+	{name: "replicaof", list: true, // <host> <port>: two words on a config file line
 		get: func(c *Config) string { return c.ReplicaOf },
 		set: func(c *Config, v string) error { c.ReplicaOf = strings.Join(strings.Fields(v), " "); return nil },
 		check: func(c *Config) error {
