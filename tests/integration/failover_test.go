@@ -266,7 +266,11 @@ func TestFailover(t *testing.T) {
 func testFailover(t *testing.T, kind ha.Kind) {
 	opt := ha.Options{Kind: kind, Password: "ha-secret"}
 	if kind == ha.Cellserver {
-		opt.Conf = []string{"save 1 1"} // with dir: the old primary restarts with its keys
+		opt.Conf = []string{
+			"save 1 1", // with dir: the old primary restarts with its keys
+			// Every command goes into SLOWLOG, to read what the Sentinels sent.
+			"slowlog-log-slower-than 0", "slowlog-max-len 100000",
+		}
 	}
 	g := ha.Start(t, opt, 1)
 	primary, replica := g.Nodes[0], g.Nodes[1]
@@ -324,6 +328,10 @@ func testFailover(t *testing.T, kind ha.Kind) {
 	})
 	haCheck(t, "old primary", goRedis(primary.Client), append(keys, pyKeys...), false)
 	wantErrPrefix(t, primary.Client, "READONLY ", stale...)
+	if kind == ha.Cellserver {
+		wantSentinelTraffic(t, replica, "SLAVEOF NO ONE")
+		wantSentinelTraffic(t, primary, fmt.Sprintf("SLAVEOF 127.0.0.1 %d", replica.Port))
+	}
 	// Its config file, rewritten by CONFIG REWRITE on Sentinel's orders,
 	// names its new primary.
 	conf, err := os.ReadFile(primary.Conf)
@@ -425,5 +433,47 @@ func testFailoverHammer(t *testing.T, kind ha.Kind) {
 	}
 	if g.MasterAddr() != replica.Addr {
 		t.Errorf("the Sentinels name %q the master, want the replica %s", g.MasterAddr(), replica.Addr)
+	}
+}
+
+// wantSentinelTraffic reads what the Sentinels sent n in its SLOWLOG
+// (slowlog-log-slower-than 0 logs every command) and asserts that every
+// kind of command they send was answered without an error (INFO
+// errorstats counts no error but the READONLY the test provoked): on their
+// command link CLIENT SETNAME, PING, INFO, PUBLISH on the hello channel
+// and the failover transaction's slaveof (SLAVEOF NO ONE or SLAVEOF
+// <host> <port>), CONFIG REWRITE, CLIENT KILL TYPE normal, CLIENT KILL
+// TYPE pubsub and EXEC; on their pub/sub link SUBSCRIBE. (Their AUTH
+// comes before CLIENT SETNAME, so no entry of it carries their name; the
+// nodes have requirepass set, so every other command proves it.)
+func wantSentinelTraffic(t *testing.T, n *ha.Node, slaveof string) {
+	t.Helper()
+	entries, err := n.Client.SlowLogGet(ctx, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range entries {
+		link, _ := strings.CutPrefix(e.ClientName, "sentinel-")
+		if link == e.ClientName || len(link) < 9 {
+			continue
+		}
+		cmd := strings.Join(e.Args, " ")
+		if strings.HasPrefix(cmd, "PUBLISH __sentinel__:hello ") || strings.HasPrefix(cmd, "CLIENT SETNAME sentinel-") {
+			cmd = strings.Join(e.Args[:2], " ")
+		}
+		seen[link[9:]+": "+cmd] = true
+	}
+	for _, want := range []string{"cmd: CLIENT SETNAME", "cmd: PING", "cmd: INFO", "cmd: PUBLISH __sentinel__:hello",
+		"cmd: " + slaveof, "cmd: CONFIG REWRITE", "cmd: CLIENT KILL TYPE normal", "cmd: CLIENT KILL TYPE pubsub",
+		"cmd: EXEC", "pubsub: CLIENT SETNAME", "pubsub: SUBSCRIBE __sentinel__:hello"} {
+		if !seen[want] {
+			t.Errorf("%s: no %q from a Sentinel in SLOWLOG; it has %v", n.Addr, want, seen)
+		}
+	}
+	for k, v := range n.Info("errorstats") {
+		if k != "errorstat_READONLY" {
+			t.Errorf("%s: INFO errorstats: %s:%s", n.Addr, k, v)
+		}
 	}
 }
