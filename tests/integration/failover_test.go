@@ -274,6 +274,17 @@ func testFailover(t *testing.T, kind ha.Kind) {
 	}
 	g := ha.Start(t, opt, 1)
 	primary, replica := g.Nodes[0], g.Nodes[1]
+	// What the Sentinels read of the replica in its INFO: run_id,
+	// slave_priority, slave_repl_offset, replica_announced,
+	// master_link_status.
+	runID := replica.Info("server")["run_id"]
+	for _, rs := range g.Replicas(t) {
+		r := rs[0]
+		if r["runid"] != runID || r["slave-priority"] != "100" || r["replica-announced"] != "1" ||
+			r["master-link-status"] != "ok" || r["slave-repl-offset"] == "" || r["port"] != fmt.Sprint(replica.Port) {
+			t.Errorf("a Sentinel's view of the replica (run_id %s): %v", runID, r)
+		}
+	}
 	gr := goRedis(g.FailoverClient(t, nil))
 	keys := haKeys(kind, "go:")
 	haDrive(t, gr, keys)

@@ -216,7 +216,22 @@ func sentinelDo(addr string, args ...any) (any, error) {
 	return c.Do(context.Background(), args...).Result()
 }
 
-// sentinelMap sends a SENTINEL subcommand answered by a flat array of
+// Replicas returns what each Sentinel knows of the master's replicas
+// (SENTINEL REPLICAS): one map of fields per replica, per Sentinel.
+func (g *Group) Replicas(t testing.TB) [][]map[string]string {
+	t.Helper()
+	var out [][]map[string]string
+	for _, s := range g.Sentinels {
+		rs, err := sentinelMaps(s.Addr, "REPLICAS", MasterName)
+		if err != nil {
+			t.Fatalf("SENTINEL REPLICAS on %s: %v", s.Addr, err)
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// sentinelMaps sends a SENTINEL subcommand answered by a flat array of
 // names and values, or an array of them, and returns the maps.
 func sentinelMaps(addr string, args ...any) ([]map[string]string, error) {
 	v, err := sentinelDo(addr, append([]any{"SENTINEL"}, args...)...)
