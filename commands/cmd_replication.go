@@ -146,11 +146,9 @@ func waitCmd(c *Client, req *Request) {
 		c.W.WriteInt(0)
 		return
 	}
-	if c.inExec {
-		// Inside EXEC every shard is locked: answer at once, as Redis does
-		// inside MULTI.
-		ms = 1
-	}
+	// Inside MULTI, EXEC runs WAIT after the transaction's shard locks are
+	// released (it names no key and is not an admin command: deferred),
+	// so the drain Wait makes cannot wait for them.
 	got, err := rep.Wait(int(n), time.Duration(ms)*time.Millisecond, c.done)
 	if err != nil {
 		c.fail("ERR " + err.Error())

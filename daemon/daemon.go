@@ -117,7 +117,7 @@ func (d *Daemon) Run() error {
 	loaded := make(chan struct{})
 	d.watchReady(loaded)
 	if d.cfg.MetricsAddr != "" {
-		stop, err := serveHTTP(metricsSource{srv, d.p, node}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
+		stop, err := serveHTTP(metricsSource{srv, d.p, node, d.repl}, d.readiness, d.cfg.MetricsAddr, d.http, d.cfg.TLSConfig)
 		if err != nil {
 			_ = srv.Close()
 			return err

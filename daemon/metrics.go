@@ -13,6 +13,7 @@ import (
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/console"
 	"github.com/cellserver/cellserver/metrics"
+	"github.com/cellserver/cellserver/replication"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -23,6 +24,28 @@ type metricsSource struct {
 	*server.Server
 	p    *persistence
 	node *cluster.Node
+	repl *replication.Replication
+}
+
+// Replication returns the replication figures for the metrics.
+func (m metricsSource) Replication() (metrics.Replication, bool) {
+	if m.repl == nil {
+		return metrics.Replication{}, false
+	}
+	st := m.repl.Stats()
+	out := metrics.Replication{FullCopies: st.FullCopies.Load(), SentBytes: st.BytesSent.Load()}
+	secs, bytes := m.repl.Lag()
+	out.Replicas = len(secs)
+	for i := range secs {
+		out.LagSeconds = max(out.LagSeconds, secs[i])
+		out.LagBytes = max(out.LagBytes, bytes[i])
+	}
+	counts, sum := st.ApplyDelay.Snapshot()
+	out.ApplyDelay, out.ApplyDelaySum = counts, sum.Seconds()
+	for _, b := range replication.HistogramBounds {
+		out.ApplyBounds = append(out.ApplyBounds, b.Seconds())
+	}
+	return out, true
 }
 
 var (

@@ -194,10 +194,120 @@ func TestReplicaOfCommand(t *testing.T) {
 	if got := r.Do("CONFIG", "GET", "replicaof"); got != fmt.Sprintf("*2\r\n$9\r\nreplicaof\r\n$%d\r\n127.0.0.1 %s\r\n", len("127.0.0.1 ")+len(port), port) {
 		t.Errorf("CONFIG GET replicaof: %q", got)
 	}
-	p.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n"[:0]+":1\r\n", "WAIT", "1", "5000")
+	p.WantDo(":1\r\n", "WAIT", "1", "5000")
+	// Inside EXEC, WAIT runs after the transaction's shard locks are let
+	// go: the drain it makes does not wait for them.
+	p.WantDo("+OK\r\n", "MULTI")
+	p.WantDo("+QUEUED\r\n", "CL.THROTTLE", "inmulti", "2", "1", "60")
+	p.WantDo("+QUEUED\r\n", "WAIT", "1", "0")
+	if got := p.Do("EXEC"); !strings.HasPrefix(got, "*2\r\n*5\r\n:0\r\n") || !strings.HasSuffix(got, ":0\r\n") && !strings.HasSuffix(got, ":1\r\n") {
+		t.Errorf("EXEC of a write and WAIT: %q", got)
+	}
 	r.WantDo("-ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.\r\n", "WAIT", "1", "10")
 	r.WantDo("+OK\r\n", "CONFIG", "SET", "replica-read-only", "no")
 	if got := r.Do("CL.THROTTLE", "local", "2", "1", "60"); !strings.HasPrefix(got, "*5\r\n:0\r\n") {
 		t.Errorf("a write on a replica-read-only no replica: %q", got)
 	}
+}
+
+// Writes made on the primary while a replica takes its full copy reach
+// the replica: once they stop, both hold the same state for every key.
+func TestFullCopyWithWrites(t *testing.T) {
+	pcfg := replConfig(t)
+	pcfg.MetricsAddr = freeAddr(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	const keys = 3000
+	for i := range keys {
+		p.Send(testkit.Encode("CL.THROTTLE", fmt.Sprint("k", i), "100", "1", "60"))
+	}
+	for range keys {
+		p.Reply()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	w := testkit.Dial(t, addrOf(pcfg))
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%50 == 0 {
+				w.Do("DEL", fmt.Sprint("k", (i*7)%keys))
+			} else {
+				w.Do("CL.THROTTLE", fmt.Sprint("k", (i*13)%keys), "100", "1", "60")
+			}
+			if i > 20000 {
+				return
+			}
+		}
+	}()
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	close(stop)
+	<-done
+	p.WantDo(":1\r\n", "WAIT", "1", "5000")
+	p.WantDo(r.Do("DBSIZE"), "DBSIZE")
+	for i := range keys {
+		k := fmt.Sprint("k", i)
+		if a, b := p.Do("CL.THROTTLE", k, "100", "1", "60", "0"), r.Do("CL.THROTTLE", k, "100", "1", "60", "0"); a != b {
+			t.Fatalf("%s: primary %q, replica %q", k, a, b)
+		}
+	}
+	body := getMetrics(t, pcfg.MetricsAddr)
+	for _, want := range []string{"cellserver_replication_full_copies_total 1", "cellserver_replication_connected_replicas 1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}
+
+// A replica whose masterauth is wrong logs the primary's refusal, never
+// the password, and keeps its link down.
+func TestReplicaAuthFailure(t *testing.T) {
+	pcfg := replConfig(t)
+	pcfg.RequirePass = "right-password"
+	start(t, pcfg)
+	dialUp(t, pcfg)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	rcfg.MasterAuth = "wrong-secret-xyz"
+	log := &testkit.SyncBuffer{}
+	rcfg.LogOutput = log
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	log.WaitFor(t, "Unable to AUTH to MASTER")
+	if strings.Contains(log.String(), "wrong-secret-xyz") {
+		t.Fatalf("the log shows masterauth:\n%s", log.String())
+	}
+	if got := infoField(r, "master_link_status"); got != "down" {
+		t.Fatalf("master_link_status:%s", got)
+	}
+	r.WantDo("*2\r\n$10\r\nmasterauth\r\n$10\r\n(redacted)\r\n", "CONFIG", "GET", "masterauth")
+	// Corrected at run time, the next attempt gets through.
+	r.WantDo("+OK\r\n", "CONFIG", "SET", "masterauth", "right-password")
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+}
+
+// Garbage after REPLSYNC's handshake, or in its arguments, never panics
+// the primary: the link is dropped and the server serves on.
+func TestReplSyncGarbage(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	p.WantDo("-ERR value is not an integer or out of range\r\n", "REPLSYNC", "x", "?", "-1")
+	p.WantDo("-ERR cellserver: unknown replication stream version\r\n", "REPLSYNC", "99", "?", "-1")
+	g := testkit.Dial(t, addrOf(pcfg))
+	if got := g.Do("REPLSYNC", "1", "?", "-1"); !strings.HasPrefix(got, "+FULLCOPY ") {
+		t.Fatalf("REPLSYNC: %q", got)
+	}
+	g.Send("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")
+	p.WantDo("+PONG\r\n", "PING")
+	testkit.WaitFor(t, "the garbage link dropped", func() bool { return infoField(p, "connected_slaves") == "0" })
 }

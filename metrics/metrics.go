@@ -111,6 +111,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	describeCluster(ch)
 	describeSnapshots(ch)
+	describeReplication(ch)
 }
 
 // Collect reads the counters and sends the metrics. Commands never called
@@ -158,6 +159,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descAuth, prometheus.CounterValue, float64(st.AuthRefused), "over_budget")
 	collectCluster(c.src, ch)
 	collectSnapshots(c.src, ch)
+	collectReplication(c.src, ch)
 }
 
 // Handler returns the /metrics handler: src's metrics plus the Go runtime

@@ -56,7 +56,6 @@ func only(why string, values ...string) directive {
 }
 
 const (
-	noReplication = "cellserver does not replicate"
 	noACL         = "cellserver has no ACL users: set requirepass (or requirepass-file) for the default user's password"
 	noUnencrypted = "cellserver reads only an unencrypted private key: decrypt it (openssl pkey) and keep the file private (mode 0600)"
 )

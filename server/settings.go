@@ -423,6 +423,8 @@ var settings = []setting{
 	{name: "replicaof", list: true, // <host> <port>: two words on a config file line
 		get: func(c *Config) string { return c.ReplicaOf },
 		set: func(c *Config, v string) error { c.ReplicaOf = strings.Join(strings.Fields(v), " "); return nil },
+		// In a config file or on the command line: replicaof <host> <port>.
+		words: func(c *Config, words []string) error { c.ReplicaOf = strings.Join(words, " "); return nil },
 		check: func(c *Config) error {
 			if _, _, ok := ParseReplicaOf(c.ReplicaOf); c.ReplicaOf != "" && !ok {
 				return errors.New("argument must be <masterip> <masterport>")

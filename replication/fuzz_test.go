@@ -1,0 +1,86 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"testing"
+
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/limiter"
+)
+
+// decodeEntry never panics on garbage, and an entry cut anywhere is
+// reported incomplete, never malformed.
+func FuzzDecodeEntry(f *testing.F) {
+	rec := engine.Record{Key: []byte("k"), Kind: limiter.KindGCRA, ExpireMs: 5, Words: [3]int64{7}}
+	whole := appendEntry(nil, rec, engine.Written, 0, 1)
+	whole = appendEntry(whole, engine.Record{Key: []byte("gone")}, engine.Removed, 0, 1)
+	whole = appendEntry(whole, engine.Record{}, engine.Flushed, 3, 16)
+	f.Add(whole)
+	f.Add([]byte{'W', 1, 1, 200})
+	f.Add([]byte{'T', 0x80})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for used := 0; used < len(b); {
+			_, n, err := decodeEntry(b[used:])
+			if err != nil || n == 0 {
+				break
+			}
+			used += n
+		}
+		_, _, _ = readFrame(bufio.NewReader(bytes.NewReader(b)), nil)
+	})
+}
+
+// Every prefix of a valid stream decodes as whole entries then an
+// incomplete one, never as an error.
+func TestDecodeEntryPrefixes(t *testing.T) {
+	var b []byte
+	b = appendEntry(b, engine.Record{Key: []byte("key"), Kind: limiter.KindSlidingLog, ExpireMs: 9, Hits: []limiter.Hit{{At: 1, N: 2}, {At: 3, N: 4}}}, engine.Written, 0, 1)
+	b = appendEntry(b, engine.Record{Key: []byte("gone")}, engine.Removed, 0, 1)
+	b = appendEntry(b, engine.Record{}, engine.Flushed, 3, 16)
+	for cut := range len(b) + 1 {
+		used, entries := 0, 0
+		for {
+			_, n, err := decodeEntry(b[used:cut])
+			if err != nil {
+				t.Fatalf("prefix of %d bytes: %v after %d entries", cut, err, entries)
+			}
+			if n == 0 {
+				break
+			}
+			used += n
+			entries++
+		}
+		if cut == len(b) && entries != 3 {
+			t.Fatalf("the whole stream: %d entries, want 3", entries)
+		}
+	}
+	if _, _, err := decodeEntry([]byte{'X'}); err == nil {
+		t.Fatal("an unknown entry type decoded")
+	}
+}
+
+// The backlog drops its oldest bytes past its size, and a reader behind
+// them is told so (it then needs a full copy).
+func TestBacklogOverflow(t *testing.T) {
+	bl := newBacklog(8, 100)
+	bl.append([]byte("abcdef"))
+	buf := make([]byte, 16)
+	if n, ok, _ := bl.read(100, buf); !ok || string(buf[:n]) != "abcdef" {
+		t.Fatalf("read = %q %v", buf[:n], ok)
+	}
+	bl.append([]byte("ghij"))
+	if _, ok, _ := bl.read(100, buf); ok {
+		t.Fatal("offset 100 still readable after the ring wrapped past it")
+	}
+	if n, ok, _ := bl.read(102, buf); !ok || string(buf[:n]) != "cdefghij" {
+		t.Fatalf("read(102) = %q %v", buf[:n], ok)
+	}
+	if start, end := bl.offsets(); start != 102 || end != 110 {
+		t.Fatalf("offsets = %d %d", start, end)
+	}
+	bl.append([]byte("0123456789ABC")) // larger than the ring
+	if n, ok, _ := bl.read(115, buf); !ok || string(buf[:n]) != "56789ABC" {
+		t.Fatalf("read after a large append = %q %v", buf[:n], ok)
+	}
+}
