@@ -352,6 +352,10 @@ func testFailover(t *testing.T, kind ha.Kind) {
 	if want := fmt.Sprintf("replicaof 127.0.0.1 %d", replica.Port); !strings.Contains(string(conf), want) {
 		t.Errorf("the old primary's config file has no %q:\n%s", want, conf)
 	}
+	// The new primary's no longer names one: restarted, it stays a primary.
+	if conf, err := os.ReadFile(replica.Conf); err != nil || containsLine(strings.ReplaceAll(string(conf), "\n", "\r\n"), fmt.Sprintf("replicaof 127.0.0.1 %d", primary.Port)) {
+		t.Errorf("the new primary's config file still names the old primary (%v):\n%s", err, conf)
+	}
 }
 
 // wantErrPrefix asserts that a command replies an error that starts with
