@@ -112,6 +112,7 @@ type Client struct {
 	replPort int
 	replIP   string
 	replica  atomic.Bool
+	master   atomic.Bool // a replica's link to its primary, listed as a client (SetMaster)
 	handOff  func(nc net.Conn, buffered []byte)
 
 	// Pub/sub (pubsub.go), changed on the connection's goroutine only:

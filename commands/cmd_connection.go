@@ -337,6 +337,9 @@ func (c *Client) infoLine(now time.Time) string {
 	if c.replica.Load() {
 		flags = " flags=S"
 	}
+	if c.master.Load() {
+		flags = " flags=M"
+	}
 	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
 	b.WriteString(" qbuf-free=" + strconv.FormatInt(c.bufs[1].Load(), 10))
@@ -499,6 +502,9 @@ func parseClientType(name []byte) (clientType, bool) {
 func (c *Client) clientType() clientType {
 	if c.replica.Load() {
 		return clientReplica
+	}
+	if c.master.Load() {
+		return clientMaster
 	}
 	if c.subCounts.Load() != 0 {
 		return clientPubSub

@@ -51,7 +51,7 @@ func registerReplication(t *Table) {
 		{Name: "replconf", Arity: -1, Flags: FlagAdmin | FlagStale, Handler: replconf, Complexity: "O(1)",
 			Summary: "Used by a replica before REPLSYNC: REPLCONF listening-port <port> | ip-address <ip> | capa … (ACK and GETACK answer nothing).",
 			Args:    []Arg{{Name: "option", Type: "string", Multiple: true}}},
-		{Name: "replsync", Arity: 4, Flags: FlagAdmin | FlagStale | FlagNoMulti, Handler: replsync, Complexity: "O(N) for a full copy",
+		{Name: "replsync", Arity: 4, Flags: FlagAdmin | FlagNoMulti, Handler: replsync, Complexity: "O(N) for a full copy",
 			Summary: "Used by a replica: starts replication (stream version, replication id, offset); the connection then carries cellserver's replication stream.",
 			Args:    []Arg{{Name: "version", Type: "integer"}, {Name: "replid", Type: "string"}, {Name: "offset", Type: "integer"}}},
 	}
@@ -222,6 +222,15 @@ func replsync(c *Client, req *Request) {
 	c.replica.Store(true)
 	c.handOff = serve
 }
+
+// SetMaster marks c as a replica's link to its primary (type master,
+// flag M in CLIENT LIST): the server lists the link as a client so that
+// CLIENT LIST shows it and CLIENT KILL TYPE master drops it (the replica
+// then reconnects).
+func (c *Client) SetMaster() { c.master.Store(true) }
+
+// IsReplica reports whether c is a replica's link (REPLSYNC ran on it).
+func (c *Client) IsReplica() bool { return c.replica.Load() }
 
 // HandOff returns the function a REPLSYNC asked to run on the connection
 // once its reply is written, and forgets it; nil: none. The server then

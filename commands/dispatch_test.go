@@ -37,7 +37,8 @@ func TestCopyArgs(t *testing.T) {
 func TestLoadingRefusesLimiterCommands(t *testing.T) {
 	h := newHarness(t, "")
 	h.table.SetLoading(true)
-	for _, cmd := range [][]string{{"CL.THROTTLE", "k", "1", "1", "1"}, {"GET", "k"}, {"DEL", "k"}, {"FW.INCR", "k", "1", "1"}} {
+	for _, cmd := range [][]string{{"CL.THROTTLE", "k", "1", "1", "1"}, {"GET", "k"}, {"DEL", "k"}, {"FW.INCR", "k", "1", "1"},
+		{"REPLSYNC", "1", "?", "-1"}} { // a replica waits for the keys, rather than copy half of them
 		if got, want := h.do(cmd...), errReply(errLoading); got != want {
 			t.Errorf("%v while loading = %q, want %q", cmd, got, want)
 		}

@@ -19,13 +19,23 @@ var (
 // replica of that primary.
 func wireReplication(srv *server.Server, scfg server.Config) *replication.Replication {
 	var clientTLS *tls.Config
-	if scfg.TLSConfig != nil {
-		// The replica dials with the server's own certificate (for a
-		// primary that checks clients) and trusts the same CAs.
+	if srvTLS := scfg.TLSConfig; srvTLS != nil {
+		// The replica dials with the server's own certificate, reloaded as
+		// the server's is (for a primary that checks clients), and checks
+		// the primary's against tls-ca-cert-file's CAs (the system's
+		// without it), with the primary's host name.
 		clientTLS = &tls.Config{
-			Certificates: scfg.TLSConfig.Certificates,
-			RootCAs:      scfg.TLSConfig.ClientCAs,
-			MinVersion:   tls.VersionTLS12,
+			RootCAs:    srvTLS.ClientCAs,
+			MinVersion: tls.VersionTLS12,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				if srvTLS.GetCertificate != nil {
+					return srvTLS.GetCertificate(nil)
+				}
+				if len(srvTLS.Certificates) > 0 {
+					return &srvTLS.Certificates[0], nil
+				}
+				return &tls.Certificate{}, nil
+			},
 		}
 	}
 	r := replication.New(srv.Engine(), replication.Config{
@@ -36,6 +46,7 @@ func wireReplication(srv *server.Server, scfg server.Config) *replication.Replic
 		ClusterMode: scfg.ClusterEnabled,
 		SetReadOnly: srv.SetReadOnly,
 		OnReplicaOf: srv.SetReplicaOf,
+		OnLink:      srv.AddMasterLink,
 		Settings: func() replication.Settings {
 			c := srv.CurrentConfig()
 			port := c.Port

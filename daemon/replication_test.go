@@ -1,13 +1,17 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/limiter"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -148,9 +152,14 @@ func TestReplicaCopiesAndStreams(t *testing.T) {
 			t.Errorf("replica's INFO replication lacks %q", want)
 		}
 	}
-	if got := r.Do("CLIENT", "LIST", "TYPE", "master"); got != "$0\r\n\r\n" {
-		_ = got // the replica's link is not a server client (see docs)
+	if got := r.Do("CLIENT", "LIST", "TYPE", "master"); !strings.Contains(got, fmt.Sprintf("addr=127.0.0.1:%d ", pcfg.Port)) || !strings.Contains(got, " flags=M ") {
+		t.Errorf("CLIENT LIST TYPE master on the replica: %q", got)
 	}
+	// Killing the link drops it; the replica reconnects and continues.
+	r.WantDo(":1\r\n", "CLIENT", "KILL", "TYPE", "master")
+	testkit.WaitFor(t, "the link back up", func() bool {
+		return infoField(r, "master_link_status") == "up" && strings.Contains(r.Do("CLIENT", "LIST", "TYPE", "master"), " flags=M ")
+	})
 	if got := p.Do("CLIENT", "LIST", "TYPE", "replica"); !strings.Contains(got, " flags=S ") {
 		t.Errorf("CLIENT LIST TYPE replica on the primary: %q", got)
 	}
@@ -255,10 +264,7 @@ func TestFullCopyWithWrites(t *testing.T) {
 	p.WantDo(":1\r\n", "WAIT", "1", "5000")
 	p.WantDo(r.Do("DBSIZE"), "DBSIZE")
 	for i := range keys {
-		k := fmt.Sprint("k", i)
-		if a, b := p.Do("CL.THROTTLE", k, "100", "1", "60", "0"), r.Do("CL.THROTTLE", k, "100", "1", "60", "0"); a != b {
-			t.Fatalf("%s: primary %q, replica %q", k, a, b)
-		}
+		sameState(t, p, r, fmt.Sprint("k", i))
 	}
 	body := getMetrics(t, pcfg.MetricsAddr)
 	for _, want := range []string{"cellserver_replication_full_copies_total 1", "cellserver_replication_connected_replicas 1"} {
@@ -310,4 +316,282 @@ func TestReplSyncGarbage(t *testing.T) {
 	g.Send("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")
 	p.WantDo("+PONG\r\n", "PING")
 	testkit.WaitFor(t, "the garbage link dropped", func() bool { return infoField(p, "connected_slaves") == "0" })
+}
+
+// waitConverged waits until the replica holds the primary's DBSIZE and
+// the same state for each key of keys (read with cost-0 calls).
+func waitConverged(t *testing.T, p, r *testkit.Conn, keys []string) {
+	t.Helper()
+	p.WantDo(":1\r\n", "WAIT", "1", "10000")
+	testkit.WaitFor(t, "the replica to converge", func() bool {
+		if p.Do("DBSIZE") != r.Do("DBSIZE") {
+			return false
+		}
+		for _, k := range keys {
+			if p.Do("CL.THROTTLE", k, "100", "1", "60", "0") != r.Do("CL.THROTTLE", k, "100", "1", "60", "0") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func keyNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(prefix, i)
+	}
+	return out
+}
+
+// writeKeys sends a CL.THROTTLE on each key, pipelined.
+func writeKeys(c *testkit.Conn, keys []string) {
+	for _, k := range keys {
+		c.Send(testkit.Encode("CL.THROTTLE", k, "100", "1", "60"))
+	}
+	for range keys {
+		c.Reply()
+	}
+}
+
+// A replica stopped while its primary takes writes, and started again,
+// takes a full copy and converges.
+func TestReplicaRestartMidStream(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	keys := keyNames("r", 2000)
+	writeKeys(p, keys)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	stopReplica := start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	writeKeys(p, keys[:1000])
+	if err := stopReplica(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, "the primary to see the replica go", func() bool { return infoField(p, "connected_slaves") == "0" })
+	writeKeys(p, keys[500:])
+	p.Do("DEL", "r7")
+	start(t, rcfg)
+	r = dialUp(t, rcfg)
+	writeKeys(p, keys[:100])
+	waitConverged(t, p, r, keys)
+}
+
+// fakePrimary accepts one replica on ln, answers its handshake with a
+// full copy, sends records of the keys named and drops the link before
+// the copy's end: a primary that dies mid full copy.
+func fakePrimary(t *testing.T, ln net.Listener, keys []string) {
+	t.Helper()
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer nc.Close()
+	c := testkit.NewConn(t, nc)
+	for {
+		args := readCommand(t, c)
+		if len(args) == 0 {
+			return
+		}
+		if strings.EqualFold(args[0], "REPLSYNC") {
+			break
+		}
+		c.Send("+OK\r\n")
+	}
+	c.Send("+FULLCOPY 1111111111111111111111111111111111111111 0\r\n")
+	var recs []byte
+	for _, k := range keys {
+		recs = engine.Record{Key: []byte(k), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}}.AppendBinary(recs)
+	}
+	frame := append([]byte{'C'}, binary.AppendUvarint(nil, uint64(len(recs)))...)
+	c.Send(string(append(frame, recs...)))
+	// No 'E': the link drops here.
+}
+
+// readCommand reads one RESP array of bulk strings from c.
+func readCommand(t *testing.T, c *testkit.Conn) []string {
+	line := c.Line()
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || line[0] != '*' {
+		t.Errorf("fake primary read %q", line)
+		return nil
+	}
+	out := make([]string, n)
+	for i := range out {
+		c.Line() // $len
+		out[i] = strings.TrimRight(c.Line(), "\r\n")
+	}
+	return out
+}
+
+// A primary that dies in the middle of a full copy, and comes back with
+// other keys: the replica drops the partial copy and its own stale keys,
+// and holds exactly the new primary's.
+func TestPrimaryRestartMidFullCopy(t *testing.T) {
+	ln := testkit.Listen(t)
+	port := testkit.Port(ln)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(port)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fakePrimary(t, ln, keyNames("partial", 50))
+	}()
+	<-done
+	testkit.WaitFor(t, "the partial copy applied", func() bool { return r.Do("DBSIZE") == ":50\r\n" })
+	ln.Close()
+	if got := infoField(r, "master_link_status"); got != "down" {
+		t.Fatalf("master_link_status:%s after the copy broke off", got)
+	}
+	pcfg := replConfig(t)
+	pcfg.Port = port
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	keys := keyNames("fresh", 30)
+	writeKeys(p, keys)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	waitConverged(t, p, r, keys)
+	r.WantDo(":0\r\n", "EXISTS", "partial1")
+}
+
+// A replica that falls out of a small backlog is dropped and given a
+// fresh full copy, and converges.
+func TestBacklogOverflowGivesFullCopy(t *testing.T) {
+	pcfg := replConfig(t)
+	pcfg.ReplBacklogSize = 16 << 10
+	log := &testkit.SyncBuffer{}
+	pcfg.LogOutput, pcfg.LogLevel = log, "notice"
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	keys := keyNames("o", 20000) // 600 kB of stream in a few drains, past 16 kB
+	for i := 0; i < 10 && !strings.Contains(log.String(), "fell behind the backlog"); i++ {
+		writeKeys(p, keys)
+	}
+	log.WaitFor(t, "fell behind the backlog")
+	waitConverged(t, p, r, keys[:500])
+	if n := strings.Count(log.String(), "Full copy to replica"); n < 2 {
+		t.Errorf("%d full copies logged, want at least 2", n)
+	}
+}
+
+// With tls-replication, the replica dials the primary's TLS port with the
+// client TLS certificates; the primary requires them.
+func TestReplicationOverTLS(t *testing.T) {
+	ca, cert, key, _ := nodePKI(t)
+	pcfg := replConfig(t)
+	pcfg.Port = 0
+	pcfg.TLSPort, pcfg.TLSCertFile, pcfg.TLSKeyFile, pcfg.TLSCACertFile = testkit.FreePort(t), cert, key, ca
+	pcfg.RequirePass = "pw"
+	start(t, pcfg)
+	rcfg := replConfig(t)
+	rcfg.TLSPort, rcfg.TLSCertFile, rcfg.TLSKeyFile, rcfg.TLSCACertFile = testkit.FreePort(t), cert, key, ca
+	rcfg.TLSReplication, rcfg.MasterAuth = true, "pw"
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.TLSPort)
+	rlog := &testkit.SyncBuffer{}
+	rcfg.LogOutput = rlog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(rlog.String())
+		}
+	})
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up over TLS", func() bool { return infoField(r, "master_link_status") == "up" })
+	if got := infoField(r, "master_port"); got != strconv.Itoa(pcfg.TLSPort) {
+		t.Fatalf("master_port:%s", got)
+	}
+}
+
+// A replica with dir snapshots its own copy; an old primary restarted
+// from its store as a replica of another drops its stale keys for the
+// primary's copy, in memory and, at its next snapshot, in its store.
+func TestReplicaPersistence(t *testing.T) {
+	dir := t.TempDir()
+	// An old primary with keys of its own, in its store.
+	ocfg := replConfig(t)
+	ocfg.Dir, ocfg.Save, ocfg.SaveSet = dir, "", true
+	stopOld := start(t, ocfg)
+	o := dialUp(t, ocfg)
+	testkit.WaitFor(t, "loading", func() bool { return o.Do("DBSIZE") == ":0\r\n" })
+	writeKeys(o, keyNames("stale", 20))
+	o.WantDo("+OK\r\n", "SAVE")
+	if err := stopOld(); err != nil {
+		t.Fatal(err)
+	}
+	// The new primary, and the old one restarted as its replica.
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	keys := keyNames("live", 30)
+	writeKeys(p, keys)
+	ocfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	stopOld = start(t, ocfg)
+	o = dialUp(t, ocfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(o, "master_link_status") == "up" })
+	waitConverged(t, p, o, keys)
+	o.WantDo(":0\r\n", "EXISTS", "stale1")
+	writeKeys(p, keys[:5])
+	waitConverged(t, p, o, keys)
+	o.WantDo("+OK\r\n", "SAVE") // a replica snapshots its copy
+	if err := stopOld(); err != nil {
+		t.Fatal(err)
+	}
+	// Started alone from its store, it holds the copy, not its old keys.
+	ocfg.ReplicaOf = ""
+	start(t, ocfg)
+	o = dialUp(t, ocfg)
+	testkit.WaitFor(t, "loading", func() bool { return o.Do("DBSIZE") == ":30\r\n" })
+	o.WantDo(":0\r\n", "EXISTS", "stale1")
+	for _, k := range keys {
+		sameState(t, p, o, k)
+	}
+}
+
+// sameState fails the test unless k reads the same on p and r (a cost-0
+// CL.THROTTLE); it reads again when the two reads straddle a second,
+// which can change the reply's rounded times.
+func sameState(t *testing.T, p, r *testkit.Conn, k string) {
+	t.Helper()
+	var a, b string
+	for range 3 {
+		if a, b = p.Do("CL.THROTTLE", k, "100", "1", "60", "0"), r.Do("CL.THROTTLE", k, "100", "1", "60", "0"); a == b {
+			return
+		}
+	}
+	t.Fatalf("%s: primary %q, replica %q", k, a, b)
+}
+
+// replica-announce-ip and -port are what the primary shows for the
+// replica (INFO's slaveN, ROLE), where Sentinel finds replicas; a
+// replica's replica-priority shows in its INFO.
+func TestReplicaAnnounce(t *testing.T) {
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	rcfg := replConfig(t)
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	rcfg.ReplicaAnnounceIP, rcfg.ReplicaAnnouncePort, rcfg.ReplicaPriority = "10.1.2.3", 7777, 5
+	start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	if got := infoField(p, "slave0"); !strings.HasPrefix(got, "ip=10.1.2.3,port=7777,state=online,") {
+		t.Errorf("slave0:%s", got)
+	}
+	if got := p.Do("ROLE"); !strings.Contains(got, "$8\r\n10.1.2.3\r\n$4\r\n7777\r\n") {
+		t.Errorf("ROLE: %q", got)
+	}
+	if got := infoField(r, "slave_priority"); got != "5" {
+		t.Errorf("slave_priority:%s", got)
+	}
 }

@@ -157,6 +157,10 @@ func (l *link) once(addr string) (synced bool, err error) {
 	l.nc = nc
 	l.mu.Unlock()
 	defer nc.Close()
+	if r.cfg.OnLink != nil {
+		remove := r.cfg.OnLink(nc.LocalAddr().String(), nc.RemoteAddr().String(), func() { _ = nc.Close() })
+		defer remove()
+	}
 	br := bufio.NewReaderSize(nc, 64<<10)
 	cmd := func(args ...string) (string, error) {
 		_ = nc.SetDeadline(time.Now().Add(r.cfg.Timeout))

@@ -48,6 +48,12 @@ type Config struct {
 	SetReadOnly func(on bool)
 	// ClusterMode refuses REPLICAOF (cluster replicas are another design).
 	ClusterMode bool
+	// OnLink is called with the local and remote addresses of a
+	// replica's connection to its primary once dialled, and a function
+	// that drops it; the function it returns is called when the
+	// connection ends. The server lists the link as a client of type
+	// master. Default: nil.
+	OnLink func(laddr, raddr string, kill func()) (remove func())
 	// OnReplicaOf is called with the primary's address when the server
 	// becomes a replica, and with "" and 0 when it becomes a primary
 	// (for the replicaof setting and CONFIG REWRITE). Default: nil.

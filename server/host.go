@@ -35,9 +35,12 @@ func (s *Server) QueryBufferLimit() int64 { return s.limits.maxQuery.Load() }
 func (s *Server) Clients() []*commands.Client {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*commands.Client, 0, len(s.clients))
+	out := make([]*commands.Client, 0, len(s.clients)+1)
 	for c := range s.clients {
 		out = append(out, c)
+	}
+	if s.link != nil {
+		out = append(out, s.link)
 	}
 	return out
 }

@@ -67,8 +67,8 @@ func (s *Server) applyTimeout(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for cl, c := range s.clients {
-		if ch, pat := cl.SubCounts(); ch+pat > 0 {
-			continue // a subscriber has no idle timeout, as in Redis
+		if ch, pat := cl.SubCounts(); ch+pat > 0 || cl.IsReplica() {
+			continue // a subscriber has no idle timeout, as in Redis, nor a replica's link
 		}
 		_ = c.nc.SetReadDeadline(at) // a closed connection is going anyway
 	}

@@ -70,6 +70,24 @@ func ParseReplicaOf(v string) (host string, port int, ok bool) {
 	return f[0], n, true
 }
 
+// AddMasterLink lists a replica's link to its primary (local and remote
+// addresses) as a client of type master, flag M, until the returned
+// function is called; CLIENT KILL of it calls kill.
+func (s *Server) AddMasterLink(laddr, raddr string, kill func()) (remove func()) {
+	cl := s.table.NewClient(commands.ClientOptions{ID: s.nextID.Add(1), Addr: raddr, LocalAddr: laddr, Close: kill, Authorized: true})
+	cl.SetMaster()
+	s.mu.Lock()
+	s.link = cl
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.link == cl {
+			s.link = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
 // closeReplication stops the replication links.
 func (s *Server) closeReplication() {
 	if s.repl != nil {

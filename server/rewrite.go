@@ -110,6 +110,9 @@ func rewriteConfig(old []byte, current, defaults [][2]string) (out []byte, secre
 		line := sc.Text()
 		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
 		name = strings.ToLower(name)
+		if name == "slaveof" {
+			name = "replicaof" // its old name: rewritten as replicaof, as Redis does
+		}
 		v, isSetting := value[name]
 		switch {
 		case !isSetting || strings.HasPrefix(name, "#"):

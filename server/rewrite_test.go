@@ -174,3 +174,31 @@ func TestConfigRewriteSecrets(t *testing.T) {
 		t.Errorf("rewritten with requirepass-file:\n%s", text)
 	}
 }
+
+// CONFIG REWRITE writes replicaof as Redis does, host and port as two
+// words, in place of a replicaof or slaveof line; after REPLICAOF NO ONE
+// it writes an empty one, which reads back as none.
+func TestConfigRewriteReplicaOf(t *testing.T) {
+	def := DefaultConfig()
+	defaults := def.Get(func(string) bool { return true })
+	cfg := DefaultConfig()
+	cfg.ReplicaOf = "127.0.0.1 7001"
+	old := []byte("# mine\nslaveof 10.0.0.1 6379\nport 6379\n")
+	out, _ := rewriteConfig(old, cfg.Get(func(string) bool { return true }), defaults)
+	if got, want := string(out), "# mine\nreplicaof 127.0.0.1 7001\nport 6379\n"; got != want {
+		t.Fatalf("rewrite:\n%s\nwant:\n%s", got, want)
+	}
+	cfg.ReplicaOf = ""
+	out, _ = rewriteConfig(out, cfg.Get(func(string) bool { return true }), defaults)
+	if got, want := string(out), "# mine\nreplicaof \"\"\nport 6379\n"; got != want {
+		t.Fatalf("rewrite after NO ONE:\n%s\nwant:\n%s", got, want)
+	}
+	back := DefaultConfig()
+	words, err := SplitConfigLine(`replicaof ""`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := back.SetDirective(words[0], words[1:]); err != nil || back.ReplicaOf != "" {
+		t.Fatalf("replicaof \"\" read back as %q, %v", back.ReplicaOf, err)
+	}
+}

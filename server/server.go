@@ -83,9 +83,10 @@ type Server struct {
 	closing    bool
 	conns      sync.WaitGroup
 
-	persist        Persistence // nil: persistence off
-	repl           Replication // nil: no replication (a server built without the daemon)
-	saveOnShutdown atomic.Bool // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
+	persist        Persistence      // nil: persistence off
+	repl           Replication      // nil: no replication (a server built without the daemon)
+	link           *commands.Client // a replica's link to its primary, listed as a client; guarded by mu
+	saveOnShutdown atomic.Bool      // take a last snapshot at shutdown (SHUTDOWN NOSAVE clears it)
 
 	shutdownOnce sync.Once
 	done         chan struct{} // closed when Shutdown has finished

@@ -420,7 +420,7 @@ var settings = []setting{
 			c.ClusterWeight = w
 			return nil
 		}},
-	{name: "replicaof", list: true, // CONFIG REWRITE writes <host> <port> as two words
+	{name: "replicaof", list: true,
 		get: func(c *Config) string { return c.ReplicaOf },
 		set: func(c *Config, v string) error { c.ReplicaOf = strings.Join(strings.Fields(v), " "); return nil },
 		// In a config file or on the command line: replicaof <host> <port>.
