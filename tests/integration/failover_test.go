@@ -493,3 +493,63 @@ func wantSentinelTraffic(t *testing.T, n *ha.Node, slaveof string) {
 		}
 	}
 }
+
+// TestFailoverTwoReplicas: with two replicas, the Sentinels promote one
+// and point the other at it (SLAVEOF <host> <port> in the same
+// transaction, parallel-syncs 1); the failover ends as such (every
+// Sentinel logs +failover-end or learns the new configuration, none
+// -failover-abort, the leader +slave-reconf-done for the other replica,
+// which it reads from that replica's INFO), and the other replica holds
+// the limited keys, now copied from the new primary.
+func TestFailoverTwoReplicas(t *testing.T) {
+	for _, kind := range []ha.Kind{ha.Redis, ha.Cellserver} {
+		t.Run(kind.String(), func(t *testing.T) {
+			t.Parallel()
+			g := ha.Start(t, ha.Options{Kind: kind}, 2)
+			keys := haKeys(kind, "k:")
+			haDrive(t, goRedis(g.Nodes[0].Client), keys)
+			wantVal(t, g.Nodes[0].Client, int64(2), "WAIT", 2, 5000)
+			g.Nodes[0].Kill()
+			var promoted, other *ha.Node
+			testkit.Until(t, 30*time.Second, "the Sentinels to promote a replica", func() error {
+				for i, n := range g.Nodes[1:] {
+					if a := g.MasterAddr(); a == n.Addr {
+						promoted, other = n, g.Nodes[2-i]
+						return nil
+					}
+				}
+				return fmt.Errorf("master %q", g.MasterAddr())
+			})
+			testkit.Until(t, 30*time.Second, "the other replica to follow the new primary", func() error {
+				m := other.Info("replication")
+				if m["master_port"] != fmt.Sprint(promoted.Port) || m["master_link_status"] != "up" {
+					return fmt.Errorf("INFO replication: master_port %q, master_link_status %q", m["master_port"], m["master_link_status"])
+				}
+				return nil
+			})
+			testkit.Until(t, 30*time.Second, "the failover to end", func() error {
+				ended := false
+				for _, s := range g.Sentinels {
+					log := s.Log.String()
+					if strings.Contains(log, "-failover-abort") || strings.Contains(log, "failover-end-for-timeout") {
+						t.Fatalf("a Sentinel's failover failed:\n%s", log)
+					}
+					ended = ended || strings.Contains(log, "+slave-reconf-done") && strings.Contains(log, "+failover-end ")
+				}
+				if !ended {
+					return fmt.Errorf("no Sentinel logged +slave-reconf-done and +failover-end")
+				}
+				return nil
+			})
+			haCheck(t, "new primary", goRedis(promoted.Client), keys, true)
+			testkit.WaitFor(t, "the other replica to hold the keys", func() bool {
+				for _, k := range keys {
+					if v, err := other.Client.Do(ctx, k.read...).Result(); err != nil || !haStillLimited(v) {
+						return false
+					}
+				}
+				return true
+			})
+		})
+	}
+}
