@@ -32,7 +32,7 @@ func startWriter(n *ha.Node) *replWriter {
 		defer w.wg.Done()
 		end := time.Now().Add(30 * time.Second)
 		for i := 0; !w.done.Load() && time.Now().Before(end); i++ {
-			if n.Client.Do(ctx, "FW.INCR", "w:"+strconv.Itoa(i%replKeys), 1<<40, 1000000).Err() == nil {
+			if n.Client.Do(ctx, "FW.INCR", "w:"+strconv.Itoa(i%replKeys), int64(1<<40), 1000000).Err() == nil {
 				w.count.Add(1)
 			}
 			time.Sleep(100 * time.Microsecond)
@@ -60,7 +60,7 @@ func wantSameKeys(t *testing.T, p, r *ha.Node) {
 			return fmt.Errorf("DBSIZE: primary %d, replica %d", a, b)
 		}
 		for i := range replKeys {
-			args := []any{"FW.INCR", "w:" + strconv.Itoa(i), 1 << 40, 1000000, 0}
+			args := []any{"FW.INCR", "w:" + strconv.Itoa(i), int64(1 << 40), 1000000, 0}
 			a, err1 := p.Client.Do(ctx, args...).Int64Slice()
 			b, err2 := r.Client.Do(ctx, args...).Int64Slice()
 			if err1 != nil || err2 != nil || a[2] != b[2] {
