@@ -134,4 +134,3 @@ func killToFirstCorrectReply(b *testing.B, kind ha.Kind) (time.Duration, int) {
 	b.Fatalf("no correct reply within 60 s of the kill (%d wrong ones); the Sentinels name %q", wrong, g.MasterAddr())
 	return 0, 0
 }
-
