@@ -195,7 +195,13 @@ func hello(c *Client, req *Request) {
 	c.W.WriteBulkString("mode")
 	c.W.WriteBulkString("standalone")
 	c.W.WriteBulkString("role")
-	c.W.WriteBulkString("master")
+	role := "master"
+	if rep := c.host.Replication(); rep != nil {
+		if r := rep.Role(); len(r) > 0 && r[0] == "slave" {
+			role = "replica" // HELLO's word, where ROLE and INFO say slave
+		}
+	}
+	c.W.WriteBulkString(role)
 	c.W.WriteBulkString("modules")
 	c.W.WriteArray(0)
 }

@@ -13,7 +13,9 @@
 // derived from limiter.Kinds, ML.THROTTLE and LIMITER.TOP),
 // cmd_keyspace.go, cmd_connection.go, cmd_server.go, cmd_command.go,
 // cmd_slowlog.go, cmd_persistence.go, cmd_multi.go, cmd_cluster.go and
-// cmd_script.go (SCRIPT for a server that runs no scripts); pubsub.go
+// cmd_script.go (SCRIPT for a server that runs no scripts),
+// cmd_replication.go (REPLICAOF, ROLE, WAIT, REPLCONF, REPLSYNC, INFO
+// replication, through the Replication interface); pubsub.go
 // holds pub/sub's commands and its registry of subscriptions, whose
 // subscribers' output the server writes through the Pusher it gives each
 // client; authguard.go holds the failed-AUTH budgets per client address.

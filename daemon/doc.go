@@ -2,7 +2,9 @@
 // server and wires around it the parts the settings ask for, persistence
 // (package persist: the snapshot store, the restore at start, the save
 // rules, BACKUP), cluster mode (package cluster: the node, adapted to
-// commands.Router) and the metrics' HTTP server (package metrics, reading
+// commands.Router), replication (package replication: the primary's
+// stream and the replica's link, given to the server as its Replication,
+// started from replicaof once the keys are loaded) and the metrics' HTTP server (package metrics, reading
 // the server, its snapshots and its node through metrics.Source; with the
 // health endpoints, and bounded in connections and time so that its
 // clients cannot take the RESP port's descriptors, by a listener of its own,
@@ -16,6 +18,6 @@
 // settings name for its parts (the TLS files, the snapshot store), and it
 // sets nothing for the whole process: GOMAXPROCS, the GC target, signals
 // and the log and pid files belong to cmd/cellserver. It imports server,
-// commands, persist, cluster, metrics and the packages below them;
+// commands, persist, cluster, replication, metrics and the packages below them;
 // nothing imports it but cmd/cellserver and tests.
 package daemon

@@ -160,6 +160,12 @@ func TestReplicaCopiesAndStreams(t *testing.T) {
 	testkit.WaitFor(t, "the link back up", func() bool {
 		return infoField(r, "master_link_status") == "up" && strings.Contains(r.Do("CLIENT", "LIST", "TYPE", "master"), " flags=M ")
 	})
+	if got := r.Do("HELLO", "2"); !strings.Contains(got, "$4\r\nrole\r\n$7\r\nreplica\r\n") {
+		t.Errorf("HELLO on the replica: %q", got)
+	}
+	if got := p.Do("HELLO", "2"); !strings.Contains(got, "$4\r\nrole\r\n$6\r\nmaster\r\n") {
+		t.Errorf("HELLO on the primary: %q", got)
+	}
 	if got := p.Do("CLIENT", "LIST", "TYPE", "replica"); !strings.Contains(got, " flags=S ") {
 		t.Errorf("CLIENT LIST TYPE replica on the primary: %q", got)
 	}

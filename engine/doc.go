@@ -16,6 +16,10 @@
 // With Config.TrackChanges the engine remembers which keys changed or were
 // removed since the last TakeDirty (dirty.go), for incremental snapshots;
 // package persist reads them through TakeDirty and restores with Load.
+// The change feed (feed.go, SetFeed) is a second consumer, for package
+// replication: per shard, the keys changed since its last DrainFeed,
+// each listed once however often it changed; CopyShard walks a shard for
+// a full copy.
 //
 // The engine counts the memory the keyspace holds as its tables grow and
 // shrink (KeyspaceBytes), and the server adds its connections' buffers

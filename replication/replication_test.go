@@ -17,7 +17,7 @@ import (
 // testClock is the injected clock of Config.Now.
 type testClock struct{ ns atomic.Int64 }
 
-func (c *testClock) now() time.Time         { return time.Unix(0, c.ns.Load()) }
+func (c *testClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *testClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 func newTest(t *testing.T, cfg Config) (*Replication, *engine.Engine, *testClock) {
@@ -203,4 +203,3 @@ func mustAtoi(t *testing.T, s string) int64 {
 	}
 	return n
 }
-

@@ -160,7 +160,7 @@ var directives = map[string]directive{
 	"replica-ignore-maxmemory":         accept,
 	"replica-ignore-disk-write-errors": accept,
 	"propagation-error-behavior":       accept,
-	"min-replicas-to-write":            only("cellserver has no replicas to wait for", "0"),
+	"min-replicas-to-write":            only("cellserver never refuses writes for want of replicas: use WAIT after a write that must reach one (no replicas are counted here)", "0"),
 	"min-replicas-max-lag":             accept,
 	// Redis Cluster's own settings; cellserver's cluster mode has its own
 	// (cluster-enabled, cluster-port, cluster-announce-*, cluster-join).

@@ -3,12 +3,14 @@
 // make it buffer, enforces maxclients and idle timeouts, keeps the list of
 // clients and the run-time settings, and hands every command to the
 // commands table; it owns the settings table, TLS (tls.go) and the
-// queues that carry pub/sub subscribers' output (push.go). It
+// queues that carry pub/sub subscribers' output (push.go), and hands a
+// replica's connection over to replication once REPLSYNC is answered
+// (replication.go). It
 // implements commands.Host. It imports commands, engine and packages under
 // internal/, never daemon or cmd/cellserver, and it reads no flags or
 // config files: cmd/cellserver builds its Config, and package daemon
 // reads the TLS files (TLSConfigFromFiles) and wires in anything else
-// (persistence, cluster mode) through interfaces.
+// (persistence, cluster mode, replication) through interfaces.
 package server
 
 import (
