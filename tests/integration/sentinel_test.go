@@ -17,8 +17,8 @@ import (
 // TestSentinelHelloLink: a real Redis Sentinel (redis-server --sentinel)
 // monitoring a cellserver opens its pub/sub link to the instance,
 // subscribes to __sentinel__:hello, publishes its hello messages there,
-// and reads the instance's run_id from INFO. (Failover needs replication,
-// which cellserver does not have yet.)
+// and reads the instance's run_id from INFO. (Failovers:
+// failover_test.go.)
 func TestSentinelHelloLink(t *testing.T) {
 	// Debian's redis-sentinel (.ci/run installs it), or redis-server in
 	// sentinel mode, which it is.
