@@ -324,6 +324,14 @@ func testFailover(t *testing.T, kind ha.Kind) {
 	// Sentinels make it a replica of the new one, and it catches up.
 	primary.Restart()
 	restarted := time.Now()
+	var staleBack int64
+	testkit.Until(t, 20*time.Second, "the restarted old primary to load its keys", func() (err error) {
+		staleBack, err = primary.Client.Exists(ctx, "stale").Result() // LOADING while it restores
+		return err
+	})
+	if staleBack != 1 {
+		t.Fatalf("the old primary restarted without the key it saved: EXISTS stale %d", staleBack)
+	}
 	testkit.Until(t, 40*time.Second, "the Sentinels to make the old primary a replica", func() error {
 		m := primary.Info("replication")
 		if m["role"] != "slave" || m["master_port"] != fmt.Sprint(replica.Port) || m["master_link_status"] != "up" {
