@@ -561,3 +561,33 @@ func TestFailoverTwoReplicas(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelManualFailover: SENTINEL FAILOVER, with the primary alive.
+// A Sentinel promotes the replica, then sends the old primary, still
+// serving, SLAVEOF to the new one: it becomes a replica, and the keys it
+// changed meanwhile give way to the new primary's.
+func TestSentinelManualFailover(t *testing.T) {
+	t.Parallel()
+	g := ha.Start(t, ha.Options{}, 1)
+	primary, replica := g.Nodes[0], g.Nodes[1]
+	keys := haKeys(ha.Cellserver, "m:")
+	haDrive(t, goRedis(primary.Client), keys)
+	wantVal(t, primary.Client, int64(1), "WAIT", 1, 5000)
+	if v, err := g.SentinelDo("SENTINEL", "FAILOVER", ha.MasterName); err != nil || v != "OK" {
+		t.Fatalf("SENTINEL FAILOVER: %v, %v", v, err)
+	}
+	g.WaitMaster(t, replica, 30*time.Second)
+	haCheck(t, "new primary", goRedis(replica.Client), keys, true)
+	// The old primary still takes writes until a Sentinel turns it into a
+	// replica (as Redis does); this one is lost then.
+	do(t, primary.Client, "FW.INCR", "m:lost", 5, 1000000)
+	testkit.Until(t, 40*time.Second, "the Sentinels to make the old primary a replica", func() error {
+		m := primary.Info("replication")
+		if m["role"] != "slave" || m["master_port"] != fmt.Sprint(replica.Port) || m["master_link_status"] != "up" {
+			return fmt.Errorf("INFO replication: role %q master_port %q master_link_status %q", m["role"], m["master_port"], m["master_link_status"])
+		}
+		return nil
+	})
+	wantVal(t, primary.Client, int64(0), "EXISTS", "m:lost")
+	haCheck(t, "old primary", goRedis(primary.Client), keys, false)
+}

@@ -208,6 +208,9 @@ func (g *Group) SentinelAddrs() []string {
 	return a
 }
 
+// SentinelDo sends one command to the group's first Sentinel.
+func (g *Group) SentinelDo(args ...any) (any, error) { return sentinelDo(g.Sentinels[0].Addr, args...) }
+
 // sentinelDo sends one command to the Sentinel at addr.
 func sentinelDo(addr string, args ...any) (any, error) {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, Protocol: 2, DisableIdentity: true,
