@@ -32,8 +32,6 @@ type Replication interface {
 // Reply errors of the replication commands, in Redis's words.
 const (
 	errReadOnly       = "READONLY You can't write against a read only replica."
-	errInvalidMaster  = "ERR Invalid master port"
-	errReplicaOfNoOne = "ERR syntax error"
 	errWaitNegative   = "ERR timeout is negative"
 	errNoReplication  = "ERR replication is not available in this server"
 	errReplicaLink    = "ERR Command is not valid when client is a replica."
@@ -81,8 +79,8 @@ func replicaOf(c *Client, req *Request) {
 		h = ""
 	} else {
 		n, ok := parseInt(port)
-		if !ok || n < 0 || n > 65535 {
-			c.fail(errInvalidMaster)
+		if !ok || n < 0 || n > 65535 { // Redis reads any integer; no port is outside this
+			c.fail(errNotInteger)
 			return
 		}
 		h, p = string(host), int(n)

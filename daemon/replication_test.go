@@ -197,7 +197,8 @@ func TestReplicaOfCommand(t *testing.T) {
 	rcfg := replConfig(t)
 	start(t, rcfg)
 	r := dialUp(t, rcfg)
-	r.WantDo("-ERR Invalid master port\r\n", "REPLICAOF", "127.0.0.1", "x")
+	r.WantDo("-ERR value is not an integer or out of range\r\n", "REPLICAOF", "127.0.0.1", "x")
+	r.WantDo("-ERR value is not an integer or out of range\r\n", "REPLICAOF", "127.0.0.1", "65536")
 	r.WantDo("+OK\r\n", "REPLICAOF", "NO", "ONE")
 	port := strconv.Itoa(pcfg.Port)
 	r.WantDo("+OK\r\n", "MULTI")
@@ -294,7 +295,7 @@ func TestReplicaAuthFailure(t *testing.T) {
 	rcfg.LogOutput = log
 	start(t, rcfg)
 	r := dialUp(t, rcfg)
-	log.WaitFor(t, "Unable to AUTH to MASTER")
+	log.WaitFor(t, "unable to AUTH to MASTER")
 	if strings.Contains(log.String(), "wrong-secret-xyz") {
 		t.Fatalf("the log shows masterauth:\n%s", log.String())
 	}

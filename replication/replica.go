@@ -184,7 +184,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		}
 		if _, err := cmd(args...); err != nil {
 			// The error is the primary's reply: it names no password.
-			return false, fmt.Errorf("Unable to AUTH to MASTER: %v", err)
+			return false, fmt.Errorf("unable to AUTH to MASTER: %v", err)
 		}
 	}
 	port := st.ListeningPort

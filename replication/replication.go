@@ -111,10 +111,16 @@ func (c *Config) EnsureDefaults() {
 
 // Errors of REPLICAOF and WAIT, in Redis's words.
 var (
+	// ErrClusterMode is REPLICAOF's error in cluster mode.
+	//lint:ignore ST1005 Redis's own text
 	ErrClusterMode = errors.New("REPLICAOF not allowed in cluster mode.")
+	// ErrWaitReplica is WAIT's error on a replica.
+	//lint:ignore ST1005 Redis's own text
 	ErrWaitReplica = errors.New("WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
-	ErrNotPrimary  = errors.New("cellserver: this server is a replica: sync from its primary")
-	ErrBadVersion  = errors.New("cellserver: unknown replication stream version")
+	// ErrNotPrimary is REPLSYNC's error on a replica.
+	ErrNotPrimary = errors.New("cellserver: this server is a replica: sync from its primary")
+	// ErrBadVersion is REPLSYNC's error for a stream version it does not speak.
+	ErrBadVersion = errors.New("cellserver: unknown replication stream version")
 )
 
 // Replication is a server's replication state: as a primary, its stream

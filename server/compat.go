@@ -39,8 +39,6 @@ func (d Directive) String() string { return d.Name + " " + redact(d.Name, d.Valu
 var (
 	// accept takes any value.
 	accept = directive{}
-	// acceptSecret takes any value and keeps it out of the log.
-	acceptSecret = directive{secret: true}
 )
 
 // only accepts the values given (in any case) and refuses the rest with why.
