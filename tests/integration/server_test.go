@@ -190,7 +190,7 @@ func TestInfo(t *testing.T) {
 			return parseInfo(t, s)
 		}
 		f, sections := info()
-		wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "CPU", "Errorstats", "Limiter", "Cluster", "Keyspace"}
+		wantSections := []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Errorstats", "Limiter", "Cluster", "Keyspace"}
 		if !slices.Equal(sections, wantSections) {
 			t.Errorf("INFO sections %q, want %q", sections, wantSections)
 		}
