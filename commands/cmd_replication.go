@@ -31,10 +31,10 @@ type Replication interface {
 
 // Reply errors of the replication commands, in Redis's words.
 const (
-	errReadOnly       = "READONLY You can't write against a read only replica."
-	errWaitNegative   = "ERR timeout is negative"
-	errNoReplication  = "ERR replication is not available in this server"
-	errReplicaLink    = "ERR Command is not valid when client is a replica."
+	errReadOnly      = "READONLY You can't write against a read only replica."
+	errWaitNegative  = "ERR timeout is negative"
+	errNoReplication = "ERR replication is not available in this server"
+	errReplicaLink   = "ERR Command is not valid when client is a replica."
 )
 
 func registerReplication(t *Table) {
@@ -59,8 +59,11 @@ func registerReplication(t *Table) {
 		r.Summary = "Makes the server a replica of host port, or a primary again with NO ONE (keeping its keys)."
 		rows = append(rows, r)
 	}
+	// Since is the Redis version that brought each (REPLSYNC is
+	// cellserver's own).
+	since := map[string]string{"role": "2.8.12", "wait": "3.0.0", "replconf": "3.0.0", "replsync": "1.0.0", "replicaof": "5.0.0", "slaveof": "1.0.0"}
 	for _, r := range rows {
-		r.Group, r.Since = "server", "1.1.0"
+		r.Group, r.Since = "server", since[r.Name]
 		t.Register(r)
 	}
 }

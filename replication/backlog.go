@@ -9,14 +9,15 @@ import "sync"
 // the stream's bytes since the replication id was drawn, from 0.
 type backlog struct {
 	mu    sync.Mutex
-	ring  []byte
+	size  int           // repl-backlog-size
+	ring  []byte        // allocated at the first append: a primary no replica ever read holds none
 	start int64         // the offset of the oldest byte held
 	end   int64         // the offset past the newest: master_repl_offset
 	grew  chan struct{} // closed, and replaced, when bytes are appended
 }
 
 func newBacklog(size int, offset int64) *backlog {
-	return &backlog{ring: make([]byte, size), start: offset, end: offset, grew: make(chan struct{})}
+	return &backlog{size: size, start: offset, end: offset, grew: make(chan struct{})}
 }
 
 // append adds p to the stream, dropping the oldest bytes past the ring's
@@ -26,6 +27,9 @@ func (b *backlog) append(p []byte) {
 		return
 	}
 	b.mu.Lock()
+	if b.ring == nil {
+		b.ring = make([]byte, b.size)
+	}
 	size := int64(len(b.ring))
 	if int64(len(p)) > size {
 		b.end += int64(len(p)) - size
@@ -54,7 +58,7 @@ func (b *backlog) read(off int64, buf []byte) (n int, ok bool, wait <-chan struc
 	if off < b.start || off > b.end {
 		return 0, false, nil
 	}
-	size := int64(len(b.ring))
+	size := int64(b.size)
 	for n < len(buf) && off < b.end {
 		at := off % size
 		m := copy(buf[n:], b.ring[at:min(size, at+(b.end-off))])

@@ -84,3 +84,19 @@ func TestBacklogOverflow(t *testing.T) {
 		t.Fatalf("read after a large append = %q %v", buf[:n], ok)
 	}
 }
+
+// A primary no replica ever read holds no backlog: the ring is allocated
+// at the first bytes of stream.
+func TestBacklogAllocatedOnFirstAppend(t *testing.T) {
+	bl := newBacklog(1<<20, 0)
+	if bl.ring != nil {
+		t.Fatal("a new backlog holds its ring")
+	}
+	if n, ok, _ := bl.read(0, make([]byte, 8)); n != 0 || !ok {
+		t.Fatalf("read of an empty backlog = %d %v", n, ok)
+	}
+	bl.append([]byte("x"))
+	if len(bl.ring) != 1<<20 {
+		t.Fatalf("ring of %d bytes after an append", len(bl.ring))
+	}
+}

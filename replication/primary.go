@@ -253,7 +253,7 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 	for {
 		n, ok, wait := bl.read(offset, data)
 		if !ok {
-			r.cfg.Logf("warning", "Replica %s fell behind the backlog (offset %d, repl-backlog-size %d): dropping its link; it will get a full copy", addr, offset, len(bl.ring))
+			r.cfg.Logf("warning", "Replica %s fell behind the backlog (offset %d, repl-backlog-size %d): dropping its link; it will get a full copy", addr, offset, bl.size)
 			return
 		}
 		if n > 0 {

@@ -33,6 +33,9 @@ type link struct {
 	nc     net.Conn // the connection, to close it from close
 	stop   chan struct{}
 	closed bool
+
+	prev *link         // the link this one replaces, whose run must end first
+	done chan struct{} // closed when run returns
 }
 
 const (
@@ -42,7 +45,7 @@ const (
 )
 
 func newLink(r *Replication, host string, port int) *link {
-	l := &link{r: r, host: host, port: port, stop: make(chan struct{})}
+	l := &link{r: r, host: host, port: port, stop: make(chan struct{}), done: make(chan struct{})}
 	l.downSince.Store(r.cfg.Now().Unix())
 	return l
 }
@@ -84,6 +87,13 @@ const (
 
 // run keeps the link up until closed.
 func (l *link) run() {
+	defer close(l.done)
+	if l.prev != nil {
+		// The link this one replaces may be applying a frame: let it end,
+		// so that nothing of the old primary lands after this one's copy.
+		<-l.prev.done
+		l.prev = nil
+	}
 	l.r.syncFeed() // off: a replica's changes are its primary's
 	addr := net.JoinHostPort(l.host, strconv.Itoa(l.port))
 	wait := backoffMin

@@ -228,7 +228,9 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		// one (replid2) up to where this server had it.
 		r.link = nil
 		off := old.offset.Load()
-		r.replid2, r.secondOffset = old.replid(), off+1
+		if id := old.replid(); id != "" { // it had synced: its history goes on as replid2
+			r.replid2, r.secondOffset = id, off+1
+		}
 		r.replid = newReplID()
 		r.bl = newBacklog(r.cfg.BacklogSize, off)
 		// The stream starts now, so that the other replicas of the old
@@ -250,6 +252,7 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		return "OK Already connected to specified master", nil
 	}
 	l := newLink(r, host, port)
+	l.prev = old
 	if old != nil {
 		l.offset.Store(old.offset.Load())
 		l.id.Store(old.id.Load())
@@ -416,7 +419,7 @@ func (r *Replication) InfoLines() []string {
 	add("master_repl_offset", end)
 	add("second_repl_offset", second)
 	add("repl_backlog_active", b2i(active))
-	add("repl_backlog_size", len(bl.ring))
+	add("repl_backlog_size", bl.size)
 	if active {
 		add("repl_backlog_first_byte_offset", start+1)
 		add("repl_backlog_histlen", end-start)
