@@ -57,6 +57,9 @@ type Options struct {
 	// Conf holds more config lines for every node (persistence, a small
 	// repl-backlog-size).
 	Conf []string
+	// PrimaryConf holds more config lines for the first node only (its
+	// metrics-addr).
+	PrimaryConf []string
 	// Sentinels is how many Sentinels watch the group: 3 when 0; -1 for
 	// none.
 	Sentinels int
@@ -155,6 +158,9 @@ func (g *Group) StartNode(t testing.TB, of *Node) *Node {
 		lines = append(lines, "requirepass "+p, "masterauth "+p)
 	}
 	lines = append(lines, g.Opt.Conf...)
+	if len(g.Nodes) == 0 {
+		lines = append(lines, g.Opt.PrimaryConf...)
+	}
 	if of != nil {
 		lines = append(lines, fmt.Sprintf("replicaof 127.0.0.1 %d", of.Port))
 	}
