@@ -47,6 +47,7 @@ func wireReplication(srv *server.Server, scfg server.Config) *replication.Replic
 		SetReadOnly: srv.SetReadOnly,
 		OnReplicaOf: srv.SetReplicaOf,
 		OnLink:      srv.AddMasterLink,
+		SetLoading:  srv.SetLoading,
 		Settings: func() replication.Settings {
 			c := srv.CurrentConfig()
 			port := c.Port

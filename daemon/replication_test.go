@@ -453,8 +453,14 @@ func TestPrimaryRestartMidFullCopy(t *testing.T) {
 		fakePrimary(t, ln, keyNames("partial", 50))
 	}()
 	<-done
-	testkit.WaitFor(t, "the partial copy applied", func() bool { return r.Do("DBSIZE") == ":50\r\n" })
 	ln.Close()
+	// A replica whose copy broke off holds part of the keys: it answers
+	// LOADING, rather than decide limits on them, until a copy is whole.
+	testkit.WaitFor(t, "the broken copy's end", func() bool { return infoField(r, "master_sync_in_progress") == "0" })
+	r.WantDo("-LOADING Redis is loading the dataset in memory\r\n", "CL.THROTTLE", "partial1", "100", "1", "60", "0")
+	if got := r.Do("INFO", "persistence"); !strings.Contains(got, "loading:1\r\n") {
+		t.Errorf("INFO persistence after the copy broke off:\n%s", got)
+	}
 	if got := infoField(r, "master_link_status"); got != "down" {
 		t.Fatalf("master_link_status:%s after the copy broke off", got)
 	}
@@ -467,6 +473,9 @@ func TestPrimaryRestartMidFullCopy(t *testing.T) {
 	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
 	waitConverged(t, p, r, keys)
 	r.WantDo(":0\r\n", "EXISTS", "partial1")
+	if got := r.Do("INFO", "persistence"); !strings.Contains(got, "loading:0\r\n") {
+		t.Errorf("INFO persistence after a whole copy:\n%s", got)
+	}
 }
 
 // A replica that falls out of a small backlog is dropped and given a

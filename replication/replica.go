@@ -316,6 +316,9 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 	r := l.r
 	began := time.Now()
 	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)
+	// Until a copy is complete, the keys are not the primary's: LOADING
+	// (also after this copy breaks off, until the next one ends).
+	r.setLoading(true)
 	r.view.Flush()
 	keys, bytes := 0, 0
 	var buf []byte
@@ -348,6 +351,7 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 				return nil, fmt.Errorf("%w: full copy of %d keys announced %d", ErrBadStream, keys, want)
 			}
 			l.offset.Store(off)
+			r.setLoading(false)
 			r.stats.FullSyncs.Add(1)
 			r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s done: %d keys, %d bytes in %v", addr, keys, bytes, time.Since(began).Round(time.Millisecond))
 			return buf, nil

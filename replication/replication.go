@@ -48,6 +48,12 @@ type Config struct {
 	SetReadOnly func(on bool)
 	// ClusterMode refuses REPLICAOF (cluster replicas are another design).
 	ClusterMode bool
+	// SetLoading is called with true when a replica starts a full copy
+	// (it has just discarded its keys) and with false once a copy is
+	// complete or the server is promoted: meanwhile the server answers
+	// LOADING, as Redis does while it loads its primary's RDB, rather
+	// than decide limits on part of the keys. Default: nil.
+	SetLoading func(on bool)
 	// OnLink is called with the local and remote addresses of a
 	// replica's connection to its primary once dialled, and a function
 	// that drops it; the function it returns is called when the
@@ -148,8 +154,17 @@ type Replication struct {
 	drainBuf []byte
 	lastTick int64 // Unix ns the previous drain began
 
+	loading atomic.Bool // SetLoading(true) was called last
+
 	stats Stats
 	wg    sync.WaitGroup
+}
+
+// setLoading calls Config.SetLoading when the state changes.
+func (r *Replication) setLoading(on bool) {
+	if r.loading.Swap(on) != on && r.cfg.SetLoading != nil {
+		r.cfg.SetLoading(on)
+	}
 }
 
 // Stats are counters for the metrics.
@@ -238,6 +253,7 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		r.startDrainLocked()
 		r.mu.Unlock()
 		old.close()
+		r.setLoading(false) // a copy broken off: the keys it brought are what there is
 		if r.cfg.SetReadOnly != nil {
 			r.cfg.SetReadOnly(false)
 		}

@@ -203,6 +203,8 @@ func TestInfo(t *testing.T) {
 			"total_connections_received": `^\d+$`, "total_commands_processed": `^\d+$`,
 			"expired_keys": `^\d+$`, "rejected_connections": `^0$`,
 			"cl_throttle_keys": `^0$`, "tb_take_allowed": `^0$`, "shards": `^\d+$`,
+			"role": `^master$`, "connected_slaves": `^0$`, "master_replid": `^[0-9a-f]{40}$`, "master_repl_offset": `^0$`,
+			"second_repl_offset": `^-1$`, "repl_backlog_active": `^0$`,
 		}
 		for k, re := range checks {
 			if v, ok := f[k]; !ok || !regexp.MustCompile(re).MatchString(v) {
