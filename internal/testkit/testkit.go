@@ -4,7 +4,8 @@
 // it, serving any server on a listener, running a cellserver binary, and
 // a gossip network in the test's process for cluster nodes (Gossip).
 // Every package's tests use it; its sub-package testkit/inproc starts a
-// whole cellserver in the test's process.
+// whole cellserver in the test's process, and testkit/ha a replication
+// group of binaries (or redis-server) watched by real Redis Sentinels.
 //
 // Package testkit imports only the standard library and memberlist (for
 // Gossip), no package of this module, so that the tests inside any

@@ -17,8 +17,8 @@ import (
 // TestSentinelHelloLink: a real Redis Sentinel (redis-server --sentinel)
 // monitoring a cellserver opens its pub/sub link to the instance,
 // subscribes to __sentinel__:hello, publishes its hello messages there,
-// and reads the instance's run_id from INFO. (Failover needs replication,
-// which cellserver does not have yet.)
+// and reads the instance's run_id from INFO. (Failovers:
+// failover_test.go.)
 func TestSentinelHelloLink(t *testing.T) {
 	// Debian's redis-sentinel (.ci/run installs it), or redis-server in
 	// sentinel mode, which it is.
@@ -81,4 +81,30 @@ func TestSentinelHelloLink(t *testing.T) {
 		m, err := sen.Master(ctx, "cell").Result()
 		return err == nil && m["runid"] == runID
 	})
+}
+
+// TestSentinelFailoverTransaction sends, byte for byte, the transaction a
+// Sentinel sends the replica it promotes (sentinel.c's
+// sentinelSendSlaveOf in Redis 7.0): MULTI, SLAVEOF NO ONE, CONFIG
+// REWRITE, CLIENT KILL TYPE normal, CLIENT KILL TYPE pubsub, EXEC. Every
+// command is queued; EXEC runs them all, CONFIG REWRITE failing as
+// Redis's does on a server started without a config file (Sentinel
+// ignores that reply), and closes every other normal and pub/sub
+// connection but the Sentinel's own. redis-server 7.0.15 answers the same
+// bytes. It runs the binary, which wires replication in.
+func TestSentinelFailoverTransaction(t *testing.T) {
+	t.Parallel()
+	ts := testkit.StartProcess(t, testkit.Build(t, testkit.Cellserver), 0, "--loglevel", "warning")
+	other := testkit.Dial(t, ts.Addr)
+	other.WantDo("+PONG\r\n", "PING")
+	sub := testkit.Dial(t, ts.Addr)
+	sub.WantDo("*3\r\n"+testkit.Bulk("subscribe")+testkit.Bulk("__sentinel__:hello")+":1\r\n", "SUBSCRIBE", "__sentinel__:hello")
+
+	sen := testkit.Dial(t, ts.Addr)
+	sen.WantDo("+OK\r\n", "CLIENT", "SETNAME", "sentinel-0123abcd-cmd")
+	sen.WantLines("+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"+
+		"*4\r\n+OK\r\n-ERR The server is running without a config file\r\n:1\r\n:1\r\n+PONG\r\n",
+		"MULTI\r\nSLAVEOF NO ONE\r\nCONFIG REWRITE\r\nCLIENT KILL TYPE normal\r\nCLIENT KILL TYPE pubsub\r\nEXEC\r\nPING\r\n")
+	other.WantClosed()
+	sub.WantClosed()
 }
