@@ -171,9 +171,11 @@ func TestReplicaCopiesAndStreams(t *testing.T) {
 	if got := p.Do("HELLO", "2"); !strings.Contains(got, "$4\r\nrole\r\n$6\r\nmaster\r\n") {
 		t.Errorf("HELLO on the primary: %q", got)
 	}
-	if got := p.Do("CLIENT", "LIST", "TYPE", "replica"); !strings.Contains(got, " flags=S ") {
-		t.Errorf("CLIENT LIST TYPE replica on the primary: %q", got)
-	}
+	// The replica may not have seen its old link drop when the wait
+	// above found it up, and the primary may have: wait for the new link.
+	testkit.WaitFor(t, "CLIENT LIST TYPE replica on the primary to list the replica (flags=S)", func() bool {
+		return strings.Contains(p.Do("CLIENT", "LIST", "TYPE", "replica"), " flags=S ")
+	})
 
 	// FLUSHALL on the primary empties the replica.
 	p.Do("FLUSHALL")
