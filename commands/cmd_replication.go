@@ -27,6 +27,10 @@ type Replication interface {
 	// id and offset, address and port): the reply line and the function
 	// that then serves the replica on its connection.
 	Sync(version int, replid string, offset int64, ip string, port int) (string, func(nc net.Conn, buffered []byte), error)
+	// SyncCounts returns how many syncs the server answered as a
+	// primary: with a full copy, continuing from the backlog, and with a
+	// full copy to a replica that asked to continue (INFO stats).
+	SyncCounts() (full, partialOK, partialErr int64)
 }
 
 // Reply errors of the replication commands, in Redis's words.

@@ -349,6 +349,13 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "instantaneous_input_kbps", strconv.FormatFloat(st.InputKbps, 'f', 2, 64))
 	field(b, "instantaneous_output_kbps", strconv.FormatFloat(st.OutputKbps, 'f', 2, 64))
 	field(b, "rejected_connections", st.ConnsRejected)
+	var syncFull, syncOK, syncErr int64
+	if rep := c.host.Replication(); rep != nil {
+		syncFull, syncOK, syncErr = rep.SyncCounts()
+	}
+	field(b, "sync_full", syncFull)
+	field(b, "sync_partial_ok", syncOK)
+	field(b, "sync_partial_err", syncErr)
 	field(b, "expired_keys", es.ExpiredKeys)
 	field(b, "evicted_keys", es.EvictedKeys)
 	field(b, "client_output_buffer_limit_disconnections", st.OutputDropped)

@@ -91,7 +91,12 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 		_, offset = bl.offsets()
 		rc.state.Store(stateCopy)
 		reply = fmt.Sprintf("+FULLCOPY %s %d", id, offset)
+		r.stats.SyncFull.Add(1)
+		if replid != "?" {
+			r.stats.SyncPartialErr.Add(1)
+		}
 	} else {
+		r.stats.SyncPartialOK.Add(1)
 		rc.state.Store(stateOnline)
 		reply = fmt.Sprintf("+CONTINUE %s %d", id, offset)
 	}

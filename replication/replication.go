@@ -173,6 +173,11 @@ func (r *Replication) setLoading(on bool) {
 // Stats are counters for the metrics.
 type Stats struct {
 	FullCopies   atomic.Int64 // full copies sent to replicas
+	// SyncFull, SyncPartialOK and SyncPartialErr count the syncs this
+	// primary answered (INFO stats' sync_full, sync_partial_ok,
+	// sync_partial_err): with a full copy, as a continuation from the
+	// backlog, and with a full copy to a replica that asked to continue.
+	SyncFull, SyncPartialOK, SyncPartialErr atomic.Int64
 	BytesSent    atomic.Int64 // bytes written to replicas
 	FullSyncs    atomic.Int64 // full copies received (as a replica)
 	ApplyDelay   Histogram    // on a replica: batch delay, change to apply
@@ -194,6 +199,12 @@ func New(eng *engine.Engine, cfg Config) *Replication {
 
 // Stats returns the counters.
 func (r *Replication) Stats() *Stats { return &r.stats }
+
+// SyncCounts returns INFO stats' sync_full, sync_partial_ok and
+// sync_partial_err (Stats.SyncFull and the others).
+func (r *Replication) SyncCounts() (full, partialOK, partialErr int64) {
+	return r.stats.SyncFull.Load(), r.stats.SyncPartialOK.Load(), r.stats.SyncPartialErr.Load()
+}
 
 const zeroReplID = "0000000000000000000000000000000000000000"
 

@@ -206,3 +206,29 @@ func mustAtoi(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// The primary counts the syncs it answers as Redis's INFO stats does:
+// full copies served, partial resyncs accepted, and those refused (a
+// replica that named a history and an offset and got a full copy).
+func TestSyncCounts(t *testing.T) {
+	r, _, _ := newTest(t, Config{})
+	id := infoOf(r)["master_replid"]
+	for _, s := range []struct {
+		replid string
+		offset int64
+		reply  string
+	}{
+		{"?", -1, "+FULLCOPY"},
+		{"1111111111111111111111111111111111111111", 0, "+FULLCOPY"},
+		{id, 0, "+CONTINUE"},
+		{id, 7, "+FULLCOPY"}, // not (yet) in the backlog
+	} {
+		reply, _, err := r.Sync(StreamVersion, s.replid, s.offset, "127.0.0.1", 1)
+		if err != nil || !strings.HasPrefix(reply, s.reply+" ") {
+			t.Fatalf("Sync(%s, %d) = %q, %v; want %s", s.replid, s.offset, reply, err, s.reply)
+		}
+	}
+	if full, ok, bad := r.SyncCounts(); full != 3 || ok != 1 || bad != 2 {
+		t.Errorf("SyncCounts() = %d, %d, %d; want 3, 1, 2", full, ok, bad)
+	}
+}
