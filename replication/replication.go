@@ -172,17 +172,17 @@ func (r *Replication) setLoading(on bool) {
 
 // Stats are counters for the metrics.
 type Stats struct {
-	FullCopies   atomic.Int64 // full copies sent to replicas
+	FullCopies atomic.Int64 // full copies sent to replicas
 	// SyncFull, SyncPartialOK and SyncPartialErr count the syncs this
 	// primary answered (INFO stats' sync_full, sync_partial_ok,
 	// sync_partial_err): with a full copy, as a continuation from the
 	// backlog, and with a full copy to a replica that asked to continue.
 	SyncFull, SyncPartialOK, SyncPartialErr atomic.Int64
-	BytesSent    atomic.Int64 // bytes written to replicas
-	FullSyncs    atomic.Int64 // full copies received (as a replica)
-	ApplyDelay   Histogram    // on a replica: batch delay, change to apply
-	ApplyErrors  atomic.Int64 // entries a replica could not apply
-	BytesApplied atomic.Int64 // stream bytes applied (as a replica)
+	BytesSent                               atomic.Int64 // bytes written to replicas
+	FullSyncs                               atomic.Int64 // full copies received (as a replica)
+	ApplyDelay                              Histogram    // on a replica: batch delay, change to apply
+	ApplyErrors                             atomic.Int64 // entries a replica could not apply
+	BytesApplied                            atomic.Int64 // stream bytes applied (as a replica)
 }
 
 // New returns the replication state of a primary serving eng.
