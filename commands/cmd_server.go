@@ -328,6 +328,7 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "used_memory_peak", st.UsedMemoryPeak)
 	field(b, "used_memory_peak_human", humanBytes(st.UsedMemoryPeak))
 	field(b, "used_memory_dataset", st.UsedMemoryDataset)
+	field(b, "mem_replication_backlog", st.MemReplicationBacklog)
 	field(b, "mem_clients_normal", st.UsedMemoryClients)
 	field(b, "maxmemory", st.MaxMemory)
 	field(b, "maxmemory_human", humanBytes(uint64(st.MaxMemory)))

@@ -261,6 +261,13 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 	for {
 		n, ok, wait := bl.read(offset, data)
 		if !ok {
+			select {
+			case <-rc.done: // closed, with the backlog (Close)
+				return
+			case <-r.stop:
+				return
+			default:
+			}
 			r.cfg.Logf("warning", "Replica %s fell behind the backlog (offset %d, repl-backlog-size %d): dropping its link; it will get a full copy", addr, offset, bl.size)
 			return
 		}

@@ -191,7 +191,7 @@ func New(eng *engine.Engine, cfg Config) *Replication {
 	return &Replication{
 		cfg: cfg, eng: eng, view: eng.NewView(),
 		replid: newReplID(), replid2: zeroReplID, secondOffset: -1,
-		bl:       newBacklog(cfg.BacklogSize, 0),
+		bl:       newBacklog(cfg.BacklogSize, 0, eng.AddBacklogMemory),
 		replicas: map[*replicaConn]struct{}{},
 		stop:     make(chan struct{}),
 	}
@@ -233,6 +233,9 @@ func (r *Replication) Close() error {
 		l.close()
 	}
 	r.wg.Wait()
+	r.mu.Lock()
+	r.bl.free()
+	r.mu.Unlock()
 	return nil
 }
 
@@ -261,7 +264,8 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 			r.replid2, r.secondOffset = id, off+1
 		}
 		r.replid = newReplID()
-		r.bl = newBacklog(r.cfg.BacklogSize, off)
+		r.bl.free()
+		r.bl = newBacklog(r.cfg.BacklogSize, off, r.eng.AddBacklogMemory)
 		// The stream starts now, so that the other replicas of the old
 		// primary, reconfigured to this one, continue from off.
 		r.startDrainLocked()

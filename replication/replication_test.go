@@ -232,3 +232,28 @@ func TestSyncCounts(t *testing.T) {
 		t.Errorf("SyncCounts() = %d, %d, %d; want 3, 1, 2", full, ok, bad)
 	}
 }
+
+// The backlog's ring, once allocated, counts in the engine's used memory
+// (what maxmemory checks, INFO's used_memory), and stops counting when
+// the replication state is closed.
+func TestBacklogCountsInUsedMemory(t *testing.T) {
+	const size = 1 << 20
+	r, eng, _ := newTest(t, Config{BacklogSize: size})
+	before := eng.UsedMemory()
+	if _, _, err := r.Sync(StreamVersion, "?", -1, "127.0.0.1", 1); err != nil {
+		t.Fatal(err)
+	}
+	v := eng.NewView()
+	testkit.WaitFor(t, "the ring to be allocated", func() bool {
+		// A change for the drain to append (the feed turns on just after Sync).
+		_, _ = v.Import(engine.Record{Key: []byte("k"), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}})
+		return eng.BacklogMemory() == size
+	})
+	if used := eng.UsedMemory(); used < before+size {
+		t.Errorf("UsedMemory() = %d with a backlog of %d, was %d", used, size, before)
+	}
+	r.Close()
+	if got := eng.BacklogMemory(); got != 0 {
+		t.Errorf("BacklogMemory() = %d after Close", got)
+	}
+}
