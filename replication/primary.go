@@ -236,6 +236,39 @@ func (r *Replication) drain() int64 {
 	return end
 }
 
+// RulesChanged puts the domains RULES SET defines (Config.Rules, read
+// now) in the stream, for the replicas to take: the server calls it after
+// each RULES SET and RULES DEL. Each entry carries them all, read when it
+// is appended under the drain's lock, so two changes racing end with the
+// replicas holding the later. With no stream running (no replica since
+// the start or since the backlog was freed), a replica gets them with its
+// full copy, which reads them after its offset is fixed.
+func (r *Replication) RulesChanged() {
+	r.drainMu.Lock()
+	defer r.drainMu.Unlock()
+	r.mu.Lock()
+	bl, on := r.bl, r.drainOn && r.link == nil
+	r.mu.Unlock()
+	if b, ok := r.rules(); on && ok {
+		bl.append(appendRules(nil, b))
+	}
+}
+
+// rules returns Config.Rules' bytes, and false when there is no
+// Config.Rules or they are past what a replica reads in one frame, which
+// is logged: replicas then keep the domains they had.
+func (r *Replication) rules() ([]byte, bool) {
+	if r.cfg.Rules == nil {
+		return nil, false
+	}
+	b := r.cfg.Rules()
+	if len(b) > maxFrame {
+		r.cfg.Logf("warning", "rules: the domains RULES SET defines take %d bytes, past the %d a replica takes: not sent to replicas", len(b), maxFrame)
+		return nil, false
+	}
+	return b, true
+}
+
 // serve writes the full copy (when full) and then the stream from offset
 // to the replica, and reads its acks, until the link fails, the replica
 // falls out of the backlog, or the replica is closed.
@@ -333,7 +366,13 @@ func (r *Replication) fullCopy(rc *replicaConn, w *deadlineWriter, addr string) 
 			return false
 		}
 	}
-	if !flush() || !w.write(appendUvarintFrame(nil, frameEnd, uint64(keys))) {
+	if !flush() {
+		return false
+	}
+	if b, ok := r.rules(); ok && !w.write(appendFrame(nil, frameRules, b)) {
+		return false
+	}
+	if !w.write(appendUvarintFrame(nil, frameEnd, uint64(keys))) {
 		return false
 	}
 	r.stats.FullCopies.Add(1)

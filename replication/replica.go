@@ -355,6 +355,10 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 			r.stats.FullSyncs.Add(1)
 			r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s done: %d keys, %d bytes in %v", addr, keys, bytes, time.Since(began).Round(time.Millisecond))
 			return buf, nil
+		case frameRules:
+			if r.cfg.SetRules != nil {
+				r.cfg.SetRules(p)
+			}
 		case framePing:
 		default:
 			return nil, fmt.Errorf("%w: frame type %q during the full copy", ErrBadStream, typ)
@@ -396,6 +400,10 @@ func (l *link) apply(b []byte) (int, error) {
 			l.r.view.FlushShard(e.shard, e.n)
 		case entryTime:
 			l.r.stats.ApplyDelay.Observe(time.Duration(l.r.cfg.Now().UnixNano() - e.ns))
+		case entryRules:
+			if l.r.cfg.SetRules != nil {
+				l.r.cfg.SetRules(e.data)
+			}
 		}
 		used += n
 		l.offset.Add(int64(n))

@@ -46,6 +46,15 @@ type Config struct {
 	// replica (writes answered -READONLY) and false when it no longer is.
 	// Default: nil.
 	SetReadOnly func(on bool)
+	// Rules returns the domains RULES SET defines, encoded, for a
+	// replica: sent with each full copy and, after RulesChanged, in the
+	// stream; past 8 MiB they are not sent (and that is logged).
+	// Default: nil (none are sent).
+	Rules func() []byte
+	// SetRules puts in force on a replica, at once, the domains its
+	// primary sent (Rules' bytes, which it must copy if it keeps them).
+	// Default: nil (ignored).
+	SetRules func(b []byte)
 	// ClusterMode refuses REPLICAOF (cluster replicas are another design).
 	ClusterMode bool
 	// SetLoading is called with true when a replica starts a full copy
@@ -291,10 +300,15 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		l.offset.Store(old.offset.Load())
 		l.id.Store(old.id.Load())
 	} else {
-		// A primary turned replica: its own history is where it syncs from.
+		// A primary turned replica: its own history is where it syncs
+		// from; one with an empty history (a server started as a
+		// replica) asks for a full copy ("?"), as Redis's fresh replica
+		// does, rather than count as a refused continuation.
 		_, end := r.bl.offsets()
-		id := r.replid
-		l.id.Store(&id)
+		if end > 0 {
+			id := r.replid
+			l.id.Store(&id)
+		}
 		l.offset.Store(end)
 	}
 	r.link = l
