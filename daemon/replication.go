@@ -38,8 +38,13 @@ func wireReplication(d *Daemon, srv *server.Server, scfg server.Config) *replica
 			},
 		}
 	}
+	ttl := time.Duration(scfg.ReplBacklogTTL) * time.Second
+	if ttl == 0 {
+		ttl = -1 // repl-backlog-ttl 0: never freed
+	}
 	r := replication.New(srv.Engine(), replication.Config{
 		BacklogSize: int(scfg.ReplBacklogSize),
+		BacklogTTL:  ttl,
 		Timeout:     time.Duration(scfg.ReplTimeout) * time.Second,
 		Logf:        srv.Logf,
 		TLS:         clientTLS,

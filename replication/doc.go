@@ -27,7 +27,11 @@
 //     served by its own goroutine reading the ring from its own offset: a
 //     slow replica holds at most one frame of its own, never the
 //     primary's clients, and one that falls out of the ring is
-//     disconnected and gets a fresh full copy on its next sync.
+//     disconnected and gets a fresh full copy on its next sync. A primary
+//     with no replica for repl-backlog-ttl stops the drain and the feed
+//     and frees the ring, under a new replication id, as Redis frees its
+//     backlog: a replica that comes back takes a full copy, and a server
+//     whose replicas went pays nothing for them.
 //   - Full copy then stream, which converges. The copy starts at offset
 //     O, after the feed is on, and walks each shard a chunk at a time
 //     (engine.CopyShard), so a request waits for one chunk at most; then

@@ -113,10 +113,14 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 			return
 		}
 		r.replicas[rc] = struct{}{}
+		r.alone = time.Time{}
 		r.mu.Unlock()
 		defer func() {
 			r.mu.Lock()
 			delete(r.replicas, rc)
+			if len(r.replicas) == 0 && r.drainOn {
+				r.alone = r.cfg.Now()
+			}
 			r.mu.Unlock()
 			rc.close()
 		}()
@@ -151,7 +155,9 @@ func (r *Replication) syncFeed() {
 // startDrainLocked turns the engine's change feed on and starts the drain
 // loop, once: from the first replica on, the stream runs for the life of
 // this history, so that the backlog holds every change since it began
-// and a replica that reconnects can continue from it. r.mu held.
+// and a replica that reconnects can continue from it; the history ends
+// when the primary has had no replica for BacklogTTL (freeBacklogLocked).
+// r.mu held.
 func (r *Replication) startDrainLocked() {
 	if r.drainOn {
 		return
@@ -159,6 +165,9 @@ func (r *Replication) startDrainLocked() {
 	r.drainOn = true
 	r.drainGen++
 	gen := r.drainGen
+	if len(r.replicas) == 0 {
+		r.alone = r.cfg.Now()
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -173,6 +182,10 @@ func (r *Replication) startDrainLocked() {
 			case <-t.C:
 				r.mu.Lock()
 				mine := r.drainGen == gen
+				if mine && len(r.replicas) == 0 && r.cfg.BacklogTTL > 0 && !r.alone.IsZero() && r.cfg.Now().Sub(r.alone) >= r.cfg.BacklogTTL {
+					r.freeBacklogLocked()
+					mine = false
+				}
 				r.mu.Unlock()
 				if !mine {
 					return
@@ -181,6 +194,22 @@ func (r *Replication) startDrainLocked() {
 			}
 		}
 	}()
+}
+
+// freeBacklogLocked ends the stream of a primary alone for BacklogTTL:
+// the drain loop ends (and turns the feed off as it does), the backlog's
+// ring is freed, and the history gets a new replication id, with no
+// previous one, as Redis's does when it frees its backlog: the changes
+// made from now on are in no stream, so no replica may continue over
+// them. The offset goes on from where it was. r.mu held.
+func (r *Replication) freeBacklogLocked() {
+	r.stopDrainLocked()
+	_, end := r.bl.offsets()
+	r.bl.free()
+	r.bl = newBacklog(r.cfg.BacklogSize, end, r.eng.AddBacklogMemory)
+	r.replid, r.replid2, r.secondOffset = newReplID(), zeroReplID, -1
+	r.alone = time.Time{}
+	r.cfg.Logf("notice", "Replication backlog freed after %v without replicas (repl-backlog-ttl): replid %s", r.cfg.BacklogTTL, r.replid)
 }
 
 // drainPiece is how many bytes of stream a drain gathers before it

@@ -21,6 +21,11 @@ type Config struct {
 	// keeps for replicas to read at their own pace. A replica that falls
 	// further behind gets a full copy. Default: DefaultBacklogSize.
 	BacklogSize int
+	// BacklogTTL is repl-backlog-ttl: once a primary has had no replica
+	// for this long, it stops its change feed and drain loop and frees
+	// its backlog, as Redis frees its own; the next replica starts them
+	// again, with a full copy. Negative: never. Default: 1h.
+	BacklogTTL time.Duration
 	// Timeout is repl-timeout: a link on which nothing arrives (or a
 	// write waits) for this long is dropped. Default: 60s.
 	Timeout time.Duration
@@ -107,6 +112,9 @@ func (c *Config) EnsureDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = 60 * time.Second
 	}
+	if c.BacklogTTL == 0 {
+		c.BacklogTTL = time.Hour
+	}
 	if c.DrainInterval == 0 {
 		c.DrainInterval = time.Millisecond
 	}
@@ -154,12 +162,15 @@ type Replication struct {
 	replid2      string
 	secondOffset int64 // second_repl_offset; -1: none
 	bl           *backlog
-	drainOn      bool // the feed and the drain loop run (once a replica attached)
+	drainOn      bool // the feed and the drain loop run (once a replica attached, until BacklogTTL alone)
 	drainGen     int  // the drain loop's generation: a loop of an older one ends
-	replicas     map[*replicaConn]struct{}
-	link         *link // nil: this server is a primary
-	closed       bool
-	stop         chan struct{}
+	// alone is when the primary last had no replica while its drain
+	// loop ran (zero: it has one): from then, BacklogTTL.
+	alone    time.Time
+	replicas map[*replicaConn]struct{}
+	link     *link // nil: this server is a primary
+	closed   bool
+	stop     chan struct{}
 
 	feedMu   sync.Mutex // one syncFeed at a time
 	drainMu  sync.Mutex // one drain at a time (engine.DrainFeed)

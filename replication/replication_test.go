@@ -3,6 +3,7 @@ package replication
 import (
 	"bufio"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -256,4 +257,60 @@ func TestBacklogCountsInUsedMemory(t *testing.T) {
 	if got := eng.BacklogMemory(); got != 0 {
 		t.Errorf("BacklogMemory() = %d after Close", got)
 	}
+}
+
+// A primary whose replicas have all gone for BacklogTTL (repl-backlog-ttl)
+// stops its feed and drain loop and frees its backlog, under a new
+// replication id (a replica that comes back cannot continue over the
+// changes the stream no longer carried: it gets a full copy); a replica
+// that attaches starts them again.
+func TestBacklogFreedAfterTTL(t *testing.T) {
+	const size = 64 << 10
+	r, eng, clock := newTest(t, Config{BacklogSize: size, BacklogTTL: time.Minute, AckInterval: time.Hour})
+	v := eng.NewView()
+	put := func(k string) {
+		_, _ = v.Import(engine.Record{Key: []byte(k), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}})
+	}
+	attach := func() net.Conn {
+		reply, serve, err := r.Sync(StreamVersion, "?", -1, "127.0.0.1", 1)
+		if err != nil || !strings.HasPrefix(reply, "+FULLCOPY ") {
+			t.Fatalf("Sync = %q, %v", reply, err)
+		}
+		primary, replica := testkit.TCPPair(t)
+		go serve(primary, nil)
+		br := bufio.NewReader(replica)
+		for {
+			typ, _, err := readFrame(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typ == frameEnd {
+				return replica
+			}
+		}
+	}
+	replica := attach()
+	testkit.WaitFor(t, "the ring", func() bool { put("k"); return eng.BacklogMemory() == size && eng.FeedOn() })
+	id := infoOf(r)["master_replid"]
+	replica.Close()
+	testkit.WaitFor(t, "the replica to go", func() bool { return infoOf(r)["connected_slaves"] == "0" })
+	clock.advance(time.Minute - time.Second)
+	put("k2")
+	if in := infoOf(r); in["repl_backlog_active"] != "1" || !eng.FeedOn() {
+		t.Fatalf("before repl-backlog-ttl: repl_backlog_active:%s, feed on %v", in["repl_backlog_active"], eng.FeedOn())
+	}
+	clock.advance(time.Second)
+	testkit.WaitFor(t, "the backlog freed", func() bool {
+		return infoOf(r)["repl_backlog_active"] == "0" && !eng.FeedOn() && eng.BacklogMemory() == 0
+	})
+	in := infoOf(r)
+	if in["master_replid"] == id || in["master_replid2"] != zeroReplID || in["second_repl_offset"] != "-1" {
+		t.Errorf("after the backlog was freed: master_replid %s (was %s), master_replid2 %s, second_repl_offset %s", in["master_replid"], id, in["master_replid2"], in["second_repl_offset"])
+	}
+	if reply, _, _ := r.Sync(StreamVersion, id, mustAtoi(t, in["master_repl_offset"]), "127.0.0.1", 1); !strings.HasPrefix(reply, "+FULLCOPY ") {
+		t.Errorf("a replica of the old history: %q, want a full copy", reply)
+	}
+	replica = attach()
+	testkit.WaitFor(t, "the feed on again", func() bool { put("k3"); return eng.FeedOn() && eng.BacklogMemory() == size })
+	replica.Close()
 }
