@@ -28,6 +28,7 @@ type link struct {
 	id        atomic.Pointer[string] // the primary's replication id
 	lastIO    atomic.Int64           // Unix seconds of the last frame from the primary
 	downSince atomic.Int64           // Unix seconds the link went down; 0: never up
+	fresh     atomic.Bool            // id is this server's own empty history: sync with "?"
 
 	mu     sync.Mutex
 	nc     net.Conn // the connection, to close it from close
@@ -210,7 +211,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		}
 	}
 	id := l.replid()
-	if id == "" {
+	if id == "" || l.fresh.Load() {
 		id = "?"
 	}
 	reply, err := cmd("REPLSYNC", strconv.Itoa(StreamVersion), id, strconv.FormatInt(l.offset.Load(), 10))
@@ -246,6 +247,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		return false, fmt.Errorf("primary continues at offset %d, this replica is at %d", off, l.offset.Load())
 	}
 	l.id.Store(&newID)
+	l.fresh.Store(false)
 	l.state.Store(linkConnected)
 	l.downSince.Store(0)
 	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: link to %s up at offset %d (replid %s)", addr, l.offset.Load(), newID)

@@ -310,17 +310,17 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 	if old != nil {
 		l.offset.Store(old.offset.Load())
 		l.id.Store(old.id.Load())
+		l.fresh.Store(old.fresh.Load())
 	} else {
 		// A primary turned replica: its own history is where it syncs
-		// from; one with an empty history (a server started as a
+		// from. One whose history is empty (a server started as a
 		// replica) asks for a full copy ("?"), as Redis's fresh replica
 		// does, rather than count as a refused continuation.
 		_, end := r.bl.offsets()
-		if end > 0 {
-			id := r.replid
-			l.id.Store(&id)
-		}
+		id := r.replid
+		l.id.Store(&id)
 		l.offset.Store(end)
+		l.fresh.Store(end == 0)
 	}
 	r.link = l
 	r.stopDrainLocked()
