@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -196,11 +197,17 @@ func (d *Daemon) replicaRules() []byte {
 
 // setReplicaRules puts in force on a replica the domains its primary
 // defined with RULES SET, in place of its own, and keeps them in the
-// store (replication.Config.SetRules).
+// store (replication.Config.SetRules). A set the replica holds already
+// (each full copy sends it) is left as it is: the store's synchronous
+// write would lengthen the copy, during which the replica answers
+// LOADING.
 func (d *Daemon) setReplicaRules(b []byte) {
 	var dyn rules.Dynamic
 	if err := json.Unmarshal(b, &dyn); err != nil {
 		d.Logf("warning", "rules: the primary's domains set with RULES SET do not decode: %v", err)
+		return
+	}
+	if cur := d.rules.Dynamic(); cur.Version == dyn.Version && cur.Node == dyn.Node && maps.Equal(cur.Domains, dyn.Domains) {
 		return
 	}
 	d.rules.Replace(dyn)

@@ -74,6 +74,11 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 		return "", nil, errors.New("cellserver: shutting down")
 	}
 	r.startDrainLocked()
+	if len(r.replicas) == 0 {
+		// repl-backlog-ttl counts from here: the replica is served (and
+		// counted) only once its connection is handed over.
+		r.alone = r.cfg.Now()
+	}
 	bl := r.bl
 	full := true
 	switch {
