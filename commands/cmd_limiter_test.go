@@ -411,3 +411,30 @@ func TestMLThrottleMaxLimits(t *testing.T) {
 		t.Fatalf("DBSIZE: %q", got)
 	}
 }
+
+// On a read-only replica an ML.THROTTLE whose every cost is 0 reads the
+// limits' state from the copy, as a single limit's cost-0 call does; one
+// cost other than 0, or one omitted (1), is refused.
+func TestMLThrottleCostZeroOnReplica(t *testing.T) {
+	h := newHarness(t, "")
+	if got, want := h.do("ML.THROTTLE", "2", "TB", "s", "2", "2", "1", "FW", "m", "3", "60"), mlReply(0, ints(0, 2, 1, -1, 1), ints(0, 3, 2, -1, 40)); got != want {
+		t.Fatalf("ML.THROTTLE on the primary: got %q, want %q", got, want)
+	}
+	h.table.SetReadOnly(true)
+	steps := []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"ML.THROTTLE", "2", "TB", "s", "2", "2", "1", "0", "FW", "m", "3", "60", "0"},
+			mlReply(0, ints(0, 2, 1, -1, 1), ints(0, 3, 2, -1, 40))},
+		{[]string{"ml.throttle", "1", "cl", "c", "4", "5", "10", "0"}, mlReply(0, ints(0, 5, 5, -1, 0))},
+		{[]string{"ML.THROTTLE", "2", "TB", "s", "2", "2", "1", "0", "FW", "m", "3", "60", "1"}, errReply(errReadOnly)},
+		{[]string{"ML.THROTTLE", "2", "TB", "s", "2", "2", "1", "0", "FW", "m", "3", "60"}, errReply(errReadOnly)},
+		{[]string{"ML.THROTTLE", "2", "TB", "s", "2", "2", "1", "0"}, errReply(errReadOnly)},
+	}
+	for _, s := range steps {
+		if got := h.do(s.words...); got != s.want {
+			t.Errorf("%v: got %q, want %q", s.words, got, s.want)
+		}
+	}
+}

@@ -27,6 +27,10 @@ type Replication interface {
 	// id and offset, address and port): the reply line and the function
 	// that then serves the replica on its connection.
 	Sync(version int, replid string, offset int64, ip string, port int) (string, func(nc net.Conn, buffered []byte), error)
+	// SyncCounts returns how many syncs the server answered as a
+	// primary: with a full copy, continuing from the backlog, and with a
+	// full copy to a replica that asked to continue (INFO stats).
+	SyncCounts() (full, partialOK, partialErr int64)
 }
 
 // Reply errors of the replication commands, in Redis's words.
@@ -244,11 +248,30 @@ func (c *Client) HandOff() func(nc net.Conn, buffered []byte) {
 }
 
 // costZero reports whether a limiter command's call only reads: its cost
-// argument (after the kind's integers) is 0, or RL.CHECK's HITS is.
+// argument (after the kind's integers) is 0, RL.CHECK's HITS is, or every
+// limit of an ML.THROTTLE has a cost of 0. It runs only on a read-only
+// replica, so ML.THROTTLE's split, which allocates, costs a primary
+// nothing.
 func costZero(cmd *Command, args [][]byte) bool {
 	if cmd.origName == "rl.check" && len(args) >= 2 && equalFold(args[len(args)-2], "hits") {
 		n, ok := parseInt(args[len(args)-1])
 		return ok && n == 0
+	}
+	if cmd.origName == "ml.throttle" {
+		spans, msg := mlSplit(args)
+		if msg != "" {
+			return false
+		}
+		for _, s := range spans {
+			i := 1 + len(s.kind.Spec().Params) // words: the key, the integers, the cost
+			if i >= len(s.words) {
+				return false
+			}
+			if n, ok := parseInt(s.words[i]); !ok || n != 0 {
+				return false
+			}
+		}
+		return true
 	}
 	if cmd.Kind == 0 {
 		return false

@@ -274,6 +274,10 @@ func rulesCmd(c *Client, req *Request) {
 			return
 		}
 		c.W.WriteBulk(d.Text)
+	case (equalFold(sub, "set") && n == 4 || equalFold(sub, "del") && n == 3) && c.table.readOnly.Load():
+		// A replica's RULES SET domains are its primary's (package
+		// replication sends them).
+		c.fail(errReadOnly)
 	case equalFold(sub, "set") && n == 4:
 		if err := m.SetDomain(string(args[2]), args[3]); err != nil {
 			c.fail(errPrefix + err.Error())

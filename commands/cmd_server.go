@@ -328,6 +328,7 @@ func infoMemory(_ *Client, b *strings.Builder, st HostStats, _ engine.Stats) {
 	field(b, "used_memory_peak", st.UsedMemoryPeak)
 	field(b, "used_memory_peak_human", humanBytes(st.UsedMemoryPeak))
 	field(b, "used_memory_dataset", st.UsedMemoryDataset)
+	field(b, "mem_replication_backlog", st.MemReplicationBacklog)
 	field(b, "mem_clients_normal", st.UsedMemoryClients)
 	field(b, "maxmemory", st.MaxMemory)
 	field(b, "maxmemory_human", humanBytes(uint64(st.MaxMemory)))
@@ -349,6 +350,13 @@ func infoStats(c *Client, b *strings.Builder, st HostStats, es engine.Stats) {
 	field(b, "instantaneous_input_kbps", strconv.FormatFloat(st.InputKbps, 'f', 2, 64))
 	field(b, "instantaneous_output_kbps", strconv.FormatFloat(st.OutputKbps, 'f', 2, 64))
 	field(b, "rejected_connections", st.ConnsRejected)
+	var syncFull, syncOK, syncErr int64
+	if rep := c.host.Replication(); rep != nil {
+		syncFull, syncOK, syncErr = rep.SyncCounts()
+	}
+	field(b, "sync_full", syncFull)
+	field(b, "sync_partial_ok", syncOK)
+	field(b, "sync_partial_err", syncErr)
 	field(b, "expired_keys", es.ExpiredKeys)
 	field(b, "evicted_keys", es.EvictedKeys)
 	field(b, "client_output_buffer_limit_disconnections", st.OutputDropped)

@@ -78,11 +78,13 @@ type HostStats struct {
 	InputKbps, OutputKbps float64
 	// UsedMemory is the memory maxmemory is checked against
 	// (engine.Engine.UsedMemory): UsedMemoryDataset, the keyspace's
-	// bytes, plus UsedMemoryClients, the connections' buffers.
-	// UsedMemoryPeak is the highest UsedMemory seen since the start or
-	// CONFIG RESETSTAT.
+	// bytes, plus UsedMemoryClients, the connections' buffers, plus
+	// MemReplicationBacklog, the replication backlog's ring
+	// (engine.Engine.BacklogMemory). UsedMemoryPeak is the highest
+	// UsedMemory seen since the start or CONFIG RESETSTAT.
 	UsedMemory, UsedMemoryPeak           uint64
 	UsedMemoryDataset, UsedMemoryClients uint64
+	MemReplicationBacklog                uint64
 	UsedMemoryRSS                        uint64 // resident set size, 0 if unknown
 	MaxMemory                            int64  // maxmemory, 0: none
 	MaxMemoryPolicy                      string // maxmemory-policy

@@ -109,7 +109,7 @@ func New(cfg Config) (*Daemon, error) {
 		}
 		return nil, err
 	}
-	d.repl = wireReplication(srv, scfg)
+	d.repl = wireReplication(d, srv, scfg)
 	if store != nil {
 		// From here srv closes the store, however it stops.
 		d.p = wirePersistence(srv, store, scfg, cfg.Busy)

@@ -17,7 +17,7 @@ var (
 // wireReplication builds the server's replication from its settings and
 // hands it to the server; with replicaof set, the server starts as a
 // replica of that primary.
-func wireReplication(srv *server.Server, scfg server.Config) *replication.Replication {
+func wireReplication(d *Daemon, srv *server.Server, scfg server.Config) *replication.Replication {
 	var clientTLS *tls.Config
 	if srvTLS := scfg.TLSConfig; srvTLS != nil {
 		// The replica dials with the server's own certificate, reloaded as
@@ -38,8 +38,13 @@ func wireReplication(srv *server.Server, scfg server.Config) *replication.Replic
 			},
 		}
 	}
+	ttl := time.Duration(scfg.ReplBacklogTTL) * time.Second
+	if ttl == 0 {
+		ttl = -1 // repl-backlog-ttl 0: never freed
+	}
 	r := replication.New(srv.Engine(), replication.Config{
 		BacklogSize: int(scfg.ReplBacklogSize),
+		BacklogTTL:  ttl,
 		Timeout:     time.Duration(scfg.ReplTimeout) * time.Second,
 		Logf:        srv.Logf,
 		TLS:         clientTLS,
@@ -48,6 +53,8 @@ func wireReplication(srv *server.Server, scfg server.Config) *replication.Replic
 		OnReplicaOf: srv.SetReplicaOf,
 		OnLink:      srv.AddMasterLink,
 		SetLoading:  srv.SetLoading,
+		Rules:       d.replicaRules,
+		SetRules:    d.setReplicaRules,
 		Settings: func() replication.Settings {
 			c := srv.CurrentConfig()
 			port := c.Port

@@ -12,6 +12,7 @@ import (
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/cellserver/cellserver/limiter"
+	"github.com/cellserver/cellserver/replication"
 	"github.com/cellserver/cellserver/server"
 )
 
@@ -326,7 +327,7 @@ func TestReplSyncGarbage(t *testing.T) {
 	p.WantDo("-ERR value is not an integer or out of range\r\n", "REPLSYNC", "x", "?", "-1")
 	p.WantDo("-ERR cellserver: unknown replication stream version\r\n", "REPLSYNC", "99", "?", "-1")
 	g := testkit.Dial(t, addrOf(pcfg))
-	if got := g.Do("REPLSYNC", "1", "?", "-1"); !strings.HasPrefix(got, "+FULLCOPY ") {
+	if got := g.Do("REPLSYNC", strconv.Itoa(replication.StreamVersion), "?", "-1"); !strings.HasPrefix(got, "+FULLCOPY ") {
 		t.Fatalf("REPLSYNC: %q", got)
 	}
 	g.Send("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")
@@ -653,4 +654,72 @@ func TestReplicaSwitchesPrimary(t *testing.T) {
 	if got := infoField(a, "connected_slaves"); got != "0" {
 		testkit.WaitFor(t, "a to see its replica go", func() bool { return infoField(a, "connected_slaves") == "0" })
 	}
+}
+
+// bulk is s as a RESP bulk string.
+func bulk(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
+
+// A replica holds the domains its primary defined with RULES SET: those
+// in force when it syncs, with the full copy, and every later RULES SET
+// and RULES DEL, with the stream; it answers RL.CHECK … HITS 0 from them,
+// refuses RULES SET and DEL (READONLY), keeps them in its store, and
+// keeps them when it is promoted.
+func TestReplicaHoldsRulesSet(t *testing.T) {
+	const ro = "-READONLY You can't write against a read only replica.\r\n"
+	yaml := "domain: live\ndescriptors:\n  - key: user\n    value: abuser\n    rate_limit:\n      unit: minute\n      requests_per_unit: 1\n"
+	yaml2 := strings.Replace(yaml, "requests_per_unit: 1", "requests_per_unit: 5", 1)
+	other := "domain: other\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 3\n"
+	pcfg := replConfig(t)
+	start(t, pcfg)
+	p := dialUp(t, pcfg)
+	p.WantDo("+OK\r\n", "RULES", "SET", "live", yaml)
+	p.Do("RL.CHECK", "live", "user", "abuser")
+
+	rcfg := replConfig(t)
+	rcfg.Dir, rcfg.Save, rcfg.SaveSet = t.TempDir(), "", true
+	rcfg.ReplicaOf = "127.0.0.1 " + strconv.Itoa(pcfg.Port)
+	stopReplica := start(t, rcfg)
+	r := dialUp(t, rcfg)
+	testkit.WaitFor(t, "the link up", func() bool { return infoField(r, "master_link_status") == "up" })
+	// With the full copy: the domain, and the counter it charged.
+	testkit.WaitFor(t, "the domain with the copy", func() bool { return r.Do("RULES", "GET", "live") == bulk(yaml) })
+	check := []string{"RL.CHECK", "live", "user", "abuser", "HITS", "0"}
+	testkit.WaitFor(t, "the same answer", func() bool { return r.Do(check...) == p.Do(check...) })
+	if got := r.Do(check...); !strings.HasPrefix(got, "*6\r\n:0\r\n:1\r\n:0\r\n") {
+		t.Errorf("RL.CHECK … HITS 0 on the replica: %q, want the domain's limit of 1, spent", got)
+	}
+
+	// With the stream: a change, a new domain, a removal.
+	p.WantDo("+OK\r\n", "RULES", "SET", "live", yaml2)
+	p.WantDo("+OK\r\n", "RULES", "SET", "other", other)
+	testkit.WaitFor(t, "the changed domains", func() bool {
+		return r.Do("RULES", "GET", "live") == bulk(yaml2) && r.Do("RULES", "GET", "other") == bulk(other)
+	})
+	p.WantDo(":1\r\n", "RULES", "DEL", "other")
+	testkit.WaitFor(t, "the removal", func() bool { return r.Do("RULES", "GET", "other") == "$-1\r\n" })
+	if got := r.Do(check...); !strings.HasPrefix(got, "*6\r\n:0\r\n:5\r\n") {
+		t.Errorf("RL.CHECK … HITS 0 on the replica after the change: %q, want the limit of 5", got)
+	}
+
+	// A replica's rules are its primary's.
+	r.WantDo(ro, "RULES", "SET", "live", yaml)
+	r.WantDo(ro, "RULES", "DEL", "live")
+	r.WantDo(bulk(yaml2), "RULES", "GET", "live")
+	if got := p.Do("INFO", "stats"); !strings.Contains(got, "\r\nsync_full:1\r\nsync_partial_ok:0\r\nsync_partial_err:0\r\n") {
+		t.Errorf("INFO stats on the primary:\n%s", got)
+	}
+
+	// Promoted, it keeps them and takes RULES SET.
+	r.WantDo("+OK\r\n", "REPLICAOF", "NO", "ONE")
+	r.WantDo(bulk(yaml2), "RULES", "GET", "live")
+	r.WantDo("+OK\r\n", "RULES", "SET", "other", other)
+	if err := stopReplica(); err != nil {
+		t.Fatal(err)
+	}
+	// Kept in its store like any RULES SET.
+	rcfg.ReplicaOf = ""
+	start(t, rcfg)
+	r = dialUp(t, rcfg)
+	testkit.WaitFor(t, "loading", func() bool { return r.Do("RULES", "GET", "live") == bulk(yaml2) })
+	r.WantDo(bulk(other), "RULES", "GET", "other")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -182,6 +183,36 @@ func (d *Daemon) rulesChanged(dyn rules.Dynamic) {
 	if d.node != nil {
 		d.node.ShareState()
 	}
+	if d.repl != nil {
+		d.repl.RulesChanged()
+	}
+}
+
+// replicaRules returns the domains RULES SET defined, for replication to
+// send to replicas (replication.Config.Rules).
+func (d *Daemon) replicaRules() []byte {
+	b, _ := json.Marshal(d.rules.Dynamic())
+	return b
+}
+
+// setReplicaRules puts in force on a replica the domains its primary
+// defined with RULES SET, in place of its own, and keeps them in the
+// store (replication.Config.SetRules). A set the replica holds already
+// (each full copy sends it) is left as it is: the store's synchronous
+// write would lengthen the copy, during which the replica answers
+// LOADING.
+func (d *Daemon) setReplicaRules(b []byte) {
+	var dyn rules.Dynamic
+	if err := json.Unmarshal(b, &dyn); err != nil {
+		d.Logf("warning", "rules: the primary's domains set with RULES SET do not decode: %v", err)
+		return
+	}
+	if cur := d.rules.Dynamic(); cur.Version == dyn.Version && cur.Node == dyn.Node && maps.Equal(cur.Domains, dyn.Domains) {
+		return
+	}
+	d.rules.Replace(dyn)
+	d.saveRules(dyn)
+	d.Logf("verbose", "rules: the domains set with RULES SET are the primary's, version %d (%d domains)", dyn.Version, len(dyn.Domains))
 }
 
 // saveRules writes the domains set with RULES SET to the store, with

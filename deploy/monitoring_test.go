@@ -224,7 +224,7 @@ func TestDashboardAndAlertsUseRealMetrics(t *testing.T) {
 		check("grafana/cellserver.json", e)
 	}
 	alerts := alertExprs(t)
-	for _, want := range []string{"CellserverDown", "CellserverMemoryNearLimit", "CellserverSnapshotsFailing", "CellserverClusterSlotsNotServed"} {
+	for _, want := range []string{"CellserverDown", "CellserverMemoryNearLimit", "CellserverSnapshotsFailing", "CellserverClusterSlotsNotServed", "CellserverReplicationLag"} {
 		if alerts[want] == "" {
 			t.Errorf("prometheus/alerts.yml has no alert %s", want)
 		}

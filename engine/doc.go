@@ -23,7 +23,8 @@
 //
 // The engine counts the memory the keyspace holds as its tables grow and
 // shrink (KeyspaceBytes), and the server adds its connections' buffers
-// (AddBufferMemory): UsedMemory is what the memory limit (evict.go) and
+// (AddBufferMemory) and replication its backlog's ring
+// (AddBacklogMemory): UsedMemory is what the memory limit (evict.go) and
 // INFO's used_memory read, never the Go heap's garbage. The background
 // sweep (sweep.go) and every walk of a shard (Keys, Scan, TakeDirty) hold
 // a shard's lock for a bounded amount of work at a time.

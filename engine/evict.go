@@ -31,6 +31,7 @@ type memoryLimit struct {
 	max     atomic.Int64  // bytes; 0: none
 	policy  atomic.Uint32 // a Policy
 	buffers atomic.Int64  // the server's buffers (AddBufferMemory)
+	backlog atomic.Int64  // the replication backlog (AddBacklogMemory)
 }
 
 // SetMemoryLimit sets the most memory the engine lets new keys take, in
@@ -51,6 +52,15 @@ func (e *Engine) AddBufferMemory(n int64) { e.limit.buffers.Add(n) }
 // BufferMemory returns the bytes AddBufferMemory has added in all.
 func (e *Engine) BufferMemory() int64 { return e.limit.buffers.Load() }
 
+// AddBacklogMemory adds n (negative: subtracts) to the bytes the
+// replication backlog holds, for the memory limit: package replication
+// adds its ring when it allocates it and takes it off when it frees it.
+func (e *Engine) AddBacklogMemory(n int64) { e.limit.backlog.Add(n) }
+
+// BacklogMemory returns the bytes AddBacklogMemory has added in all (INFO
+// memory's mem_replication_backlog).
+func (e *Engine) BacklogMemory() int64 { return e.limit.backlog.Load() }
+
 // KeyspaceBytes returns the bytes the keyspace holds: every shard's table
 // arrays (index slots, record arenas, on the Go heap or mapped outside
 // it), the sliding-log scratch, and the lists of removed keys kept for
@@ -60,8 +70,11 @@ func (e *Engine) BufferMemory() int64 { return e.limit.buffers.Load() }
 func (e *Engine) KeyspaceBytes() int64 { return e.mem.Held() }
 
 // UsedMemory returns the memory the limit is checked against, which INFO
-// reports as used_memory: KeyspaceBytes plus BufferMemory.
-func (e *Engine) UsedMemory() int64 { return e.mem.Held() + e.limit.buffers.Load() }
+// reports as used_memory: KeyspaceBytes plus BufferMemory plus
+// BacklogMemory.
+func (e *Engine) UsedMemory() int64 {
+	return e.mem.Held() + e.limit.buffers.Load() + e.limit.backlog.Load()
+}
 
 // overLimit reports whether the engine is at or past its memory limit.
 func (e *Engine) overLimit() bool {

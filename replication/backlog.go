@@ -14,10 +14,32 @@ type backlog struct {
 	start int64         // the offset of the oldest byte held
 	end   int64         // the offset past the newest: master_repl_offset
 	grew  chan struct{} // closed, and replaced, when bytes are appended
+	// mem is told of the ring's bytes when it is allocated (n > 0) and
+	// freed (n < 0): the engine counts them in its used memory.
+	mem   func(n int64)
+	freed bool // free ran: nothing is appended or read any more
 }
 
-func newBacklog(size int, offset int64) *backlog {
-	return &backlog{size: size, start: offset, end: offset, grew: make(chan struct{})}
+func newBacklog(size int, offset int64, mem func(int64)) *backlog {
+	return &backlog{size: size, start: offset, end: offset, grew: make(chan struct{}), mem: mem}
+}
+
+// free drops the ring, once: a backlog no longer in use (the replication
+// state moved to a new one, or closed) holds no memory. A reader at any
+// offset is then told it is out of the backlog.
+func (b *backlog) free() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed {
+		return
+	}
+	b.freed = true
+	if b.ring != nil {
+		b.ring = nil
+		b.mem(-int64(b.size))
+	}
+	close(b.grew)
+	b.grew = make(chan struct{})
 }
 
 // append adds p to the stream, dropping the oldest bytes past the ring's
@@ -27,8 +49,13 @@ func (b *backlog) append(p []byte) {
 		return
 	}
 	b.mu.Lock()
+	if b.freed {
+		b.mu.Unlock()
+		return
+	}
 	if b.ring == nil {
 		b.ring = make([]byte, b.size)
+		b.mem(int64(b.size))
 	}
 	size := int64(len(b.ring))
 	if int64(len(p)) > size {
@@ -55,7 +82,7 @@ func (b *backlog) append(p []byte) {
 func (b *backlog) read(off int64, buf []byte) (n int, ok bool, wait <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if off < b.start || off > b.end {
+	if off < b.start || off > b.end || b.freed {
 		return 0, false, nil
 	}
 	size := int64(b.size)
@@ -77,6 +104,7 @@ func (b *backlog) offsets() (start, end int64) {
 
 // has reports whether a replica at offset off can go on from the backlog.
 func (b *backlog) has(off int64) bool {
-	start, end := b.offsets()
-	return off >= start && off <= end
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return off >= b.start && off <= b.end && !b.freed
 }

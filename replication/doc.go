@@ -27,7 +27,11 @@
 //     served by its own goroutine reading the ring from its own offset: a
 //     slow replica holds at most one frame of its own, never the
 //     primary's clients, and one that falls out of the ring is
-//     disconnected and gets a fresh full copy on its next sync.
+//     disconnected and gets a fresh full copy on its next sync. A primary
+//     with no replica for repl-backlog-ttl stops the drain and the feed
+//     and frees the ring, under a new replication id, as Redis frees its
+//     backlog: a replica that comes back takes a full copy, and a server
+//     whose replicas went pays nothing for them.
 //   - Full copy then stream, which converges. The copy starts at offset
 //     O, after the feed is on, and walks each shard a chunk at a time
 //     (engine.CopyShard), so a request waits for one chunk at most; then
@@ -45,6 +49,17 @@
 //     frames of cellserver's own after it (stream.go), versioned by the
 //     REPLSYNC argument. Redis's PSYNC/RDB bytes would buy nothing:
 //     Sentinel reads INFO and ROLE, never the stream.
+//   - The domains RULES SET defines travel in the same stream, as an
+//     entry of their own ('R', stream version 2), not as keys: they are
+//     not in the engine, and a set is small and rare. Each entry is the
+//     whole set, read when it is appended (under the drain's lock, so
+//     the later of two racing changes is the one appended last), and the
+//     full copy carries the set once, read after the copy's offset is
+//     fixed; the same argument as for keys then says the replica ends
+//     with the primary's set, which it puts in force at once, in place
+//     of its own, whatever the versions: a replica's rules are its
+//     primary's. What they are is the daemon's business (Config.Rules and
+//     SetRules carry bytes), so this package still imports engine only.
 //   - The stream and the full copy are written by hand on net.Conn: no
 //     library carries a stream of engine records with offsets, and the
 //     framing is a few dozen lines.

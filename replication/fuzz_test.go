@@ -63,7 +63,7 @@ func TestDecodeEntryPrefixes(t *testing.T) {
 // The backlog drops its oldest bytes past its size, and a reader behind
 // them is told so (it then needs a full copy).
 func TestBacklogOverflow(t *testing.T) {
-	bl := newBacklog(8, 100)
+	bl := newBacklog(8, 100, func(int64) {})
 	bl.append([]byte("abcdef"))
 	buf := make([]byte, 16)
 	if n, ok, _ := bl.read(100, buf); !ok || string(buf[:n]) != "abcdef" {
@@ -88,7 +88,7 @@ func TestBacklogOverflow(t *testing.T) {
 // A primary no replica ever read holds no backlog: the ring is allocated
 // at the first bytes of stream.
 func TestBacklogAllocatedOnFirstAppend(t *testing.T) {
-	bl := newBacklog(1<<20, 0)
+	bl := newBacklog(1<<20, 0, func(int64) {})
 	if bl.ring != nil {
 		t.Fatal("a new backlog holds its ring")
 	}

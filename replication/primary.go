@@ -74,6 +74,11 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 		return "", nil, errors.New("cellserver: shutting down")
 	}
 	r.startDrainLocked()
+	if len(r.replicas) == 0 {
+		// repl-backlog-ttl counts from here: the replica is served (and
+		// counted) only once its connection is handed over.
+		r.alone = r.cfg.Now()
+	}
 	bl := r.bl
 	full := true
 	switch {
@@ -91,7 +96,12 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 		_, offset = bl.offsets()
 		rc.state.Store(stateCopy)
 		reply = fmt.Sprintf("+FULLCOPY %s %d", id, offset)
+		r.stats.SyncFull.Add(1)
+		if replid != "?" {
+			r.stats.SyncPartialErr.Add(1)
+		}
 	} else {
+		r.stats.SyncPartialOK.Add(1)
 		rc.state.Store(stateOnline)
 		reply = fmt.Sprintf("+CONTINUE %s %d", id, offset)
 	}
@@ -108,10 +118,14 @@ func (r *Replication) Sync(version int, replid string, offset int64, ip string, 
 			return
 		}
 		r.replicas[rc] = struct{}{}
+		r.alone = time.Time{}
 		r.mu.Unlock()
 		defer func() {
 			r.mu.Lock()
 			delete(r.replicas, rc)
+			if len(r.replicas) == 0 && r.drainOn {
+				r.alone = r.cfg.Now()
+			}
 			r.mu.Unlock()
 			rc.close()
 		}()
@@ -146,7 +160,9 @@ func (r *Replication) syncFeed() {
 // startDrainLocked turns the engine's change feed on and starts the drain
 // loop, once: from the first replica on, the stream runs for the life of
 // this history, so that the backlog holds every change since it began
-// and a replica that reconnects can continue from it. r.mu held.
+// and a replica that reconnects can continue from it; the history ends
+// when the primary has had no replica for BacklogTTL (freeBacklogLocked).
+// r.mu held.
 func (r *Replication) startDrainLocked() {
 	if r.drainOn {
 		return
@@ -154,6 +170,9 @@ func (r *Replication) startDrainLocked() {
 	r.drainOn = true
 	r.drainGen++
 	gen := r.drainGen
+	if len(r.replicas) == 0 {
+		r.alone = r.cfg.Now()
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -168,6 +187,10 @@ func (r *Replication) startDrainLocked() {
 			case <-t.C:
 				r.mu.Lock()
 				mine := r.drainGen == gen
+				if mine && len(r.replicas) == 0 && r.cfg.BacklogTTL > 0 && !r.alone.IsZero() && r.cfg.Now().Sub(r.alone) >= r.cfg.BacklogTTL {
+					r.freeBacklogLocked()
+					mine = false
+				}
 				r.mu.Unlock()
 				if !mine {
 					return
@@ -176,6 +199,22 @@ func (r *Replication) startDrainLocked() {
 			}
 		}
 	}()
+}
+
+// freeBacklogLocked ends the stream of a primary alone for BacklogTTL:
+// the drain loop ends (and turns the feed off as it does), the backlog's
+// ring is freed, and the history gets a new replication id, with no
+// previous one, as Redis's does when it frees its backlog: the changes
+// made from now on are in no stream, so no replica may continue over
+// them. The offset goes on from where it was. r.mu held.
+func (r *Replication) freeBacklogLocked() {
+	r.stopDrainLocked()
+	_, end := r.bl.offsets()
+	r.bl.free()
+	r.bl = newBacklog(r.cfg.BacklogSize, end, r.eng.AddBacklogMemory)
+	r.replid, r.replid2, r.secondOffset = newReplID(), zeroReplID, -1
+	r.alone = time.Time{}
+	r.cfg.Logf("notice", "Replication backlog freed after %v without replicas (repl-backlog-ttl): replid %s", r.cfg.BacklogTTL, r.replid)
 }
 
 // drainPiece is how many bytes of stream a drain gathers before it
@@ -231,6 +270,39 @@ func (r *Replication) drain() int64 {
 	return end
 }
 
+// RulesChanged puts the domains RULES SET defines (Config.Rules, read
+// now) in the stream, for the replicas to take: the server calls it after
+// each RULES SET and RULES DEL. Each entry carries them all, read when it
+// is appended under the drain's lock, so two changes racing end with the
+// replicas holding the later. With no stream running (no replica since
+// the start or since the backlog was freed), a replica gets them with its
+// full copy, which reads them after its offset is fixed.
+func (r *Replication) RulesChanged() {
+	r.drainMu.Lock()
+	defer r.drainMu.Unlock()
+	r.mu.Lock()
+	bl, on := r.bl, r.drainOn && r.link == nil
+	r.mu.Unlock()
+	if b, ok := r.rules(); on && ok {
+		bl.append(appendRules(nil, b))
+	}
+}
+
+// rules returns Config.Rules' bytes, and false when there is no
+// Config.Rules or they are past what a replica reads in one frame, which
+// is logged: replicas then keep the domains they had.
+func (r *Replication) rules() ([]byte, bool) {
+	if r.cfg.Rules == nil {
+		return nil, false
+	}
+	b := r.cfg.Rules()
+	if len(b) > maxFrame {
+		r.cfg.Logf("warning", "rules: the domains RULES SET defines take %d bytes, past the %d a replica takes: not sent to replicas", len(b), maxFrame)
+		return nil, false
+	}
+	return b, true
+}
+
 // serve writes the full copy (when full) and then the stream from offset
 // to the replica, and reads its acks, until the link fails, the replica
 // falls out of the backlog, or the replica is closed.
@@ -256,6 +328,13 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 	for {
 		n, ok, wait := bl.read(offset, data)
 		if !ok {
+			select {
+			case <-rc.done: // closed, with the backlog (Close)
+				return
+			case <-r.stop:
+				return
+			default:
+			}
 			r.cfg.Logf("warning", "Replica %s fell behind the backlog (offset %d, repl-backlog-size %d): dropping its link; it will get a full copy", addr, offset, bl.size)
 			return
 		}
@@ -321,7 +400,13 @@ func (r *Replication) fullCopy(rc *replicaConn, w *deadlineWriter, addr string) 
 			return false
 		}
 	}
-	if !flush() || !w.write(appendUvarintFrame(nil, frameEnd, uint64(keys))) {
+	if !flush() {
+		return false
+	}
+	if b, ok := r.rules(); ok && !w.write(appendFrame(nil, frameRules, b)) {
+		return false
+	}
+	if !w.write(appendUvarintFrame(nil, frameEnd, uint64(keys))) {
 		return false
 	}
 	r.stats.FullCopies.Add(1)

@@ -28,6 +28,7 @@ type link struct {
 	id        atomic.Pointer[string] // the primary's replication id
 	lastIO    atomic.Int64           // Unix seconds of the last frame from the primary
 	downSince atomic.Int64           // Unix seconds the link went down; 0: never up
+	fresh     atomic.Bool            // id is this server's own empty history: sync with "?"
 
 	mu     sync.Mutex
 	nc     net.Conn // the connection, to close it from close
@@ -210,7 +211,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		}
 	}
 	id := l.replid()
-	if id == "" {
+	if id == "" || l.fresh.Load() {
 		id = "?"
 	}
 	reply, err := cmd("REPLSYNC", strconv.Itoa(StreamVersion), id, strconv.FormatInt(l.offset.Load(), 10))
@@ -246,6 +247,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		return false, fmt.Errorf("primary continues at offset %d, this replica is at %d", off, l.offset.Load())
 	}
 	l.id.Store(&newID)
+	l.fresh.Store(false)
 	l.state.Store(linkConnected)
 	l.downSince.Store(0)
 	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: link to %s up at offset %d (replid %s)", addr, l.offset.Load(), newID)
@@ -355,6 +357,10 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 			r.stats.FullSyncs.Add(1)
 			r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s done: %d keys, %d bytes in %v", addr, keys, bytes, time.Since(began).Round(time.Millisecond))
 			return buf, nil
+		case frameRules:
+			if r.cfg.SetRules != nil {
+				r.cfg.SetRules(p)
+			}
 		case framePing:
 		default:
 			return nil, fmt.Errorf("%w: frame type %q during the full copy", ErrBadStream, typ)
@@ -396,6 +402,10 @@ func (l *link) apply(b []byte) (int, error) {
 			l.r.view.FlushShard(e.shard, e.n)
 		case entryTime:
 			l.r.stats.ApplyDelay.Observe(time.Duration(l.r.cfg.Now().UnixNano() - e.ns))
+		case entryRules:
+			if l.r.cfg.SetRules != nil {
+				l.r.cfg.SetRules(e.data)
+			}
 		}
 		used += n
 		l.offset.Add(int64(n))

@@ -21,6 +21,11 @@ type Config struct {
 	// keeps for replicas to read at their own pace. A replica that falls
 	// further behind gets a full copy. Default: DefaultBacklogSize.
 	BacklogSize int
+	// BacklogTTL is repl-backlog-ttl: once a primary has had no replica
+	// for this long, it stops its change feed and drain loop and frees
+	// its backlog, as Redis frees its own; the next replica starts them
+	// again, with a full copy. Negative: never. Default: 1h.
+	BacklogTTL time.Duration
 	// Timeout is repl-timeout: a link on which nothing arrives (or a
 	// write waits) for this long is dropped. Default: 60s.
 	Timeout time.Duration
@@ -46,6 +51,15 @@ type Config struct {
 	// replica (writes answered -READONLY) and false when it no longer is.
 	// Default: nil.
 	SetReadOnly func(on bool)
+	// Rules returns the domains RULES SET defines, encoded, for a
+	// replica: sent with each full copy and, after RulesChanged, in the
+	// stream; past 8 MiB they are not sent (and that is logged).
+	// Default: nil (none are sent).
+	Rules func() []byte
+	// SetRules puts in force on a replica, at once, the domains its
+	// primary sent (Rules' bytes, which it must copy if it keeps them).
+	// Default: nil (ignored).
+	SetRules func(b []byte)
 	// ClusterMode refuses REPLICAOF (cluster replicas are another design).
 	ClusterMode bool
 	// SetLoading is called with true when a replica starts a full copy
@@ -98,6 +112,9 @@ func (c *Config) EnsureDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = 60 * time.Second
 	}
+	if c.BacklogTTL == 0 {
+		c.BacklogTTL = time.Hour
+	}
 	if c.DrainInterval == 0 {
 		c.DrainInterval = time.Millisecond
 	}
@@ -145,12 +162,15 @@ type Replication struct {
 	replid2      string
 	secondOffset int64 // second_repl_offset; -1: none
 	bl           *backlog
-	drainOn      bool // the feed and the drain loop run (once a replica attached)
+	drainOn      bool // the feed and the drain loop run (once a replica attached, until BacklogTTL alone)
 	drainGen     int  // the drain loop's generation: a loop of an older one ends
-	replicas     map[*replicaConn]struct{}
-	link         *link // nil: this server is a primary
-	closed       bool
-	stop         chan struct{}
+	// alone is when the primary last had no replica while its drain
+	// loop ran (zero: it has one): from then, BacklogTTL.
+	alone    time.Time
+	replicas map[*replicaConn]struct{}
+	link     *link // nil: this server is a primary
+	closed   bool
+	stop     chan struct{}
 
 	feedMu   sync.Mutex // one syncFeed at a time
 	drainMu  sync.Mutex // one drain at a time (engine.DrainFeed)
@@ -172,12 +192,17 @@ func (r *Replication) setLoading(on bool) {
 
 // Stats are counters for the metrics.
 type Stats struct {
-	FullCopies   atomic.Int64 // full copies sent to replicas
-	BytesSent    atomic.Int64 // bytes written to replicas
-	FullSyncs    atomic.Int64 // full copies received (as a replica)
-	ApplyDelay   Histogram    // on a replica: batch delay, change to apply
-	ApplyErrors  atomic.Int64 // entries a replica could not apply
-	BytesApplied atomic.Int64 // stream bytes applied (as a replica)
+	FullCopies atomic.Int64 // full copies sent to replicas
+	// SyncFull, SyncPartialOK and SyncPartialErr count the syncs this
+	// primary answered (INFO stats' sync_full, sync_partial_ok,
+	// sync_partial_err): with a full copy, as a continuation from the
+	// backlog, and with a full copy to a replica that asked to continue.
+	SyncFull, SyncPartialOK, SyncPartialErr atomic.Int64
+	BytesSent                               atomic.Int64 // bytes written to replicas
+	FullSyncs                               atomic.Int64 // full copies received (as a replica)
+	ApplyDelay                              Histogram    // on a replica: batch delay, change to apply
+	ApplyErrors                             atomic.Int64 // entries a replica could not apply
+	BytesApplied                            atomic.Int64 // stream bytes applied (as a replica)
 }
 
 // New returns the replication state of a primary serving eng.
@@ -186,7 +211,7 @@ func New(eng *engine.Engine, cfg Config) *Replication {
 	return &Replication{
 		cfg: cfg, eng: eng, view: eng.NewView(),
 		replid: newReplID(), replid2: zeroReplID, secondOffset: -1,
-		bl:       newBacklog(cfg.BacklogSize, 0),
+		bl:       newBacklog(cfg.BacklogSize, 0, eng.AddBacklogMemory),
 		replicas: map[*replicaConn]struct{}{},
 		stop:     make(chan struct{}),
 	}
@@ -194,6 +219,12 @@ func New(eng *engine.Engine, cfg Config) *Replication {
 
 // Stats returns the counters.
 func (r *Replication) Stats() *Stats { return &r.stats }
+
+// SyncCounts returns INFO stats' sync_full, sync_partial_ok and
+// sync_partial_err (Stats.SyncFull and the others).
+func (r *Replication) SyncCounts() (full, partialOK, partialErr int64) {
+	return r.stats.SyncFull.Load(), r.stats.SyncPartialOK.Load(), r.stats.SyncPartialErr.Load()
+}
 
 const zeroReplID = "0000000000000000000000000000000000000000"
 
@@ -222,6 +253,9 @@ func (r *Replication) Close() error {
 		l.close()
 	}
 	r.wg.Wait()
+	r.mu.Lock()
+	r.bl.free()
+	r.mu.Unlock()
 	return nil
 }
 
@@ -250,7 +284,8 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 			r.replid2, r.secondOffset = id, off+1
 		}
 		r.replid = newReplID()
-		r.bl = newBacklog(r.cfg.BacklogSize, off)
+		r.bl.free()
+		r.bl = newBacklog(r.cfg.BacklogSize, off, r.eng.AddBacklogMemory)
 		// The stream starts now, so that the other replicas of the old
 		// primary, reconfigured to this one, continue from off.
 		r.startDrainLocked()
@@ -275,12 +310,17 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 	if old != nil {
 		l.offset.Store(old.offset.Load())
 		l.id.Store(old.id.Load())
+		l.fresh.Store(old.fresh.Load())
 	} else {
-		// A primary turned replica: its own history is where it syncs from.
+		// A primary turned replica: its own history is where it syncs
+		// from. One whose history is empty (a server started as a
+		// replica) asks for a full copy ("?"), as Redis's fresh replica
+		// does, rather than count as a refused continuation.
 		_, end := r.bl.offsets()
 		id := r.replid
 		l.id.Store(&id)
 		l.offset.Store(end)
+		l.fresh.Store(end == 0)
 	}
 	r.link = l
 	r.stopDrainLocked()

@@ -3,6 +3,7 @@ package replication
 import (
 	"bufio"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -205,4 +206,111 @@ func mustAtoi(t *testing.T, s string) int64 {
 		n = n*10 + int64(c-'0')
 	}
 	return n
+}
+
+// The primary counts the syncs it answers as Redis's INFO stats does:
+// full copies served, partial resyncs accepted, and those refused (a
+// replica that named a history and an offset and got a full copy).
+func TestSyncCounts(t *testing.T) {
+	r, _, _ := newTest(t, Config{})
+	id := infoOf(r)["master_replid"]
+	for _, s := range []struct {
+		replid string
+		offset int64
+		reply  string
+	}{
+		{"?", -1, "+FULLCOPY"},
+		{"1111111111111111111111111111111111111111", 0, "+FULLCOPY"},
+		{id, 0, "+CONTINUE"},
+		{id, 7, "+FULLCOPY"}, // not (yet) in the backlog
+	} {
+		reply, _, err := r.Sync(StreamVersion, s.replid, s.offset, "127.0.0.1", 1)
+		if err != nil || !strings.HasPrefix(reply, s.reply+" ") {
+			t.Fatalf("Sync(%s, %d) = %q, %v; want %s", s.replid, s.offset, reply, err, s.reply)
+		}
+	}
+	if full, ok, bad := r.SyncCounts(); full != 3 || ok != 1 || bad != 2 {
+		t.Errorf("SyncCounts() = %d, %d, %d; want 3, 1, 2", full, ok, bad)
+	}
+}
+
+// The backlog's ring, once allocated, counts in the engine's used memory
+// (what maxmemory checks, INFO's used_memory), and stops counting when
+// the replication state is closed.
+func TestBacklogCountsInUsedMemory(t *testing.T) {
+	const size = 1 << 20
+	r, eng, _ := newTest(t, Config{BacklogSize: size})
+	before := eng.UsedMemory()
+	if _, _, err := r.Sync(StreamVersion, "?", -1, "127.0.0.1", 1); err != nil {
+		t.Fatal(err)
+	}
+	v := eng.NewView()
+	testkit.WaitFor(t, "the ring to be allocated", func() bool {
+		// A change for the drain to append (the feed turns on just after Sync).
+		_, _ = v.Import(engine.Record{Key: []byte("k"), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}})
+		return eng.BacklogMemory() == size
+	})
+	if used := eng.UsedMemory(); used < before+size {
+		t.Errorf("UsedMemory() = %d with a backlog of %d, was %d", used, size, before)
+	}
+	r.Close()
+	if got := eng.BacklogMemory(); got != 0 {
+		t.Errorf("BacklogMemory() = %d after Close", got)
+	}
+}
+
+// A primary whose replicas have all gone for BacklogTTL (repl-backlog-ttl)
+// stops its feed and drain loop and frees its backlog, under a new
+// replication id (a replica that comes back cannot continue over the
+// changes the stream no longer carried: it gets a full copy); a replica
+// that attaches starts them again.
+func TestBacklogFreedAfterTTL(t *testing.T) {
+	const size = 64 << 10
+	r, eng, clock := newTest(t, Config{BacklogSize: size, BacklogTTL: time.Minute, AckInterval: time.Hour})
+	v := eng.NewView()
+	put := func(k string) {
+		_, _ = v.Import(engine.Record{Key: []byte(k), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}})
+	}
+	attach := func() net.Conn {
+		reply, serve, err := r.Sync(StreamVersion, "?", -1, "127.0.0.1", 1)
+		if err != nil || !strings.HasPrefix(reply, "+FULLCOPY ") {
+			t.Fatalf("Sync = %q, %v", reply, err)
+		}
+		primary, replica := testkit.TCPPair(t)
+		go serve(primary, nil)
+		br := bufio.NewReader(replica)
+		for {
+			typ, _, err := readFrame(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if typ == frameEnd {
+				return replica
+			}
+		}
+	}
+	replica := attach()
+	testkit.WaitFor(t, "the ring", func() bool { put("k"); return eng.BacklogMemory() == size && eng.FeedOn() })
+	id := infoOf(r)["master_replid"]
+	replica.Close()
+	testkit.WaitFor(t, "the replica to go", func() bool { return infoOf(r)["connected_slaves"] == "0" })
+	clock.advance(time.Minute - time.Second)
+	put("k2")
+	if in := infoOf(r); in["repl_backlog_active"] != "1" || !eng.FeedOn() {
+		t.Fatalf("before repl-backlog-ttl: repl_backlog_active:%s, feed on %v", in["repl_backlog_active"], eng.FeedOn())
+	}
+	clock.advance(time.Second)
+	testkit.WaitFor(t, "the backlog freed", func() bool {
+		return infoOf(r)["repl_backlog_active"] == "0" && !eng.FeedOn() && eng.BacklogMemory() == 0
+	})
+	in := infoOf(r)
+	if in["master_replid"] == id || in["master_replid2"] != zeroReplID || in["second_repl_offset"] != "-1" {
+		t.Errorf("after the backlog was freed: master_replid %s (was %s), master_replid2 %s, second_repl_offset %s", in["master_replid"], id, in["master_replid2"], in["second_repl_offset"])
+	}
+	if reply, _, _ := r.Sync(StreamVersion, id, mustAtoi(t, in["master_repl_offset"]), "127.0.0.1", 1); !strings.HasPrefix(reply, "+FULLCOPY ") {
+		t.Errorf("a replica of the old history: %q, want a full copy", reply)
+	}
+	replica = attach()
+	testkit.WaitFor(t, "the feed on again", func() bool { put("k3"); return eng.FeedOn() && eng.BacklogMemory() == size })
+	replica.Close()
 }

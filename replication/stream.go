@@ -18,6 +18,8 @@ import (
 //
 //	primary → replica
 //	  'C' copy:    records of the full copy, each engine.Record.AppendBinary
+//	  'R' rules:   the domains RULES SET defines, as Config.Rules encodes
+//	               them, sent once, after the copy's records
 //	  'E' end:     the full copy is complete; payload: the keys sent (uvarint)
 //	  'S' stream:  the next bytes of the stream (entries, below), from the
 //	               replica's offset on; an entry may straddle two frames
@@ -33,11 +35,17 @@ import (
 //	'F' i n      shard i of n (uvarints) emptied (FLUSHALL)
 //	'T' ns       a batch follows, of changes made after this Unix time in
 //	             ns (varint): the replica measures its delay by it
-const StreamVersion = 1
+//	'R' n bytes  the domains RULES SET defines, all of them, as changed
+//	             (n: uvarint, then the bytes Config.Rules returned)
+//
+// Version 2 added 'R' (frame and entry); a primary refuses a replica of
+// another version (ErrBadVersion) rather than send it what it cannot read.
+const StreamVersion = 2
 
 // Frame types.
 const (
 	frameCopy   = 'C'
+	frameRules  = 'R'
 	frameEnd    = 'E'
 	frameStream = 'S'
 	framePing   = 'P'
@@ -51,6 +59,7 @@ const (
 	entryDelete = 'D'
 	entryFlush  = 'F'
 	entryTime   = 'T'
+	entryRules  = 'R'
 )
 
 // maxFrame bounds a frame's payload: a reader refuses a longer one.
@@ -83,6 +92,14 @@ type entry struct {
 	rec      engine.Record // 'W'; 'D': its Key
 	shard, n int           // 'F'
 	ns       int64         // 'T'
+	data     []byte        // 'R': aliases the bytes decoded
+}
+
+// appendRules appends the entry carrying the rules' bytes b to buf.
+func appendRules(buf, b []byte) []byte {
+	buf = append(buf, entryRules)
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	return append(buf, b...)
 }
 
 // decodeEntry decodes one entry from the front of b and returns it with
@@ -105,7 +122,7 @@ func decodeEntry(b []byte) (entry, int, error) {
 		}
 		e.rec = r
 		return e, 1 + n, nil
-	case entryDelete:
+	case entryDelete, entryRules:
 		l, w := binary.Uvarint(b[1:])
 		if w == 0 {
 			return entry{}, 0, nil
@@ -117,7 +134,11 @@ func decodeEntry(b []byte) (entry, int, error) {
 		if end > len(b) {
 			return entry{}, 0, nil
 		}
-		e.rec.Key = b[1+w : end : end]
+		if b[0] == entryRules {
+			e.data = b[1+w : end : end]
+		} else {
+			e.rec.Key = b[1+w : end : end]
+		}
 		return e, end, nil
 	case entryFlush:
 		i, w1 := binary.Uvarint(b[1:])

@@ -302,6 +302,18 @@ func (m *Manager) Merge(d Dynamic) bool {
 	return true
 }
 
+// Replace puts d in force as the RULES SET domains whatever its version,
+// at once: a replica takes its primary's as they are (package
+// replication), older or newer than those it had.
+func (m *Manager) Replace(d Dynamic) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d.Domains == nil {
+		d.Domains = map[string]string{}
+	}
+	m.installLocked(d, nil)
+}
+
 // Dynamic returns the RULES SET domains in force.
 func (m *Manager) Dynamic() Dynamic {
 	m.mu.Lock()

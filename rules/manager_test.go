@@ -118,6 +118,29 @@ func TestManagerMerge(t *testing.T) {
 	}
 }
 
+// Replace puts a set in force whatever its version (a replica takes its
+// primary's), whole: a domain it lacks is gone, and a later RULES SET
+// continues from its version.
+func TestManagerReplace(t *testing.T) {
+	m, limit := newManager(t, "")
+	for i, name := range []string{"a", "b", "c"} {
+		if err := m.SetDomain(name, []byte(domainYAML(name, "3"))); err != nil || m.Dynamic().Version != uint64(i+1) {
+			t.Fatalf("%v %+v", err, m.Dynamic())
+		}
+	}
+	m.Replace(rules.Dynamic{Version: 1, Node: "n0", Domains: map[string]string{"b": domainYAML("b", "4")}})
+	if d := m.Dynamic(); d.Version != 1 || d.Node != "n0" || limit("a") != 0 || limit("b") != 4 || limit("c") != 0 {
+		t.Fatalf("after Replace: %+v, a %d, b %d, c %d", d, limit("a"), limit("b"), limit("c"))
+	}
+	m.Replace(rules.Dynamic{})
+	if limit("b") != 0 {
+		t.Fatalf("an empty set left b at %d", limit("b"))
+	}
+	if err := m.SetDomain("a", []byte(domainYAML("a", "2"))); err != nil || m.Dynamic().Version != 1 || limit("a") != 2 {
+		t.Fatalf("%v %+v", err, m.Dynamic())
+	}
+}
+
 // A counter survives a reload when its rule is unchanged, and starts
 // afresh when the rule's limit changes.
 func TestCountersSurviveUnchangedRules(t *testing.T) {

@@ -225,6 +225,10 @@ type Config struct {
 	ReplBacklogSize int64
 	// ReplTimeout is repl-timeout in seconds. Default: 60.
 	ReplTimeout int
+	// ReplBacklogTTL is repl-backlog-ttl in seconds: a primary without a
+	// replica for this long stops its stream and frees its backlog; 0:
+	// never. Default: 3600.
+	ReplBacklogTTL int
 	// TLSReplication makes a replica dial its primary's TLS port with the
 	// client TLS certificates. Default: false.
 	TLSReplication bool
@@ -312,6 +316,7 @@ func DefaultConfig() Config {
 		ReplicaAnnounced: true,
 		ReplBacklogSize:  16 << 20,
 		ReplTimeout:      60,
+		ReplBacklogTTL:   3600,
 	}
 }
 

@@ -138,17 +138,18 @@ func (s *Server) secretFromFile(name string) string {
 func (s *Server) Stats() commands.HostStats {
 	// What maxmemory is checked against (engine.Engine.UsedMemory), in
 	// its two parts, read once.
-	keyspace, buffers := s.eng.KeyspaceBytes(), s.eng.BufferMemory()
-	s.notePeak(keyspace + buffers)
+	keyspace, buffers, backlog := s.eng.KeyspaceBytes(), s.eng.BufferMemory(), s.eng.BacklogMemory()
+	s.notePeak(keyspace + buffers + backlog)
 	s.cfgMu.RLock()
 	st := commands.HostStats{
 		Version: Version, Port: s.cfg.Port, PID: os.Getpid(), RunID: s.runID, ConfigFile: s.cfg.ConfigFile,
 		Executable: executable(), Started: s.started, MaxClients: s.cfg.MaxClients,
 		UsedMemoryRSS: rss(), MaxMemory: s.cfg.MaxMemory, MaxMemoryPolicy: s.cfg.MaxMemoryPolicy,
 	}
-	st.UsedMemory = uint64(keyspace + buffers)
+	st.UsedMemory = uint64(keyspace + buffers + backlog)
 	st.UsedMemoryPeak = uint64(s.peakMem.Load())
 	st.UsedMemoryDataset, st.UsedMemoryClients = uint64(keyspace), uint64(buffers)
+	st.MemReplicationBacklog = uint64(backlog)
 	s.cfgMu.RUnlock()
 	if addrs := s.Addrs(); len(addrs) > 0 {
 		if ta, ok := addrs[0].(*net.TCPAddr); ok {

@@ -215,8 +215,9 @@ func (s *Server) sampleRates(nowNs int64) {
 }
 
 // usedMemory returns the memory maxmemory is checked against
-// (engine.Engine.UsedMemory: the keyspace's bytes and the connections'
-// buffers, which each connection adds as they change size), and folds it
+// (engine.Engine.UsedMemory: the keyspace's bytes, the connections'
+// buffers, which each connection adds as they change size, and the
+// replication backlog's ring), and folds it
 // into the peak. The cron calls it four times a second, and INFO and the
 // metrics whenever they read it. The Go heap's garbage is not counted,
 // so that a large request or reply, once answered, does not hold the

@@ -477,6 +477,7 @@ var settings = []setting{
 			return between(c.ReplBacklogSize, 16<<10, 1<<34)
 		}},
 	intRangeSetting("repl-timeout", func(c *Config) *int { return &c.ReplTimeout }, 1, 1<<31-1),
+	intRangeSetting("repl-backlog-ttl", func(c *Config) *int { return &c.ReplBacklogTTL }, 0, 1<<31-1),
 	{name: "tls-replication", mutable: true,
 		get: func(c *Config) string { return yesNo(c.TLSReplication) },
 		set: boolSetting(func(c *Config, b bool) { c.TLSReplication = b })},

@@ -7,12 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/internal/testkit/ha"
 )
 
 // exporterSeries are the series Debian's prometheus-redis-exporter
@@ -40,9 +42,9 @@ var exporterSeries = []struct {
 	{"redis_memory_used_dataset_bytes", "Redis's split of its own memory: the Go heap is not split so"},
 	{"redis_memory_used_overhead_bytes", "Redis's split of its own memory: the Go heap is not split so"},
 	{"redis_memory_used_startup_bytes", "Redis's split of its own memory: the Go heap is not split so"},
-	{"redis_mem_not_counted_for_eviction_bytes", "AOF and replica buffers: cellserver has neither"},
+	{"redis_mem_not_counted_for_eviction_bytes", "AOF and replica buffers Redis leaves out of eviction: cellserver has no AOF and counts its replication backlog (mem_replication_backlog) in what maxmemory checks"},
 	{"redis_mem_clients_normal", "not summed over connections: CLIENT LIST's tot-mem gives each one's"},
-	{"redis_mem_clients_slaves", "no replicas"},
+	{"redis_mem_clients_slaves", "not summed: a replica's link holds one frame of the stream at a time, read from the backlog (mem_replication_backlog)"},
 	{"redis_client_recent_max_input_buffer_bytes", "not tracked: CLIENT LIST's qbuf gives each connection's"},
 	{"redis_client_recent_max_output_buffer_bytes", "not tracked: CLIENT LIST's omem gives each connection's"},
 	{"redis_mem_fragmentation_ratio", "jemalloc's figure: Go's allocator has none (used_memory_rss over used_memory is there)"},
@@ -97,7 +99,7 @@ var exporterSeries = []struct {
 	{"redis_keyspace_misses_total", ""},
 	{"redis_total_error_replies", ""},
 	{"redis_errors_total", ""},
-	{"redis_unexpected_error_replies", "errors from a master or an AOF being replayed: cellserver has neither"},
+	{"redis_unexpected_error_replies", "errors a replica reads in its master's stream or an AOF replays: cellserver's stream carries states, not commands, and there is no AOF"},
 	{"redis_expired_stale_percentage", "Redis's expiry cycle's estimate: cellserver's sweep works by shard budgets"},
 	{"redis_expired_time_cap_reached_total", "Redis's expiry cycle's time cap: cellserver's sweep works by shard budgets"},
 	{"redis_total_reads_processed", "read events are not counted (total_net_input_bytes is)"},
@@ -125,17 +127,19 @@ var exporterSeries = []struct {
 	{"redis_cpu_user_main_thread_seconds_total", "Go runs goroutines on any of its threads: no main thread does the work"},
 
 	// Replication.
-	{"redis_connected_slaves", "no replication yet: INFO has no replication section"},
-	{"redis_master_repl_offset", "no replication yet"},
-	{"redis_second_repl_offset", "no replication yet"},
-	{"redis_repl_backlog_is_active", "no replication yet"},
-	{"redis_repl_backlog_first_byte_offset", "no replication yet"},
-	{"redis_repl_backlog_history_bytes", "no replication yet"},
-	{"redis_replication_backlog_bytes", "no replication yet"},
-	{"redis_replica_partial_resync_accepted", "no replication yet"},
-	{"redis_replica_partial_resync_denied", "no replication yet"},
-	{"redis_replica_resyncs_full", "no replication yet"},
-	{"redis_slave_expires_tracked_keys", "no replication yet"},
+	// (With a replica attached, TestRedisExporterReplication checks the
+	// series of each side.)
+	{"redis_connected_slaves", ""},
+	{"redis_master_repl_offset", ""},
+	{"redis_second_repl_offset", ""},
+	{"redis_repl_backlog_is_active", ""},
+	{"redis_repl_backlog_first_byte_offset", ""},
+	{"redis_repl_backlog_history_bytes", ""},
+	{"redis_replication_backlog_bytes", ""},
+	{"redis_replica_partial_resync_accepted", ""},
+	{"redis_replica_partial_resync_denied", ""},
+	{"redis_replica_resyncs_full", ""},
+	{"redis_slave_expires_tracked_keys", "keys a writable replica expires for its own writes: a cellserver replica's keys all expire by their own deadline"},
 
 	// Cluster, keyspace, commands, slow log, latency.
 	{"redis_cluster_enabled", ""},
@@ -169,6 +173,24 @@ var exporterOwn = []string{
 // returns the names of the redis_ series of its first scrape.
 func scrapeExporter(t *testing.T, bin, addr string) map[string]bool {
 	t.Helper()
+	names := map[string]bool{}
+	for _, l := range strings.Split(exporterScrape(t, bin, addr), "\n") {
+		if l == "" || l[0] == '#' {
+			continue
+		}
+		name, _, _ := strings.Cut(l, " ")
+		name, _, _ = strings.Cut(name, "{")
+		if strings.HasPrefix(name, "redis_") { // not the exporter's go_ and process_ series
+			names[name] = true
+		}
+	}
+	return names
+}
+
+// exporterScrape runs Debian's exporter against the server at addr and
+// returns its first scrape, once it has reached the server.
+func exporterScrape(t *testing.T, bin, addr string) string {
+	t.Helper()
 	port := testkit.FreePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-redis.addr", "redis://"+addr,
@@ -196,18 +218,7 @@ func scrapeExporter(t *testing.T, bin, addr string) map[string]bool {
 	if !containsMetric(body, "redis_up 1") {
 		t.Fatalf("the exporter did not reach %s:\n%s\n%s", addr, body, logs.String())
 	}
-	names := map[string]bool{}
-	for _, l := range strings.Split(body, "\n") {
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		name, _, _ := strings.Cut(l, " ")
-		name, _, _ = strings.Cut(name, "{")
-		if strings.HasPrefix(name, "redis_") { // not the exporter's go_ and process_ series
-			names[name] = true
-		}
-	}
-	return names
+	return body
 }
 
 // TestRedisExporterSeries: every series Debian's redis exporter reads
@@ -293,4 +304,78 @@ func dial(t *testing.T, addr string) net.Conn {
 	}
 	t.Cleanup(func() { nc.Close() })
 	return nc
+}
+
+// TestRedisExporterReplication: Debian's redis exporter reads a
+// cellserver primary with a replica, and the replica, as it reads
+// Redis's: the role in redis_instance_info, connected_slaves and the
+// replica's offset and lag on the primary, the link and offset on the
+// replica, the full copy in the sync counters.
+func TestRedisExporterReplication(t *testing.T) {
+	bin, err := exec.LookPath("prometheus-redis-exporter")
+	if err != nil {
+		t.Skip("prometheus-redis-exporter is not installed (apt-get install prometheus-redis-exporter)")
+	}
+	g := ha.Start(t, ha.Options{Sentinels: -1}, 1)
+	p, r := g.Nodes[0], g.Nodes[1]
+	if err := p.Client.Do(ctx, "CL.THROTTLE", "k", "5", "1", "60").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Client.Do(ctx, "WAIT", "1", "5000").Err(); err != nil { // the replica has acked
+		t.Fatal(err)
+	}
+	primary, replica := exporterScrape(t, bin, p.Addr), exporterScrape(t, bin, r.Addr)
+	for _, want := range []string{
+		"redis_connected_slaves 1",
+		"redis_repl_backlog_is_active 1",
+		"redis_replica_resyncs_full 1",
+		"redis_replica_partial_resync_accepted 0",
+		"redis_replica_partial_resync_denied 0",
+	} {
+		if !containsMetric(primary, want) {
+			t.Errorf("the exporter's scrape of the primary lacks %q", want)
+		}
+	}
+	for _, want := range []string{
+		`redis_instance_info{.*role="master".*} 1`,
+		`redis_connected_slave_offset_bytes{slave_ip="127\.0\.0\.1",slave_port="` + strconv.Itoa(r.Port) + `",slave_state="online"} [1-9][0-9]*`,
+		`redis_connected_slave_lag_seconds{slave_ip="127\.0\.0\.1",slave_port="` + strconv.Itoa(r.Port) + `",slave_state="online"} [0-9]+`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(primary) {
+			t.Errorf("the exporter's scrape of the primary lacks a line like %s", want)
+		}
+	}
+	master := `{master_host="127\.0\.0\.1",master_port="` + strconv.Itoa(p.Port) + `"`
+	for _, want := range []string{
+		`redis_instance_info{.*role="slave".*} 1`,
+		`redis_connected_slaves 0`,
+		`redis_master_link_up` + master + `} 1`,
+		`redis_master_sync_in_progress` + master + `} 0`,
+		`redis_master_last_io_seconds_ago` + master + `} [0-9]+`,
+		`redis_slave_repl_offset` + master + `} [1-9][0-9]*`,
+		`redis_slave_info` + master + `,read_only="1"} 1`,
+		`redis_slave_priority 100`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(replica) {
+			t.Errorf("the exporter's scrape of the replica lacks a line like %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("primary:\n%s\nreplica:\n%s", grepLines(primary, "slave", "repl", "role", "sync"), grepLines(replica, "slave", "repl", "role", "master", "sync"))
+	}
+}
+
+// grepLines returns the lines of body that hold one of words, for a
+// failure's message.
+func grepLines(body string, words ...string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		for _, w := range words {
+			if strings.Contains(l, w) && !strings.HasPrefix(l, "#") {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
