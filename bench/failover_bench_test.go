@@ -73,7 +73,7 @@ func BenchmarkKillToFirstCorrectReply(b *testing.B) {
 // returns the time from the SIGKILL to the probe's first correct reply,
 // and how many wrong replies came before it.
 func killToFirstCorrectReply(b *testing.B, kind ha.Kind) (time.Duration, int) {
-	g := ha.Start(b, ha.Options{Kind: kind}, 1)
+	g := ha.Start(b, ha.Options{Kind: kind, DownAfter: time.Second}, 1)
 	ctx := context.Background()
 	fc := g.FailoverClient(b, func(o *redis.FailoverOptions) {
 		o.MaxRetries = -1

@@ -245,7 +245,7 @@ func pyInts(v any) any {
 }
 
 // TestFailover: a primary, a replica and three real Redis Sentinels
-// (down-after-milliseconds 1000). Keys of every kind are driven into their
+// (down-after-milliseconds 3000, ha.Options's default for tests). Keys of every kind are driven into their
 // limited state through go-redis's FailoverClient and redis-py's Sentinel
 // client, the primary is killed with SIGKILL, the Sentinels promote the
 // replica, and both clients go on, not reconfigured, finding every key
