@@ -177,11 +177,15 @@ func (l *link) once(addr string) (synced bool, err error) {
 		if _, err := nc.Write(encodeCommand(args)); err != nil {
 			return "", err
 		}
-		line, err := br.ReadString('\n')
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A reply line is a few dozen bytes: this is no primary.
+			return "", fmt.Errorf("%w: a reply line longer than %d bytes", ErrBadStream, br.Size())
+		}
 		if err != nil {
 			return "", err
 		}
-		line = strings.TrimRight(line, "\r\n")
+		line := strings.TrimRight(string(b), "\r\n")
 		if strings.HasPrefix(line, "-") {
 			return "", errors.New(line[1:])
 		}
@@ -278,6 +282,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		}
 	}()
 	var pending []byte // stream bytes not applied yet: the start of an entry
+	need := 0          // the length pending must reach to hold its entry
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(r.cfg.Timeout))
 		typ, p, err := readFrame(br, buf)
@@ -289,11 +294,19 @@ func (l *link) once(addr string) (synced bool, err error) {
 		switch typ {
 		case frameStream:
 			pending = append(pending, p...)
+			if len(pending) < need {
+				continue
+			}
 			n, err := l.apply(pending)
 			if err != nil {
 				return true, err
 			}
 			pending = append(pending[:0], pending[n:]...)
+			// An entry is never longer than a frame: a record that long
+			// could not be sent in a full copy either.
+			if need = entryNeed(pending); need > maxFrame+16 {
+				return true, fmt.Errorf("%w: an entry of at least %d bytes", ErrBadStream, need)
+			}
 		case framePing:
 			if _, err := uvarintPayload(p); err != nil {
 				return true, err
