@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,5 +147,56 @@ func TestRecordNeedIsALowerBound(t *testing.T) {
 		if need := entryNeed(b[:cut]); need == 0 || need > len(b) {
 			t.Fatalf("prefix of %d of %d bytes: need %d", cut, len(b), need)
 		}
+	}
+}
+
+// A promotion (REPLICAOF NO ONE) between the primary's +FULLCOPY and the
+// copy's start leaves the server serving its keys: the link went on to
+// set LOADING and discard the keys after the promotion had ended
+// LOADING, so the promoted server answered LOADING until the next
+// REPLICAOF, with no keys.
+func TestPromotionBeforeCopyStarts(t *testing.T) {
+	var loading atomic.Bool
+	r, eng, _ := newTest(t, Config{AckInterval: time.Hour, SetLoading: func(on bool) { loading.Store(on) }})
+	v := eng.NewView()
+	if _, err := v.Import(engine.Record{Key: []byte("kept"), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}}); err != nil {
+		t.Fatal(err)
+	}
+	atCopy, promoted := make(chan struct{}), make(chan struct{})
+	r.hookBeforeCopy = func() { close(atCopy); <-promoted }
+	nc, br := fakePrimary(t, r)
+	for {
+		cmd, err := readCommand(nc, br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmd[0] == "REPLSYNC" {
+			if _, err := nc.Write([]byte("+FULLCOPY " + strings.Repeat("b", 40) + " 0\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if _, err := nc.Write([]byte("+OK\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-atCopy
+	r.mu.Lock()
+	l := r.link
+	r.mu.Unlock()
+	if _, err := r.ReplicaOf("", 0); err != nil {
+		t.Fatal(err)
+	}
+	close(promoted)
+	select {
+	case <-l.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the link still runs after the promotion")
+	}
+	if loading.Load() {
+		t.Error("the promoted server is LOADING")
+	}
+	if !v.Exists([]byte("kept"), nil) {
+		t.Error("the promoted server lost its keys")
 	}
 }

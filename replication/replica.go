@@ -328,10 +328,22 @@ func (l *link) touch() { l.lastIO.Store(l.r.cfg.Now().Unix()) }
 func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64) ([]byte, error) {
 	r := l.r
 	began := time.Now()
-	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)
+	if r.hookBeforeCopy != nil {
+		r.hookBeforeCopy()
+	}
 	// Until a copy is complete, the keys are not the primary's: LOADING
-	// (also after this copy breaks off, until the next one ends).
+	// (also after this copy breaks off, until the next one ends). Not
+	// once the link is closed: a promotion (REPLICAOF NO ONE) closes it
+	// and then ends LOADING, and must not find it set again after, nor
+	// its keys discarded.
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errors.New("closed")
+	}
 	r.setLoading(true)
+	l.mu.Unlock()
+	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)
 	r.view.Flush()
 	keys, bytes := 0, 0
 	var buf []byte

@@ -161,6 +161,10 @@ type Replication struct {
 
 	stats Stats
 	wg    sync.WaitGroup
+
+	// hookBeforeCopy, when set (by tests), runs when a link has read
+	// +FULLCOPY and is about to discard the replica's keys.
+	hookBeforeCopy func()
 }
 
 // setLoading calls Config.SetLoading when the state changes.
