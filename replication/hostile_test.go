@@ -200,3 +200,23 @@ func TestPromotionBeforeCopyStarts(t *testing.T) {
 		t.Error("the promoted server lost its keys")
 	}
 }
+
+// A replica that announces a frame of megabytes is dropped at once: the
+// primary allocated the announced length (up to 8 MiB a connection) and
+// waited repl-timeout for it, where an ack is a few bytes.
+func TestPrimaryDropsReplicaAnnouncingHugeFrame(t *testing.T) {
+	r, _, _ := newTest(t, Config{AckInterval: time.Hour})
+	_, serve, err := r.Sync(StreamVersion, "?", -1, "10.0.0.9", 7777)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := testkit.TCPPair(t)
+	go serve(primary, nil)
+	frame := binary.AppendUvarint([]byte{frameAck}, maxFrame)
+	if _, err := replica.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if !linkClosed(replica) {
+		t.Fatal("the primary kept the link of a replica announcing an 8 MiB frame")
+	}
+}

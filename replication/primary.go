@@ -335,8 +335,11 @@ func (r *Replication) readAcks(rc *replicaConn, br *bufio.Reader) {
 	var buf []byte
 	for {
 		_ = rc.nc.SetReadDeadline(time.Now().Add(r.cfg.Timeout))
-		typ, p, err := readFrame(br, buf)
+		typ, p, err := readFrameMax(br, buf, maxAckFrame)
 		if err != nil {
+			if errors.Is(err, ErrBadStream) {
+				r.cfg.Logf("warning", "Replica %s: %v: dropping its link", rc.ip, err)
+			}
 			return
 		}
 		buf = p[:0]

@@ -253,6 +253,17 @@ func appendUvarintFrame(buf []byte, typ byte, x uint64) []byte {
 // readFrame reads one frame from r into buf (reused) and returns its type
 // and payload.
 func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+	return readFrameMax(r, buf, maxFrame)
+}
+
+// maxAckFrame bounds the payload of a frame from a replica: an ack is one
+// uvarint.
+const maxAckFrame = binary.MaxVarintLen64
+
+// readFrameMax is readFrame for frames of at most limit bytes: the
+// payload's buffer is allocated before it is read, so a peer announcing
+// a length must not make it larger than its frames ever are.
+func readFrameMax(r *bufio.Reader, buf []byte, limit uint64) (byte, []byte, error) {
 	typ, err := r.ReadByte()
 	if err != nil {
 		return 0, nil, err
@@ -261,7 +272,7 @@ func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	if err != nil {
 		return 0, nil, noEOF(err)
 	}
-	if n > maxFrame {
+	if n > limit {
 		return 0, nil, fmt.Errorf("%w: a frame of %d bytes", ErrBadStream, n)
 	}
 	if uint64(cap(buf)) < n {
