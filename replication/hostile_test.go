@@ -220,3 +220,64 @@ func TestPrimaryDropsReplicaAnnouncingHugeFrame(t *testing.T) {
 		t.Fatal("the primary kept the link of a replica announcing an 8 MiB frame")
 	}
 }
+
+// A primary turned replica whose full copy from its new primary breaks
+// off, then promoted, does not let its own former replicas continue from
+// its old history: its keys are now part of the new primary's, not what
+// that history says. It kept its old replication id as replid2, and a
+// former replica asking to continue got +CONTINUE and kept keys the
+// promoted server no longer has.
+func TestPromotionMidCopyEndsTheOldHistory(t *testing.T) {
+	var loading atomic.Bool
+	r, eng, _ := newTest(t, Config{AckInterval: time.Hour, SetLoading: func(on bool) { loading.Store(on) }})
+	v := eng.NewView()
+	put := func(k string) {
+		if _, err := v.Import(engine.Record{Key: []byte(k), Kind: limiter.KindGCRA, ExpireMs: time.Now().Add(time.Hour).UnixMilli(), Words: [3]int64{time.Now().Add(time.Hour).UnixNano()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A primary with a replica at its end of stream.
+	oldID := infoOf(r)["master_replid"]
+	_, serve, err := r.Sync(StreamVersion, "?", -1, "10.0.0.9", 7777)
+	if err != nil {
+		t.Fatal(err)
+	}
+	primary, replica := testkit.TCPPair(t)
+	go serve(primary, nil)
+	put("old")
+	testkit.WaitFor(t, "the stream to carry the key", func() bool { return infoOf(r)["master_repl_offset"] != "0" })
+	end := infoOf(r)["master_repl_offset"]
+	replica.Close()
+	// It becomes a replica of another primary, whose full copy starts...
+	nc, br := fakePrimary(t, r)
+	for {
+		cmd, err := readCommand(nc, br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cmd[0] == "REPLSYNC" {
+			if cmd[2] != oldID || cmd[3] != end {
+				t.Fatalf("REPLSYNC %q, want its own history %s %s", cmd[1:], oldID, end)
+			}
+			if _, err := nc.Write([]byte("+FULLCOPY " + strings.Repeat("b", 40) + " 0\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if _, err := nc.Write([]byte("+OK\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.WaitFor(t, "the copy to start", loading.Load)
+	// ... and is promoted before it ends.
+	if _, err := r.ReplicaOf("", 0); err != nil {
+		t.Fatal(err)
+	}
+	if in := infoOf(r); in["master_replid2"] == oldID {
+		t.Errorf("replid2 is the history the copy discarded: %v", in)
+	}
+	reply, _, err := r.Sync(StreamVersion, oldID, mustAtoi(t, end), "10.0.0.9", 7777)
+	if err != nil || !strings.HasPrefix(reply, "+FULLCOPY ") {
+		t.Errorf("a former replica asking to continue: %q, %v, want +FULLCOPY", reply, err)
+	}
+}

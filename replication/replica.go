@@ -341,6 +341,11 @@ func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64
 		l.mu.Unlock()
 		return nil, errors.New("closed")
 	}
+	// The keys are about to stop being those of the history the link
+	// held: until the copy ends (and sets the new primary's), it holds
+	// none, so that a promotion now keeps no replid2 a replica could
+	// continue from, and the next sync asks for a full copy.
+	l.id.Store(nil)
 	r.setLoading(true)
 	l.mu.Unlock()
 	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)

@@ -252,6 +252,8 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		off := old.offset.Load()
 		if id := old.replid(); id != "" { // it had synced: its history goes on as replid2
 			r.replid2, r.secondOffset = id, off+1
+		} else { // a full copy broke off: its keys follow no history
+			r.replid2, r.secondOffset = zeroReplID, -1
 		}
 		r.replid = newReplID()
 		r.bl = newBacklog(r.cfg.BacklogSize, off)
