@@ -165,6 +165,9 @@ type Replication struct {
 	// hookBeforeCopy, when set (by tests), runs when a link has read
 	// +FULLCOPY and is about to discard the replica's keys.
 	hookBeforeCopy func()
+	// hookIdle, when set (by tests), runs when a replica's goroutine has
+	// sent the whole stream and is about to wait for more.
+	hookIdle func()
 }
 
 // setLoading calls Config.SetLoading when the state changes.
