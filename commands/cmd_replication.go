@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ type Replication interface {
 const (
 	errReadOnly      = "READONLY You can't write against a read only replica."
 	errWaitNegative  = "ERR timeout is negative"
+	errWaitRange     = "ERR timeout is out of range"
 	errNoReplication = "ERR replication is not available in this server"
 	errReplicaLink   = "ERR Command is not valid when client is a replica."
 	errReplIP        = "ERR REPLCONF ip-address must be an IP address or a host name"
@@ -160,6 +162,10 @@ func waitCmd(c *Client, req *Request) {
 	}
 	if ms < 0 {
 		c.fail(errWaitNegative)
+		return
+	}
+	if ms > math.MaxInt64/int64(time.Millisecond) { // as a Duration it would wrap, to a few ms or to none
+		c.fail(errWaitRange)
 		return
 	}
 	rep := c.host.Replication()

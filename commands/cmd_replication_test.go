@@ -21,3 +21,18 @@ func TestReplconfIPAddress(t *testing.T) {
 		}
 	}
 }
+
+// A WAIT timeout too large for a time.Duration in ms is refused, as
+// Redis refuses one past its clock's range: 18446744073710 ms wrapped to
+// under a millisecond, and WAIT answered at once.
+func TestWaitTimeoutOutOfRange(t *testing.T) {
+	h := newHarness(t, "")
+	for _, ms := range []string{"18446744073710", "9223372036854775807"} {
+		if got, want := h.do("WAIT", "1", ms), "-"+errWaitRange+"\r\n"; got != want {
+			t.Errorf("WAIT 1 %s: got %q, want %q", ms, got, want)
+		}
+	}
+	if got := h.do("WAIT", "0", "9223372036854"); got != ":0\r\n" {
+		t.Errorf("WAIT 0 at the bound: %q", got)
+	}
+}
