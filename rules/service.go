@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cellserver/cellserver/limiter"
 )
@@ -357,7 +358,8 @@ func (s *Service) statsFor(domain string, entries []Entry, m *match) *Stats {
 	defer s.statsMu.Unlock()
 	if st = s.stats[k]; st == nil {
 		if k != m.rule.Key {
-			if len(s.stats) >= s.cfg.MaxMetricKeys || s.statsBytes+len(k) > s.cfg.MaxMetricKeyBytes {
+			// A key that is not UTF-8 cannot be a metric's label value.
+			if len(s.stats) >= s.cfg.MaxMetricKeys || s.statsBytes+len(k) > s.cfg.MaxMetricKeyBytes || !utf8.ValidString(k) {
 				if st = s.stats[m.rule.Key]; st != nil {
 					return st
 				}
