@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"net"
 	"strings"
 	"time"
@@ -37,9 +38,30 @@ type Replication interface {
 const (
 	errReadOnly      = "READONLY You can't write against a read only replica."
 	errWaitNegative  = "ERR timeout is negative"
+	errWaitRange     = "ERR timeout is out of range"
 	errNoReplication = "ERR replication is not available in this server"
 	errReplicaLink   = "ERR Command is not valid when client is a replica."
+	errReplIP        = "ERR REPLCONF ip-address must be an IP address or a host name"
 )
+
+// hostLike reports whether b may be an IP address (v4, or v6 with a zone)
+// or a host name: letters, digits and ".-_:%". A replica's announced
+// address goes into INFO's slaveN line, which Sentinel parses: a CR, LF
+// or comma there would forge fields or lines.
+func hostLike(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '-', c == '_', c == ':', c == '%':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func registerReplication(t *Table) {
 	replicaof := Command{Arity: 3, Flags: FlagAdmin | FlagStale, Handler: replicaOf, Complexity: "O(1)",
@@ -146,6 +168,10 @@ func waitCmd(c *Client, req *Request) {
 		c.fail(errWaitNegative)
 		return
 	}
+	if ms > math.MaxInt64/int64(time.Millisecond) { // as a Duration it would wrap, to a few ms or to none
+		c.fail(errWaitRange)
+		return
+	}
 	rep := c.host.Replication()
 	if rep == nil {
 		c.W.WriteInt(0)
@@ -182,6 +208,10 @@ func replconf(c *Client, req *Request) {
 		case equalFold(opt, "ip-address"):
 			if len(val) > 46 {
 				c.fail("ERR REPLCONF ip-address provided by replica instance is too long: 46 bytes maximum.")
+				return
+			}
+			if !hostLike(val) {
+				c.fail(errReplIP)
 				return
 			}
 			c.replIP = string(val)

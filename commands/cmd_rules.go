@@ -120,7 +120,7 @@ func rlCheck(c *Client, req *Request) {
 			if ok {
 				m, ok = parseInt(rest[0])
 			}
-			if !ok || m < 1 || int64(len(rest)-1) < 2*m {
+			if !ok || m < 1 || m > int64(len(rest)-1)/2 { // not 2*m, which can overflow
 				c.fail(errRLDescriptorShape)
 				return
 			}

@@ -153,3 +153,19 @@ func TestRLCheckKeyTooLarge(t *testing.T) {
 		t.Fatalf("a short value: %q", got)
 	}
 }
+
+// A DESCRIPTORS entry count so large that twice it overflows is refused
+// as a shape error: 2*m wrapped negative, passed the bounds check, and
+// the handler indexed past its arguments (a panic, answered as an
+// internal error).
+func TestRLCheckHugeEntryCount(t *testing.T) {
+	h := newHarness(t, "")
+	if got := h.do("RULES", "SET", "api", rulesYAML); got != "+OK\r\n" {
+		t.Fatal(got)
+	}
+	for _, m := range []string{"4611686018427387904", "9223372036854775807", "4611686018427387905"} {
+		if got, want := h.do("RL.CHECK", "api", "DESCRIPTORS", "1", m, "user", "a"), "-"+errRLDescriptorShape+"\r\n"; got != want {
+			t.Errorf("count %s: got %q, want %q", m, got, want)
+		}
+	}
+}

@@ -326,3 +326,33 @@ func TestRulesInCluster(t *testing.T) {
 		return nil
 	})
 }
+
+// A request value that is not UTF-8, on a rule whose metric key is made
+// of request values (detailed_metric), is counted under the rule's own
+// key: a Prometheus label must be UTF-8, and the collector panicked on
+// the key (MustNewConstMetric), which the registry turned into an error
+// for the whole scrape: /metrics answered 500 for the life of the server.
+func TestRulesMetricsNonUTF8Value(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	writeRules(t, path, "domain: m\ndescriptors:\n  - key: k\n    detailed_metric: true\n    rate_limit:\n      unit: hour\n      requests_per_unit: 2\n")
+	cfg := server.DefaultConfig()
+	cfg.Port, cfg.LogLevel, cfg.RulesFile, cfg.MetricsAddr = testkit.FreePort(t), "nothing", path, freeAddr(t)
+	d := startRules(t, cfg, time.Hour)
+	<-d.Ready()
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", cfg.Port)})
+	defer rdb.Close()
+	for _, v := range []string{"ok", "\xff\xfe"} {
+		if err := rdb.Do(context.Background(), "RL.CHECK", "m", "k", v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := getMetrics(t, cfg.MetricsAddr)
+	for _, want := range []string{
+		`cellserver_rule_hits_total{counter="total_hits",key="m.k_ok"} 1`,
+		`cellserver_rule_hits_total{counter="total_hits",key="m.k"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

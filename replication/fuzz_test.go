@@ -20,12 +20,20 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Add([]byte{'W', 1, 1, 200})
 	f.Add([]byte{'T', 0x80})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for used := 0; used < len(b); {
+		used := 0
+		for used < len(b) {
 			_, n, err := decodeEntry(b[used:])
 			if err != nil || n == 0 {
 				break
 			}
 			used += n
+		}
+		if need := entryNeed(b[used:]); used < len(b) && need <= len(b)-used {
+			// decodeEntry found the entry incomplete or malformed: an
+			// incomplete one needs more bytes than there are.
+			if _, n, err := decodeEntry(b[used:]); err == nil && n == 0 {
+				t.Fatalf("entryNeed %d for an incomplete entry of %d bytes", need, len(b)-used)
+			}
 		}
 		_, _, _ = readFrame(bufio.NewReader(bytes.NewReader(b)), nil)
 	})

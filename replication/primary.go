@@ -325,6 +325,10 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 	data := make([]byte, drainPiece)
 	ping := time.NewTicker(r.cfg.AckInterval)
 	defer ping.Stop()
+	// askAck: WAIT asked for an ack. The getack goes out once the stream
+	// is sent up to the backlog's end, so that it follows the changes WAIT
+	// waits for: the replica acks after applying them.
+	askAck := false
 	for {
 		n, ok, wait := bl.read(offset, data)
 		if !ok {
@@ -346,6 +350,15 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 			offset += int64(n)
 			continue
 		}
+		if askAck {
+			askAck = false
+			if !w.write(appendFrame(buf[:0], frameGetAck, nil)) {
+				return
+			}
+		}
+		if r.hookIdle != nil {
+			r.hookIdle()
+		}
 		select {
 		case <-rc.done:
 			return
@@ -353,9 +366,7 @@ func (r *Replication) serve(rc *replicaConn, bl *backlog, buffered []byte, full 
 			return
 		case <-wait:
 		case <-rc.getack:
-			if !w.write(appendFrame(buf[:0], frameGetAck, nil)) {
-				return
-			}
+			askAck = true
 		case <-ping.C:
 			if !w.write(appendUvarintFrame(buf[:0], framePing, uint64(offset))) {
 				return
@@ -420,8 +431,11 @@ func (r *Replication) readAcks(rc *replicaConn, br *bufio.Reader) {
 	var buf []byte
 	for {
 		_ = rc.nc.SetReadDeadline(time.Now().Add(r.cfg.Timeout))
-		typ, p, err := readFrame(br, buf)
+		typ, p, err := readFrameMax(br, buf, maxAckFrame)
 		if err != nil {
+			if errors.Is(err, ErrBadStream) {
+				r.cfg.Logf("warning", "Replica %s: %v: dropping its link", rc.ip, err)
+			}
 			return
 		}
 		buf = p[:0]

@@ -178,11 +178,15 @@ func (l *link) once(addr string) (synced bool, err error) {
 		if _, err := nc.Write(encodeCommand(args)); err != nil {
 			return "", err
 		}
-		line, err := br.ReadString('\n')
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A reply line is a few dozen bytes: this is no primary.
+			return "", fmt.Errorf("%w: a reply line longer than %d bytes", ErrBadStream, br.Size())
+		}
 		if err != nil {
 			return "", err
 		}
-		line = strings.TrimRight(line, "\r\n")
+		line := strings.TrimRight(string(b), "\r\n")
 		if strings.HasPrefix(line, "-") {
 			return "", errors.New(line[1:])
 		}
@@ -280,6 +284,7 @@ func (l *link) once(addr string) (synced bool, err error) {
 		}
 	}()
 	var pending []byte // stream bytes not applied yet: the start of an entry
+	need := 0          // the length pending must reach to hold its entry
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(r.cfg.Timeout))
 		typ, p, err := readFrame(br, buf)
@@ -291,11 +296,19 @@ func (l *link) once(addr string) (synced bool, err error) {
 		switch typ {
 		case frameStream:
 			pending = append(pending, p...)
+			if len(pending) < need {
+				continue
+			}
 			n, err := l.apply(pending)
 			if err != nil {
 				return true, err
 			}
 			pending = append(pending[:0], pending[n:]...)
+			// An entry is never longer than a frame: a record that long
+			// could not be sent in a full copy either.
+			if need = entryNeed(pending); need > maxFrame+16 {
+				return true, fmt.Errorf("%w: an entry of at least %d bytes", ErrBadStream, need)
+			}
 		case framePing:
 			if _, err := uvarintPayload(p); err != nil {
 				return true, err
@@ -317,10 +330,27 @@ func (l *link) touch() { l.lastIO.Store(l.r.cfg.Now().Unix()) }
 func (l *link) receiveCopy(nc net.Conn, br *bufio.Reader, addr string, off int64) ([]byte, error) {
 	r := l.r
 	began := time.Now()
-	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)
+	if r.hookBeforeCopy != nil {
+		r.hookBeforeCopy()
+	}
 	// Until a copy is complete, the keys are not the primary's: LOADING
-	// (also after this copy breaks off, until the next one ends).
+	// (also after this copy breaks off, until the next one ends). Not
+	// once the link is closed: a promotion (REPLICAOF NO ONE) closes it
+	// and then ends LOADING, and must not find it set again after, nor
+	// its keys discarded.
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errors.New("closed")
+	}
+	// The keys are about to stop being those of the history the link
+	// held: until the copy ends (and sets the new primary's), it holds
+	// none, so that a promotion now keeps no replid2 a replica could
+	// continue from, and the next sync asks for a full copy.
+	l.id.Store(nil)
 	r.setLoading(true)
+	l.mu.Unlock()
+	r.cfg.Logf("notice", "MASTER <-> REPLICA sync: full copy from %s starting: discarding this replica's keys", addr)
 	r.view.Flush()
 	keys, bytes := 0, 0
 	var buf []byte

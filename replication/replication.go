@@ -181,6 +181,13 @@ type Replication struct {
 
 	stats Stats
 	wg    sync.WaitGroup
+
+	// hookBeforeCopy, when set (by tests), runs when a link has read
+	// +FULLCOPY and is about to discard the replica's keys.
+	hookBeforeCopy func()
+	// hookIdle, when set (by tests), runs when a replica's goroutine has
+	// sent the whole stream and is about to wait for more.
+	hookIdle func()
 }
 
 // setLoading calls Config.SetLoading when the state changes.
@@ -282,6 +289,8 @@ func (r *Replication) ReplicaOf(host string, port int) (string, error) {
 		off := old.offset.Load()
 		if id := old.replid(); id != "" { // it had synced: its history goes on as replid2
 			r.replid2, r.secondOffset = id, off+1
+		} else { // a full copy broke off: its keys follow no history
+			r.replid2, r.secondOffset = zeroReplID, -1
 		}
 		r.replid = newReplID()
 		r.bl.free()

@@ -177,54 +177,85 @@ func partial(w int) error {
 // complete reports whether b could hold a whole record: DecodeRecord
 // cannot tell a cut one from a malformed one, so a record that fails to
 // decode is malformed only when appending bytes could not help, which
-// the record's own length fields tell. It decodes the header only.
-func complete(b []byte) bool {
-	// version, kind, key length, key, 4 varints, hits count, 2 varints per hit:
-	// a record whose bytes so far all parse as a prefix is incomplete.
-	if len(b) < 2 {
-		return false
+// the record's own length fields tell.
+func complete(b []byte) bool { return recordNeed(b) == 0 }
+
+// recordNeed returns 0 when b may hold a whole record (decoding then
+// tells a whole one from a malformed one), else a length b must at least
+// reach to hold one, from the record's own length fields: a replica
+// waits for that many bytes before it decodes again, so that a record
+// arriving a few bytes a frame is not decoded from its start each time.
+func recordNeed(b []byte) int {
+	// version, kind, key length, key, 4 varints, hits count, 2 varints
+	// per hit; each varint at least a byte.
+	if len(b) < 3 {
+		return 3
 	}
 	i := 2
 	n, w := binary.Uvarint(b[i:])
 	if w == 0 {
-		return false
+		return len(b) + 1
 	}
 	if w < 0 || n > maxFrame {
-		return true
+		return 0
 	}
 	i += w + int(n)
-	if i > len(b) {
-		return false
+	if i+5 > len(b) {
+		return i + 5
 	}
 	for range 4 {
 		_, w := binary.Varint(b[i:])
 		if w == 0 {
-			return false
+			return len(b) + 1
 		}
 		if w < 0 {
-			return true
+			return 0
 		}
 		i += w
 	}
 	hits, w := binary.Uvarint(b[i:])
 	if w == 0 {
-		return false
+		return len(b) + 1
 	}
 	if w < 0 || hits > maxFrame {
-		return true
+		return 0
 	}
 	i += w
-	for range 2 * hits {
+	left := 2 * int(hits) // varints still to read
+	if i+left > len(b) {
+		return i + left
+	}
+	for ; left > 0; left-- {
 		_, w := binary.Varint(b[i:])
 		if w == 0 {
-			return false
+			return max(len(b)+1, i+left)
 		}
 		if w < 0 {
-			return true
+			return 0
 		}
 		i += w
 	}
-	return true
+	return 0
+}
+
+// entryNeed returns a length b must at least reach to hold the entry at
+// its front, 0 for an empty b.
+func entryNeed(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	switch b[0] {
+	case entryWrite:
+		if n := recordNeed(b[1:]); n > 0 {
+			return 1 + n
+		}
+	case entryDelete:
+		l, w := binary.Uvarint(b[1:])
+		if w > 0 && l <= maxFrame {
+			return 1 + w + int(l)
+		}
+	}
+	return len(b) + 1
 }
 
 // appendFrame appends a frame of type typ with payload p to buf.
@@ -243,6 +274,17 @@ func appendUvarintFrame(buf []byte, typ byte, x uint64) []byte {
 // readFrame reads one frame from r into buf (reused) and returns its type
 // and payload.
 func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
+	return readFrameMax(r, buf, maxFrame)
+}
+
+// maxAckFrame bounds the payload of a frame from a replica: an ack is one
+// uvarint.
+const maxAckFrame = binary.MaxVarintLen64
+
+// readFrameMax is readFrame for frames of at most limit bytes: the
+// payload's buffer is allocated before it is read, so a peer announcing
+// a length must not make it larger than its frames ever are.
+func readFrameMax(r *bufio.Reader, buf []byte, limit uint64) (byte, []byte, error) {
 	typ, err := r.ReadByte()
 	if err != nil {
 		return 0, nil, err
@@ -251,7 +293,7 @@ func readFrame(r *bufio.Reader, buf []byte) (byte, []byte, error) {
 	if err != nil {
 		return 0, nil, noEOF(err)
 	}
-	if n > maxFrame {
+	if n > limit {
 		return 0, nil, fmt.Errorf("%w: a frame of %d bytes", ErrBadStream, n)
 	}
 	if uint64(cap(buf)) < n {

@@ -218,6 +218,10 @@ type Domain struct {
 // add (an unknown algorithm, burst where it does not apply, a zero
 // requests_per_unit for an algorithm other than the fixed window).
 func Parse(file string, text []byte) (*Domain, error) {
+	if err := checkAliases(text); err != nil {
+		line, reason := splitYAMLError(err)
+		return nil, &ConfigError{File: file, Line: line, Reason: reason}
+	}
 	var root yamlRoot
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	dec.KnownFields(true)
@@ -233,6 +237,68 @@ func Parse(file string, text []byte) (*Domain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// aliasSlack is how many nodes aliases may add to a document beyond its
+// own node count (checkAliases).
+const aliasSlack = 10000
+
+// checkAliases refuses a document whose aliases (*name) would expand it
+// to more than twice its own nodes plus aliasSlack: "billion laughs",
+// where a few lines of anchors and aliases expand to millions of
+// descriptors. The YAML library bounds the expansion per decoder, but
+// each descriptor is decoded by its own UnmarshalYAML call, with a fresh
+// decoder, so its bound never trips. Parsing to a node tree does not
+// expand aliases; the walk counts each anchor's expanded size once.
+func checkAliases(text []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(text, &doc); err != nil {
+		return err
+	}
+	own := 0
+	var countOwn func(n *yaml.Node)
+	countOwn = func(n *yaml.Node) {
+		own++
+		for _, c := range n.Content {
+			countOwn(c)
+		}
+	}
+	countOwn(&doc)
+	limit := 2*own + aliasSlack
+	sizes := map[*yaml.Node]int{} // expanded size of each aliased node; -1: being counted
+	var errAlias error
+	var size func(n *yaml.Node) int
+	size = func(n *yaml.Node) int {
+		if errAlias != nil {
+			return 0
+		}
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			s, ok := sizes[n.Alias]
+			if ok && s < 0 {
+				errAlias = fmt.Errorf("line %d: alias *%s refers to a node that contains it", n.Line, n.Value)
+				return 0
+			}
+			if !ok {
+				sizes[n.Alias] = -1
+				s = size(n.Alias)
+				sizes[n.Alias] = s
+			}
+			return 1 + s
+		}
+		total := 1
+		for _, c := range n.Content {
+			total += size(c)
+			if total > limit {
+				if errAlias == nil {
+					errAlias = fmt.Errorf("line %d: aliases expand the document past %d nodes", n.Line, limit)
+				}
+				return total
+			}
+		}
+		return total
+	}
+	size(&doc)
+	return errAlias
 }
 
 // splitYAMLError takes "yaml: line N: reason" apart.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,45 @@ func TestKeyTooLarge(t *testing.T) {
 	}
 	if err := ask("v"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The metric keys detailed_metric makes of request values are bounded in
+// bytes as well as in number: 100 values of 60 KB (each within
+// MaxKeySize) made 6 MB of keys, and 10000 of them 600 MB, kept for the
+// life of the server.
+func TestMetricKeysBoundedInBytes(t *testing.T) {
+	clock := engine.NewManualClock(rulestest.T0)
+	eng, err := engine.New(engine.Config{Shards: 1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	svc := rules.NewService(rules.Config{Store: engineStore{eng.NewView()}, Now: clock.Now})
+	d, err := rules.Parse("t", []byte("domain: a\ndescriptors:\n  - key: k\n    detailed_metric: true\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetRules(rules.NewSet(time.Time{}, d))
+	for i := range 100 {
+		v := strings.Repeat("v", 60<<10) + strconv.Itoa(i)
+		if _, err := svc.ShouldRateLimit(context.Background(), rules.Request{Domain: "a",
+			Descriptors: []rules.Descriptor{{Entries: []rules.Entry{{Key: "k", Value: v}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total, hits := 0, uint64(0)
+	svc.EachStats(func(key string, st *rules.Stats) {
+		total += len(key)
+		hits += st.TotalHits.Load()
+	})
+	if total > 4<<20+64<<10 { // the bound, and the rule's own key
+		t.Errorf("metric keys take %d bytes, want at most 4 MiB", total)
+	}
+	if hits != 100 {
+		t.Errorf("%d hits counted, want 100", hits)
+	}
+	if st := svc.StatsOf("a.k"); st == nil || st.TotalHits.Load() == 0 {
+		t.Error("no hits counted under the rule's own key past the bound")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cellserver/cellserver/limiter"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	// value_to_metric create from request values; hits beyond it are
 	// counted under their rule's own key. Default: 10000.
 	MaxMetricKeys int
+	// MaxMetricKeyBytes bounds the bytes of those keys together, since a
+	// request's values may take up to MaxKeySize each: past it, as past
+	// MaxMetricKeys. Default: 4 MiB.
+	MaxMetricKeyBytes int
 }
 
 // ErrKeyTooLarge is Check's error for a descriptor whose counter's key
@@ -58,8 +63,9 @@ type Service struct {
 	cfg   Config
 	rules atomic.Pointer[Set]
 
-	statsMu sync.RWMutex
-	stats   map[string]*Stats
+	statsMu    sync.RWMutex
+	stats      map[string]*Stats
+	statsBytes int // the bytes of the request-made keys of stats
 
 	charges sync.Pool // *Charge, their keys' buffers reused
 }
@@ -80,6 +86,9 @@ func NewService(cfg Config) *Service {
 	}
 	if cfg.MaxMetricKeys == 0 {
 		cfg.MaxMetricKeys = 10000
+	}
+	if cfg.MaxMetricKeyBytes == 0 {
+		cfg.MaxMetricKeyBytes = 4 << 20
 	}
 	s := &Service{cfg: cfg, stats: map[string]*Stats{}}
 	s.charges.New = func() any { return &Charge{Key: make([]byte, 0, 256)} }
@@ -348,11 +357,16 @@ func (s *Service) statsFor(domain string, entries []Entry, m *match) *Stats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
 	if st = s.stats[k]; st == nil {
-		if len(s.stats) >= s.cfg.MaxMetricKeys && k != m.rule.Key {
-			if st = s.stats[m.rule.Key]; st != nil {
-				return st
+		if k != m.rule.Key {
+			// A key that is not UTF-8 cannot be a metric's label value.
+			if len(s.stats) >= s.cfg.MaxMetricKeys || s.statsBytes+len(k) > s.cfg.MaxMetricKeyBytes || !utf8.ValidString(k) {
+				if st = s.stats[m.rule.Key]; st != nil {
+					return st
+				}
+				k = m.rule.Key
+			} else {
+				s.statsBytes += len(k)
 			}
-			k = m.rule.Key
 		}
 		st = &Stats{}
 		s.stats[k] = st
