@@ -340,7 +340,7 @@ func TestGRPCInCluster(t *testing.T) {
 	// Both nodes have the rules and every user's slot is served (just
 	// after the cluster forms, a slot can still be on its way): read
 	// without charging (hits_addend 0) until each answers.
-	testkit.Until(t, 10*time.Second, "the rules on both nodes, every slot served", func() error {
+	testkit.Until(t, 30*time.Second, "the rules on both nodes, every slot served", func() error {
 		for i := range 20 {
 			for _, c := range []pb.RateLimitServiceClient{ga, gb} {
 				r := req(fmt.Sprintf("u%d", i))
