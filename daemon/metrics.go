@@ -37,11 +37,12 @@ func (m metricsSource) Replication() (metrics.Replication, bool) {
 	}
 	st := m.repl.Stats()
 	out := metrics.Replication{FullCopies: st.FullCopies.Load(), SentBytes: st.BytesSent.Load()}
-	secs, bytes := m.repl.Lag()
+	secs, bytes, changes := m.repl.Lag()
 	out.Replicas = len(secs)
 	for i := range secs {
 		out.LagSeconds = max(out.LagSeconds, secs[i])
 		out.LagBytes = max(out.LagBytes, bytes[i])
+		out.LagChanges = max(out.LagChanges, changes[i])
 	}
 	counts, sum := st.ApplyDelay.Snapshot()
 	out.ApplyDelay, out.ApplyDelaySum = counts, sum.Seconds()

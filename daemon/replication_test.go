@@ -284,7 +284,7 @@ func TestFullCopyWithWrites(t *testing.T) {
 		sameState(t, p, r, fmt.Sprint("k", i))
 	}
 	body := getMetrics(t, pcfg.MetricsAddr)
-	for _, want := range []string{"cellserver_replication_full_copies_total 1", "cellserver_replication_connected_replicas 1"} {
+	for _, want := range []string{"cellserver_replication_full_copies_total 1", "cellserver_replication_connected_replicas 1", "cellserver_replication_lag_changes 0\n"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -12,6 +12,9 @@ type Replication struct {
 	// acknowledged (the lag in changes, about 30 bytes per change).
 	LagSeconds float64
 	LagBytes   int64
+	// LagChanges is the most-behind online replica's lag in key changes
+	// the stream carries past what it has acknowledged.
+	LagChanges int64
 	// FullCopies counts the full copies sent; SentBytes the bytes sent
 	// to replicas.
 	FullCopies, SentBytes int64
@@ -36,6 +39,8 @@ var (
 		"Seconds since the most-behind replica's last acknowledgement.", nil, nil)
 	descReplLagBytes = prometheus.NewDesc("cellserver_replication_lag_bytes",
 		"Bytes of replication stream (about 30 per key change) the most-behind replica has not acknowledged.", nil, nil)
+	descReplLagChanges = prometheus.NewDesc("cellserver_replication_lag_changes",
+		"Key changes the most-behind replica has not acknowledged.", nil, nil)
 	descReplFull = prometheus.NewDesc("cellserver_replication_full_copies_total",
 		"Full copies sent to replicas.", nil, nil)
 	descReplSent = prometheus.NewDesc("cellserver_replication_sent_bytes_total",
@@ -45,7 +50,7 @@ var (
 )
 
 func describeReplication(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReplReplicas, descReplLagSeconds, descReplLagBytes, descReplFull, descReplSent, descReplDelay} {
+	for _, d := range []*prometheus.Desc{descReplReplicas, descReplLagSeconds, descReplLagBytes, descReplLagChanges, descReplFull, descReplSent, descReplDelay} {
 		ch <- d
 	}
 }
@@ -65,6 +70,7 @@ func collectReplication(src Source, ch chan<- prometheus.Metric) {
 	gauge(descReplReplicas, float64(r.Replicas))
 	gauge(descReplLagSeconds, r.LagSeconds)
 	gauge(descReplLagBytes, float64(r.LagBytes))
+	gauge(descReplLagChanges, float64(r.LagChanges))
 	ch <- prometheus.MustNewConstMetric(descReplFull, prometheus.CounterValue, float64(r.FullCopies))
 	ch <- prometheus.MustNewConstMetric(descReplSent, prometheus.CounterValue, float64(r.SentBytes))
 	cum := make(map[float64]uint64, len(r.ApplyBounds))

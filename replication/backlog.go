@@ -18,6 +18,26 @@ type backlog struct {
 	// freed (n < 0): the engine counts them in its used memory.
 	mem   func(n int64)
 	freed bool // free ran: nothing is appended or read any more
+	// changes counts the key changes appended since the backlog began,
+	// and marks holds, for the last len(marks) appends that carried
+	// some, the offset past them and the count after them, newest at
+	// (next-1) mod len: what changesAfter reads a replica's lag in
+	// changes from (the stream counts bytes; a change's bytes vary).
+	changes int64
+	marks   [changeMarks]changeMark
+	nMarks  int
+	next    int
+}
+
+// changeMarks is how many appends' marks a backlog keeps: a drain appends
+// about once a millisecond, so a few seconds of them.
+const changeMarks = 4096
+
+// A changeMark is where an append that carried changes ended, the count
+// of changes appended by then, and how many it carried.
+type changeMark struct {
+	end, cum int64
+	n        int32
 }
 
 func newBacklog(size int, offset int64, mem func(int64)) *backlog {
@@ -42,9 +62,9 @@ func (b *backlog) free() {
 	b.grew = make(chan struct{})
 }
 
-// append adds p to the stream, dropping the oldest bytes past the ring's
-// size, and wakes the readers.
-func (b *backlog) append(p []byte) {
+// append adds p, which carries changes key changes, to the stream,
+// dropping the oldest bytes past the ring's size, and wakes the readers.
+func (b *backlog) append(p []byte, changes int) {
 	if len(p) == 0 {
 		return
 	}
@@ -70,6 +90,12 @@ func (b *backlog) append(p []byte) {
 	}
 	if b.end-b.start > size {
 		b.start = b.end - size
+	}
+	if changes > 0 {
+		b.changes += int64(changes)
+		b.marks[b.next] = changeMark{end: b.end, cum: b.changes, n: int32(changes)}
+		b.next = (b.next + 1) % changeMarks
+		b.nMarks = min(b.nMarks+1, changeMarks)
 	}
 	close(b.grew)
 	b.grew = make(chan struct{})
@@ -107,4 +133,25 @@ func (b *backlog) has(off int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return off >= b.start && off <= b.end && !b.freed
+}
+
+// changesAfter returns how many key changes the stream carries past
+// offset off: a replica's lag in changes when off is what it has
+// acknowledged. For an offset older than the marks kept it counts the
+// changes of the appends it has marks for, a lower bound.
+func (b *backlog) changesAfter(off int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var oldest changeMark
+	for i := 1; i <= b.nMarks; i++ {
+		m := b.marks[(b.next-i+changeMarks)%changeMarks]
+		if m.end <= off {
+			return b.changes - m.cum
+		}
+		oldest = m
+	}
+	if b.nMarks == 0 {
+		return 0
+	}
+	return b.changes - (oldest.cum - int64(oldest.n))
 }

@@ -72,12 +72,12 @@ func TestDecodeEntryPrefixes(t *testing.T) {
 // them is told so (it then needs a full copy).
 func TestBacklogOverflow(t *testing.T) {
 	bl := newBacklog(8, 100, func(int64) {})
-	bl.append([]byte("abcdef"))
+	bl.append([]byte("abcdef"), 0)
 	buf := make([]byte, 16)
 	if n, ok, _ := bl.read(100, buf); !ok || string(buf[:n]) != "abcdef" {
 		t.Fatalf("read = %q %v", buf[:n], ok)
 	}
-	bl.append([]byte("ghij"))
+	bl.append([]byte("ghij"), 0)
 	if _, ok, _ := bl.read(100, buf); ok {
 		t.Fatal("offset 100 still readable after the ring wrapped past it")
 	}
@@ -87,7 +87,7 @@ func TestBacklogOverflow(t *testing.T) {
 	if start, end := bl.offsets(); start != 102 || end != 110 {
 		t.Fatalf("offsets = %d %d", start, end)
 	}
-	bl.append([]byte("0123456789ABC")) // larger than the ring
+	bl.append([]byte("0123456789ABC"), 0) // larger than the ring
 	if n, ok, _ := bl.read(115, buf); !ok || string(buf[:n]) != "56789ABC" {
 		t.Fatalf("read after a large append = %q %v", buf[:n], ok)
 	}
@@ -103,8 +103,36 @@ func TestBacklogAllocatedOnFirstAppend(t *testing.T) {
 	if n, ok, _ := bl.read(0, make([]byte, 8)); n != 0 || !ok {
 		t.Fatalf("read of an empty backlog = %d %v", n, ok)
 	}
-	bl.append([]byte("x"))
+	bl.append([]byte("x"), 0)
 	if len(bl.ring) != 1<<20 {
 		t.Fatalf("ring of %d bytes after an append", len(bl.ring))
+	}
+}
+
+// A replica's lag in changes is the changes appended past its offset;
+// for an offset older than the marks kept, those the marks count.
+func TestBacklogChangesAfter(t *testing.T) {
+	bl := newBacklog(1<<10, 0, func(int64) {})
+	if got := bl.changesAfter(0); got != 0 {
+		t.Fatalf("changesAfter on an empty backlog = %d", got)
+	}
+	bl.append([]byte("aaaa"), 3) // offsets 0..4
+	bl.append([]byte("rr"), 0)   // rules: no key change, 4..6
+	bl.append([]byte("bbbbbb"), 5)
+	for _, c := range []struct{ off, want int64 }{{0, 8}, {4, 5}, {6, 5}, {12, 0}, {100, 0}} {
+		if got := bl.changesAfter(c.off); got != c.want {
+			t.Errorf("changesAfter(%d) = %d, want %d", c.off, got, c.want)
+		}
+	}
+	for range changeMarks {
+		bl.append([]byte("c"), 1)
+	}
+	// Offset 0 is older than every mark kept: the changes of the appends
+	// marked, a lower bound of the 8+changeMarks.
+	if got := bl.changesAfter(0); got != changeMarks {
+		t.Errorf("changesAfter past the marks = %d, want %d", got, changeMarks)
+	}
+	if got := bl.changesAfter(12 + changeMarks - 10); got != 10 {
+		t.Errorf("changesAfter(10 appends from the end) = %d, want 10", got)
 	}
 }

@@ -245,21 +245,22 @@ func (r *Replication) drain() int64 {
 		buf = binary.AppendVarint(buf, since)
 	}
 	stamp()
-	head := len(buf)
+	head, changes := len(buf), 0
 	n := r.eng.Shards()
 	for s := range n {
 		r.eng.DrainFeed(s, func(rec engine.Record, c engine.Change) {
 			buf = appendEntry(buf, rec, c, s, n)
+			changes++
 		})
 		if len(buf) > drainPiece {
-			bl.append(buf)
+			bl.append(buf, changes)
 			buf = buf[:0]
 			stamp()
-			head = len(buf)
+			head, changes = len(buf), 0
 		}
 	}
 	if len(buf) > head {
-		bl.append(buf)
+		bl.append(buf, changes)
 	}
 	if cap(buf) <= 1<<20 {
 		r.drainBuf = buf[:0]
@@ -284,7 +285,7 @@ func (r *Replication) RulesChanged() {
 	bl, on := r.bl, r.drainOn && r.link == nil
 	r.mu.Unlock()
 	if b, ok := r.rules(); on && ok {
-		bl.append(appendRules(nil, b))
+		bl.append(appendRules(nil, b), 0)
 	}
 }
 

@@ -506,22 +506,25 @@ func b2i(b bool) int {
 }
 
 // Lag returns, for the metrics, each online replica's lag: in seconds
-// since its last ack, and in bytes of stream (master_repl_offset minus
-// its offset).
-func (r *Replication) Lag() (seconds []float64, bytes []int64) {
+// since its last ack, in bytes of stream (master_repl_offset minus its
+// offset), and in key changes past its offset (backlog.changesAfter).
+func (r *Replication) Lag() (seconds []float64, bytes, changes []int64) {
 	now := r.cfg.Now()
 	r.mu.Lock()
 	rcs := r.replicaList()
-	_, end := r.bl.offsets()
+	bl := r.bl
+	_, end := bl.offsets()
 	r.mu.Unlock()
 	for _, rc := range rcs {
 		if rc.state.Load() != stateOnline {
 			continue
 		}
+		ack := rc.ack.Load()
 		seconds = append(seconds, now.Sub(time.Unix(0, rc.ackAtNs.Load())).Seconds())
-		bytes = append(bytes, max(0, end-rc.ack.Load()))
+		bytes = append(bytes, max(0, end-ack))
+		changes = append(changes, bl.changesAfter(ack))
 	}
-	return seconds, bytes
+	return seconds, bytes, changes
 }
 
 // IsReplica reports whether the server replicates a primary.

@@ -180,7 +180,7 @@ func TestPrimaryServesAReplica(t *testing.T) {
 	if want := strings.Replace(line, "lag=0", "lag=5", 1); !slices.Contains(r.InfoLines(), want) {
 		t.Errorf("INFO after 5 s lacks %q: %q", want, r.InfoLines())
 	}
-	if secs, bytes := r.Lag(); len(secs) != 1 || secs[0] != 5 || bytes[0] != 0 {
+	if secs, bytes, changes := r.Lag(); len(secs) != 1 || secs[0] != 5 || bytes[0] != 0 || changes[0] != 0 {
 		t.Errorf("Lag = %v %v", secs, bytes)
 	}
 	if n, err := r.Wait(1, time.Second, nil); n != 1 || err != nil {
