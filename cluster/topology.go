@@ -36,6 +36,9 @@ type routeTable struct {
 // Acquire reports where slot is served; when it is this node, the slot
 // stays here (a hand-off of it waits) until Release.
 func (n *Node) Acquire(slot int) (commands.Route, string) {
+	if n.down.Load() {
+		return commands.RouteClusterDown, ""
+	}
 	sl := &n.slots[slot]
 	sl.inflight.Add(1)
 	if sl.state.Load() == serving {
@@ -50,6 +53,9 @@ func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
 
 // Peek reports where slot is served now, without holding it.
 func (n *Node) Peek(slot int) (commands.Route, string) {
+	if n.down.Load() {
+		return commands.RouteClusterDown, ""
+	}
 	switch n.slots[slot].state.Load() {
 	case serving:
 		return commands.RouteLocal, ""
@@ -119,13 +125,28 @@ func (n *Node) staleSlots() int {
 
 // currentMapLocked computes the map over the members that own slots.
 func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
+	return Assign(n.ownersLocked(members, ""))
+}
+
+// ownersLocked returns the members that own slots, but skip: the agreed
+// set under agreement, else the live members, less those leaving.
+func (n *Node) ownersLocked(members map[string]memberMeta, skip string) []Member {
 	var owners []Member
+	if n.agree != nil {
+		agreed, _, _ := n.agree.agreed()
+		for id, am := range agreed {
+			if id != skip && !members[id].Leaving && !n.leavers[id] && !n.isLeftClean(id) {
+				owners = append(owners, Member{ID: id, Weight: am.Weight})
+			}
+		}
+		return owners
+	}
 	for id, m := range members {
-		if !m.Leaving {
+		if id != skip && !m.Leaving {
 			owners = append(owners, Member{ID: id, Weight: m.Weight})
 		}
 	}
-	return Assign(owners)
+	return owners
 }
 
 // reconcile brings every slot's state in line with the map of the live
@@ -170,4 +191,12 @@ func (n *Node) Topology() commands.ClusterTopology {
 		s = e + 1
 	}
 	return out
+}
+
+// isLeftClean reports whether id left by a clean leave: it owns nothing
+// while the agreed set still holds it.
+func (n *Node) isLeftClean(id string) bool {
+	n.gossipedMu.Lock()
+	defer n.gossipedMu.Unlock()
+	return n.leftClean[id]
 }

@@ -16,6 +16,10 @@ const (
 	RouteTryAgain
 	// RouteDown: no live node owns the slot (-CLUSTERDOWN).
 	RouteDown
+	// RouteClusterDown: this node has not seen a majority of the
+	// cluster's members for the node timeout, so it answers for no slot
+	// (-CLUSTERDOWN The cluster is down).
+	RouteClusterDown
 )
 
 // Router is cluster mode as commands sees it; package cluster's Node is
