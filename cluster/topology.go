@@ -166,7 +166,8 @@ func (n *Node) reconcile() {
 // this node has handed over and received.
 func (n *Node) Topology() commands.ClusterTopology {
 	t := n.routes.Load()
-	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load())}
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load()),
+		Agreement: n.agree != nil, SeesMajority: n.agree == nil || !n.down.Load()}
 	for id, md := range t.members {
 		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
 			Myself: id == n.cfg.ID, Leaving: md.Leaving})

@@ -147,7 +147,7 @@ func clusterGetKeys(c *Client, req *Request) {
 func clusterInfo(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	state, size := "ok", 0
-	if top.SlotsOK < engine.SlotCount {
+	if top.SlotsOK < engine.SlotCount || top.Agreement && !top.SeesMajority {
 		state = "fail"
 	}
 	for _, n := range top.Nodes {
@@ -165,6 +165,7 @@ func clusterInfo(c *Client, _ *Request) {
 		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
 		{"total_cluster_links_buffer_limit_exceeded", 0}, {"cluster_slots_held", top.SlotsHeld},
+		{"cluster_sees_majority", seesMajority(top)},
 	} {
 		field(&b, f.name, f.v)
 	}
@@ -340,4 +341,14 @@ func clusterImport(c *Client, req *Request) {
 		return
 	}
 	c.writeOK()
+}
+
+// seesMajority is CLUSTER INFO's and INFO's cluster_sees_majority: 1 when
+// the node has seen a majority of the members within the node timeout,
+// or does not require one.
+func seesMajority(top ClusterTopology) int {
+	if top.Agreement && !top.SeesMajority {
+		return 0
+	}
+	return 1
 }

@@ -465,5 +465,7 @@ func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 		top := c.table.router.Topology()
 		field(b, "cluster_keys_handed_out", top.KeysOut)
 		field(b, "cluster_keys_handed_in", top.KeysIn)
+		field(b, "cluster_current_epoch", top.Epoch)
+		field(b, "cluster_sees_majority", seesMajority(top))
 	}
 }

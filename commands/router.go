@@ -78,6 +78,10 @@ type ClusterTopology struct {
 	// SlotsHeld is how many slots this node serves although another owns
 	// them, because their keys could not be handed over to it.
 	SlotsHeld int
+	// Agreement says that the members are agreed by a majority
+	// (cluster-require-majority); SeesMajority, that this node has seen a
+	// majority within the node timeout (when not, it serves no slot).
+	Agreement, SeesMajority bool
 }
 
 // ClusterNode is one member of the cluster.

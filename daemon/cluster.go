@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"time"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/metrics"
@@ -41,6 +42,8 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	}
 	cc.Join, cc.Secret, cc.Weight = cfg.ClusterJoin, cfg.ClusterSecret, cfg.ClusterWeight
 	cc.Forward = cfg.ClusterForward
+	cc.NodeTimeout = time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond
+	cc.RequireMajority = cfg.ClusterRequireMajority
 	if cfg.TLSCluster {
 		if cfg.TLSConfig == nil {
 			return nil, errors.New("cluster mode: tls-cluster needs tls-port and its certificate")

@@ -420,6 +420,10 @@ var settings = []setting{
 			c.ClusterWeight = w
 			return nil
 		}},
+	intRangeSetting("cluster-node-timeout", func(c *Config) *int { return &c.ClusterNodeTimeout }, 100, 3_600_000),
+	{name: "cluster-require-majority",
+		get: func(c *Config) string { return yesNo(c.ClusterRequireMajority) },
+		set: boolSetting(func(c *Config, b bool) { c.ClusterRequireMajority = b })},
 	{name: "databases", get: func(*Config) string { return "1" }},
 	{name: "supervised",
 		get: func(c *Config) string { return c.Supervised },
