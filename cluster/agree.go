@@ -99,6 +99,9 @@ type agreement struct {
 	lastOK    atomic.Int64 // Unix ns when this node last saw a majority
 	verifying atomic.Bool
 	reset     atomic.Bool // met: drop this node's lone configuration and wait to be added
+	// bootstrapped is set while this node's Raft is one it bootstrapped
+	// alone, rather than one it was added to.
+	bootstrapped atomic.Bool
 
 	// Owned by loop: the leader's view of the members it cannot reach.
 	leaderSince time.Time
@@ -175,6 +178,7 @@ func (a *agreement) start(tr *limitedTransport) error {
 // (a lone first node), whose Raft has no state yet.
 func (a *agreement) bootstrap() {
 	n := a.n
+	a.bootstrapped.Store(true)
 	me := agreedMember{IP: n.cfg.IP, Port: n.cfg.Port, BusPort: n.cfg.BusPort, TLSPort: n.cfg.TLSPort, Weight: n.cfg.Weight, AddedAt: 1}
 	f := a.raft().BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: raft.ServerID(n.cfg.ID), Address: raftAddr(me)}}})
 	if err := f.Error(); err != nil {
@@ -264,9 +268,15 @@ func (a *agreement) loop() {
 // to be added by the leader of the cluster it met.
 func (a *agreement) restart() {
 	a.shutdownRaft()
+	a.bootstrapped.Store(false)
 	a.mu.Lock()
 	a.have, a.index, a.members = false, 0, map[string]agreedMember{}
 	a.mu.Unlock()
+	// The log replays from its start, through sets without this node:
+	// they are not its removal.
+	a.n.mu.Lock()
+	a.n.selfAddedAt = 0
+	a.n.mu.Unlock()
 	if err := a.start(a.n.gossipTr); err != nil {
 		a.n.logf("warning", "%v", err)
 	}

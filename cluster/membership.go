@@ -109,7 +109,7 @@ func (n *Node) met(id string, md memberMeta) {
 		n.slots[s].state.CompareAndSwap(serving, notMine)
 	}
 	n.prevFromMembers = true
-	if n.agree != nil {
+	if n.agree != nil && n.agree.bootstrapped.Load() {
 		n.agree.reset.Store(true) // its Raft, a cluster of one, waits to be added instead
 	}
 	n.logf("notice", "cluster: met member %s; serving no slot until the owners hand them over", id)

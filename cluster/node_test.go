@@ -57,6 +57,12 @@ func gossipPort(t *testing.T) int { return testkit.FreePair(t, 0) }
 // and gossip transport (nil: memberlist's own on that port).
 func startNodeOn(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwareTransport, fill func(*engine.Engine), join ...string) *testNode {
 	t.Helper()
+	return startNodeCfg(t, ln, bus, tr, fill, nil, join...)
+}
+
+// startNodeCfg is startNodeOn with set run on the configuration before New.
+func startNodeCfg(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwareTransport, fill func(*engine.Engine), set func(*Config), join ...string) *testNode {
+	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +74,9 @@ func startNodeOn(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAware
 	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
 	cfg.Secret, cfg.Join, cfg.Local, cfg.Transport = "s3cret", join, true, tr
 	cfg.NodeTimeout = time.Second
+	if set != nil {
+		set(&cfg)
+	}
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
 			t.Logf(format, args...)

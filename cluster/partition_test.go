@@ -24,6 +24,10 @@ type partNet struct {
 	side map[string]int // gossip address -> side
 	cut  bool
 	open []*partConn
+	// spare are transports made ahead: MockNetwork's map of transports
+	// is read without a lock by the running ones, so every transport is
+	// made before any node starts.
+	spare []*partTransport
 }
 
 type partTransport struct {
@@ -39,9 +43,23 @@ type partConn struct {
 
 var errPartitioned = errors.New("partitioned")
 
+// reserve makes k transports, before any node runs.
+func (p *partNet) reserve(t *testing.T, k int) {
+	for range k {
+		tr, port := p.g.Transport(t)
+		p.spare = append(p.spare, &partTransport{NodeAwareTransport: tr, p: p, addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	}
+}
+
+// transport returns the next transport reserve made, and its port.
 func (p *partNet) transport(t *testing.T) (memberlist.NodeAwareTransport, int) {
-	tr, port := p.g.Transport(t)
-	return &partTransport{NodeAwareTransport: tr, p: p, addr: fmt.Sprintf("127.0.0.1:%d", port)}, port
+	if len(p.spare) == 0 {
+		t.Fatal("partNet: no transport reserved")
+	}
+	tr := p.spare[0]
+	p.spare = p.spare[1:]
+	_, port, _ := tr.FinalAdvertiseAddr("", 0)
+	return tr, port
 }
 
 func (p *partNet) blocked(a, b string) bool {
@@ -91,7 +109,24 @@ func (t *partTransport) DialAddressTimeout(a memberlist.Address, timeout time.Du
 	if t.p.blocked(t.addr, a.Addr) {
 		return nil, errPartitioned
 	}
-	c, err := t.NodeAwareTransport.DialAddressTimeout(a, timeout)
+	// MockTransport's dial waits for ever on a transport shut down (a
+	// node closed): give up at the timeout, as a TCP dial would.
+	type dialed struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := t.NodeAwareTransport.DialAddressTimeout(a, timeout)
+		ch <- dialed{c, err}
+	}()
+	var d dialed
+	select {
+	case d = <-ch:
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("dial %s: timeout", a.Addr)
+	}
+	c, err := d.c, d.err
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +207,7 @@ func (w *overlapWatch) end() (time.Duration, int) {
 // again.
 func TestPartitionMinorityRefuses(t *testing.T) {
 	var p partNet
+	p.reserve(t, 5)
 	start := func(join ...string) *testNode {
 		tr, port := p.transport(t)
 		return startNodeOn(t, testkit.Listen(t), port, tr, nil, join...)
