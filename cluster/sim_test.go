@@ -78,6 +78,9 @@ func (c *simCluster) settle(what string, within time.Duration, after int64) time
 			if n.Topology().Epoch != e {
 				return fmt.Errorf("epochs differ")
 			}
+			if agreed, _, _ := n.agree.agreed(); n.down.Load() || len(agreed) != len(c.nodes) {
+				return fmt.Errorf("%s is down, or sees %d agreed members of %d", n.ID(), len(agreed), len(c.nodes))
+			}
 			for s := range engine.SlotCount {
 				if st := n.slots[s].state.Load(); st == moving || st == pending || st == stale {
 					return fmt.Errorf("slot %d being handed over", s)
@@ -129,8 +132,11 @@ func TestSimulatedStorm(t *testing.T) {
 
 func simStorm(t *testing.T, size int) {
 	timeout := time.Second
-	if size > 10 {
-		timeout = 3 * time.Second // 50 Raft voters in one process, under -race on two cores
+	switch {
+	case size > 25:
+		timeout = 5 * time.Second // 50 Raft voters in one process on two cores
+	case size > 10:
+		timeout = 3 * time.Second
 	}
 	c := &simCluster{t: t, set: func(cfg *Config) { cfg.NodeTimeout = timeout }}
 	c.p.reserve(t, size+1)
