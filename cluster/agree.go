@@ -386,6 +386,15 @@ func (a *agreement) manage(r *raft.Raft) {
 		if ok && cur.sameAs(md) {
 			continue
 		}
+		if a.reset.Load() {
+			return // met an older cluster: this Raft is about to go
+		}
+		if !ok && len(in) == 1 && a.olderThanMe(md) {
+			// A cluster of one does not take in an older node: it joins
+			// that node's cluster instead (met), or, holding keys, stays
+			// apart.
+			continue
+		}
 		if at, gone := a.removed[id]; !ok && gone {
 			// Removed as failed, and gossip, slower, may still report it:
 			// it comes back once its Raft stream answers, tried every
@@ -468,6 +477,15 @@ func (a *agreement) rejoin() {
 			a.n.logf("debug", "cluster: rejoining agreed members: %v", err)
 		}
 	}()
+}
+
+// olderThanMe reports whether md's node started before this one (met's
+// order).
+func (a *agreement) olderThanMe(md memberMeta) bool {
+	a.n.gossipedMu.Lock()
+	me := a.n.selfMeta.Started
+	a.n.gossipedMu.Unlock()
+	return md.Started < me
 }
 
 // reachable reports whether a Raft stream to md opens (its handshake

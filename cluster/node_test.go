@@ -77,8 +77,11 @@ func startNodeCfg(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwar
 	if set != nil {
 		set(&cfg)
 	}
+	// Memberlist's suspicion timers may fire after Shutdown: a closed
+	// node's lines are dropped, as t.Logf panics once the test is over.
+	var closed atomic.Bool
 	cfg.Logf = func(level, format string, args ...any) {
-		if level != "debug" {
+		if level != "debug" && !closed.Load() {
 			t.Logf(format, args...)
 		}
 	}
@@ -94,6 +97,7 @@ func startNodeCfg(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwar
 	}
 	t.Cleanup(func() {
 		_ = n.Close()
+		closed.Store(true)
 		_ = srv.Close()
 		_ = eng.Close()
 	})
