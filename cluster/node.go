@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,6 +212,9 @@ func (n *Node) Start(eng *engine.Engine) error {
 	}
 	if n.agree != nil && (len(n.cfg.Join) == 0 || rejoin != nil) {
 		n.agree.bootstrap() // joined no one: a cluster of one
+		// Its map, until Raft commits the same (an election away).
+		n.routes.Store(&routeTable{m: Assign([]Member{{ID: n.cfg.ID, Weight: n.cfg.Weight}}),
+			members: map[string]memberMeta{n.cfg.ID: n.selfMeta}, addr: []string{net.JoinHostPort(n.cfg.IP, strconv.Itoa(n.cfg.Port))}})
 	}
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
