@@ -329,12 +329,6 @@ func (a *agreement) seen(t time.Time) {
 	}
 }
 
-// SeesMajority reports whether the node has seen a majority within the
-// node timeout.
-func (a *agreement) seesMajority() bool {
-	return time.Since(time.Unix(0, a.lastOK.Load())) <= a.n.cfg.NodeTimeout
-}
-
 // manage, on the leader, brings the agreed set in line with gossip: live
 // members (not leaving) are added, or their entry updated, one that left
 // cleanly is removed, and one that failed is removed once unreachable for
