@@ -146,7 +146,7 @@ func (a *agreement) start(tr *limitedTransport) error {
 	// A node the majority removed (partitioned away) keeps its Raft, so
 	// that it is added again, and catches up, when it is back.
 	rc.ShutdownOnRemove = false
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: logWriter{n}})
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: raftLogWriter{n}})
 	self := net.JoinHostPort(n.cfg.IP, strconv.Itoa(n.cfg.BusPort))
 	layer := newRaftLayer(tr, a.key, self, n.cfg.GossipMaxStreams)
 	layer.count = a.count
@@ -638,4 +638,15 @@ func (n *Node) waitsForLocked(members map[string]memberMeta, h string) bool {
 	agreed, _, _ := n.agree.agreed()
 	_, in := agreed[h]
 	return in || md.Leaving || n.leavers[h]
+}
+
+// raftLogWriter sends Raft's log lines (warnings and errors) to
+// Config.Logf at debug level.
+type raftLogWriter struct{ n *Node }
+
+func (w raftLogWriter) Write(b []byte) (int, error) {
+	if w.n.cfg.Logf != nil {
+		w.n.cfg.Logf("debug", "%s", strings.TrimRight(string(b), "\n"))
+	}
+	return len(b), nil
 }

@@ -231,8 +231,9 @@ func TestPartitionMinorityRefuses(t *testing.T) {
 		}
 		return nil
 	})
-	// The poll's own step, and the agreement loop's tick, are the slack.
-	if took := time.Since(cut); took > timeout+300*time.Millisecond {
+	// The agreement loop's tick, the poll's step and scheduling on a busy
+	// machine are the slack.
+	if took := time.Since(cut); took > timeout+500*time.Millisecond {
 		t.Errorf("the minority refused %v after the cut, want within the node timeout (%v)", took, timeout)
 	}
 	testkit.Until(t, 20*time.Second, "the majority to serve every slot", func() error {

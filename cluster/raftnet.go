@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -82,7 +83,7 @@ func (a raftNetAddr) String() string  { return string(a) }
 // on its gossip port, and proves the secret both ways.
 func (l *raftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	gossip, _, _ := strings.Cut(string(address), "|")
-	c, err := l.t.NodeAwareTransport.DialTimeout(gossip, timeout)
+	c, err := l.dial(gossip, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +127,35 @@ func (c *countConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	c.count(n)
 	return n, err
+}
+
+// dial dials addr on the gossip transport within timeout, even on a
+// transport whose dial does not honour it (memberlist's MockTransport
+// waits for ever on a node that has shut down); Raft's replication to a
+// dead member, and so its Shutdown, would wait as long.
+func (l *raftLayer) dial(addr string, timeout time.Duration) (net.Conn, error) {
+	type dialed struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := l.t.NodeAwareTransport.DialTimeout(addr, timeout)
+		ch <- dialed{c, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case d := <-ch:
+		return d.c, d.err
+	case <-t.C:
+		go func() { // a dial that ends late is closed
+			if d := <-ch; d.c != nil {
+				d.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("cluster: raft dial %s: timed out after %v", addr, timeout)
+	}
 }
 
 // serve runs the server's side of the handshake on an inbound stream

@@ -147,11 +147,15 @@ func simStorm(t *testing.T, size int) {
 	}
 	within := 30*time.Second + time.Duration(size)*time.Second
 	c.settle("the cluster to form", within, 0)
-	// Idle agreement traffic: the leader's heartbeats and ticks.
+	// Idle agreement traffic, the leader's heartbeats and ticks, over the
+	// time four ticks take.
 	m0, b0 := c.traffic()
-	time.Sleep(2 * time.Second) // a measurement window, not a wait for a condition
+	r := c.nodes[0].agree.raft()
+	i0, t0 := r.AppliedIndex(), time.Now()
+	testkit.WaitFor(t, "four ticks", func() bool { return r.AppliedIndex() >= i0+4 })
+	span := time.Since(t0).Seconds()
 	m1, b1 := c.traffic()
-	t.Logf("N=%d idle: %.0f writes/s, %.0f bytes/s of Raft traffic over the cluster", size, float64(m1-m0)/2, float64(b1-b0)/2)
+	t.Logf("N=%d idle: %.0f writes/s, %.0f bytes/s of Raft traffic over the cluster", size, float64(m1-m0)/span, float64(b1-b0)/span)
 
 	check := func(step string, before [engine.SlotCount]*testNode, took time.Duration, m, b int64) {
 		after, _ := c.owners()
