@@ -19,11 +19,21 @@ import (
 func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	members := n.membersLocked()
-	m := n.currentMapLocked(members)
+	members := n.routeMembersLocked()
 	old := n.routes.Load()
 	epoch := old.epoch
-	if old.m.Owner != m.Owner || len(old.members) != len(members) {
+	if n.agree != nil {
+		// Only an agreed set moves slots, and only on a node that sees a
+		// majority: one that does not may hold an old set.
+		_, e, ok := n.agree.agreed()
+		if !ok || n.down.Load() {
+			return nil, nil
+		}
+		n.checkSelfAgreedLocked()
+		epoch = int64(e)
+	}
+	m := n.currentMapLocked(members)
+	if n.agree == nil && (old.m.Owner != m.Owner || len(old.members) != len(members)) {
 		epoch++
 	}
 	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
@@ -33,13 +43,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	}
 	n.routes.Store(t)
 	if n.prevFromMembers {
-		var others []Member
-		for id, md := range members {
-			if id != n.cfg.ID && !md.Leaving {
-				others = append(others, Member{ID: id, Weight: md.Weight})
-			}
-		}
-		n.prevMap, n.prevFromMembers = Assign(others), false
+		n.prevMap, n.prevFromMembers = Assign(n.ownersLocked(members, n.cfg.ID)), false
 	}
 	now := time.Now()
 	plan, fill = map[string][]int{}, map[string][]int{}
@@ -52,7 +56,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 			switch st {
 			case notMine, stale: // a stale slot's keys stay, under the hand-off's
 				h := n.prevMap.OwnerID(s)
-				if _, alive := members[h]; alive && h != n.cfg.ID {
+				if n.waitsForLocked(members, h) && h != n.cfg.ID {
 					n.prevOwner[s], n.stateSince[s] = h, now
 					sl.state.Store(pending)
 				} else {
@@ -65,7 +69,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 				}
 			case pending:
 				h := n.prevOwner[s]
-				if _, alive := members[h]; !alive {
+				if !n.waitsForLocked(members, h) {
 					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
 					sl.state.Store(serving)
 				} else if now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout {
@@ -421,6 +425,16 @@ func (n *Node) Import(args [][]byte) error {
 		sender.Leaving = true
 		members[from] = sender
 		n.poke()
+	}
+	if n.agree != nil {
+		// Under agreement, a node that does not see a majority takes
+		// nothing, and one the majority removed meanwhile first lets go
+		// of what it served (checkSelfAgreedLocked), so that a hand-off
+		// it takes now is not dropped after.
+		if _, _, ok := n.agree.agreed(); !ok || n.down.Load() {
+			return fmt.Errorf("%w: this node sees no majority", ErrNotOwner)
+		}
+		n.checkSelfAgreedLocked()
 	}
 	// This node's own view may lag the sender's: check against the map of
 	// the members as they are now.
