@@ -442,6 +442,43 @@ func (a *agreement) manage(r *raft.Raft) {
 	}
 }
 
+// awaitRemoval, on a node whose Leave has handed every slot over, waits
+// until the agreed set no longer holds it, at most until deadline or for
+// the node timeout: a leaving member consents to its removal, which must
+// be in the log while it is here to count (the survivors of a cluster of
+// two would otherwise hold a configuration of two with one gone, and no
+// majority). The removal is there once this node's latest configuration,
+// which the leader sends the removed member before it stops replicating
+// to it, leaves it out, and this node is not the leader: a leader removing
+// itself steps down once the others committed it.
+func (a *agreement) awaitRemoval(deadline time.Time) {
+	if d := time.Now().Add(a.n.cfg.NodeTimeout); d.Before(deadline) {
+		deadline = d
+	}
+	for {
+		r := a.raft()
+		if r == nil {
+			return
+		}
+		out := r.State() != raft.Leader
+		if f := r.GetConfiguration(); out && f.Error() == nil {
+			for _, s := range f.Configuration().Servers {
+				if string(s.ID) == a.n.cfg.ID {
+					out = false
+				}
+			}
+		}
+		if out {
+			return
+		}
+		if time.Now().After(deadline) || a.n.stopping() {
+			a.n.logf("warning", "cluster: leaving before the agreed set has dropped this node")
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // rejoin, every rejoinInterval, joins the gossip of the agreed members
 // gossip does not report live (and that did not leave): after a
 // partition heals, memberlist does not look again for the members it

@@ -76,8 +76,13 @@ func (d *delegate) NotifyLeave(m *memberlist.Node) {
 	n.gossipedMu.Lock()
 	md, ok := n.gossiped[m.Name]
 	delete(n.gossiped, m.Name)
-	if m.State == memberlist.StateLeft {
-		n.leftClean[m.Name] = true // the agreed set drops it at once (agree.go)
+	// A member that gossiped its leave, or handed over as leaving, left
+	// cleanly: the agreed set drops it at once (agree.go), and it owns
+	// nothing meanwhile. Memberlist's m.State cannot tell: it keeps a
+	// member's state in a field of its own that shadows Node.State, which
+	// it never sets.
+	if ok && md.Leaving || handedOver {
+		n.leftClean[m.Name] = true
 	}
 	n.gossipedMu.Unlock()
 	if ok {
@@ -371,6 +376,9 @@ func (n *Node) Leave() error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	n.logf("notice", "cluster: every slot handed over; leaving")
+	if n.agree != nil {
+		n.agree.awaitRemoval(deadline)
+	}
 	_ = n.ml.Leave(n.cfg.HandoffTimeout)
 	return n.Close()
 }
