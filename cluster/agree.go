@@ -577,6 +577,12 @@ func (f *agreedFSM) StoreConfiguration(index uint64, c raft.Configuration) {
 
 func (f *agreedFSM) set(index uint64, ms map[string]agreedMember) {
 	f.mu.Lock()
+	was := f.members
+	f.mu.Unlock()
+	// The flags first: a member the majority removed is fail before its
+	// slots are seen to move.
+	f.n.healthAgreed(was, ms)
+	f.mu.Lock()
 	f.members, f.index, f.have = ms, index, true
 	f.mu.Unlock()
 	// A node the majority removed lets go of its slots now, before it
