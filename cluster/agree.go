@@ -661,7 +661,9 @@ func (n *Node) checkSelfAgreedLocked() {
 		clear(n.held)
 		n.nHeld.Store(0)
 		n.prevFromMembers = true
-		n.logf("warning", "cluster: the majority removed this node meanwhile; its %d slots are stale, and it waits for their owners", dropped)
+		if dropped > 0 { // none on a node that restarted, replaying the log
+			n.logf("warning", "cluster: the majority removed this node meanwhile; its %d slots are stale, and it waits for their owners", dropped)
+		}
 	}
 	n.selfAddedAt = 0
 	if in {
