@@ -54,6 +54,10 @@ type Node struct {
 	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
 	held       map[int]heldSlot            // the slots this node serves though it owns them not: they could not move
+	// releases are the slots this node lost before their hand-off came,
+	// their previous owner gone, by the owner to release them to
+	// (handoff.go's releaseTo).
+	releases map[int]release
 	// seenMACs holds the MACs of the hand-offs accepted, with their time,
 	// against replays.
 	seenMACs map[string]int64
@@ -136,7 +140,7 @@ func New(cfg Config) (*Node, error) {
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	lk := sha256.Sum256([]byte("cellserver link\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, leftClean: map[string]bool{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, releases: map[int]release{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, leftClean: map[string]bool{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
 		handoffKey: k[:], linkKey: lk[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixNano()},

@@ -245,7 +245,26 @@ func TestPartitionMinorityRefuses(t *testing.T) {
 			served += n.servedSlots()
 		}
 		if served != engine.SlotCount {
-			return fmt.Errorf("the majority serves %d slots", served)
+			dbg := ""
+			for s := range engine.SlotCount {
+				c := 0
+				for _, n := range major {
+					if st := n.slots[s].state.Load(); st == serving || st == moving {
+						c++
+					}
+				}
+				if c == 0 {
+					for i, n := range major {
+						n.mu.Lock()
+						ag, e, _ := n.agree.agreed()
+						dbg += fmt.Sprintf(" [%d %s: st %d prev %s owner %s agreed %d epoch %d]", i, n.ID()[:6], n.slots[s].state.Load(), n.prevOwner[s], n.routes.Load().m.OwnerID(s), len(ag), e)
+						n.mu.Unlock()
+					}
+					dbg = fmt.Sprintf("slot %d:", s) + dbg
+					break
+				}
+			}
+			return fmt.Errorf("the majority serves %d slots: %s", served, dbg)
 		}
 		return nil
 	})

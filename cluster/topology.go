@@ -191,9 +191,12 @@ func (n *Node) ownersLocked(members map[string]memberMeta, skip string) []Member
 // members, then hands the slots this node no longer owns to their owners,
 // and sends restored keys to theirs.
 func (n *Node) reconcile() {
-	plan, fill := n.planHandoffs()
+	plan, fill, rel := n.planHandoffs()
 	for to, slots := range plan {
 		n.handoff(to, slots, false)
+	}
+	for to, slots := range rel {
+		n.releaseTo(to, slots)
 	}
 	for to, slots := range fill {
 		n.handoff(to, slots, true)
