@@ -131,7 +131,14 @@
 // slots start after it stopped: two nodes never serve one slot at once
 // for as long as NodeTimeout. A member that comes back after its removal
 // applies it first, lets go of what it served (stale), and is added again
-// as a joiner.
+// as a joiner. A member that leaves stops gossip only once the agreed set
+// has dropped it (Leave waits for it): its consent counts only while it
+// is there, and the survivor of two would otherwise hold a set of two
+// with one gone. Gossip's report of a member gone is a leave when the
+// member gossiped its leave before. Members are removed one at a time,
+// so a slot may pass on before its hand-off came; the node that loses it
+// so, its previous owner gone, releases it to the new owner (an empty
+// hand-off), which would otherwise wait for it until PendingTimeout.
 //
 // Raft rather than Redis Cluster's epochs and failover votes over
 // memberlist: Redis's scheme is consensus written by hand (a configEpoch
