@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/tidwall/redcon"
@@ -172,5 +173,36 @@ func TestRestartKeepsIdentity(t *testing.T) {
 	settled(t, a, b3, c)
 	if after := a.routes.Load().m; after.Owner != before.Owner || b3.ID() != id {
 		t.Errorf("after a quick restart: id %s, %d slots moved", b3.ID(), moved(before, after))
+	}
+}
+
+// TestRestartOneOfTwo: of two nodes, one crashes: the other sees no
+// majority and refuses (CLUSTERDOWN) rather than take its slots; the
+// crashed node, restarted with its id (its Raft state, in memory, gone),
+// is a voter of the set the other holds, catches up, and both serve the
+// map of before.
+func TestRestartOneOfTwo(t *testing.T) {
+	a := startNode(t)
+	file := filepath.Join(t.TempDir(), NodeFileName)
+	ln := testkit.Listen(t)
+	addr, bus := ln.Addr().String(), gossipPort(t)
+	b, crash := startNodeFile(t, ln, bus, file, a.member())
+	settled(t, a, b)
+	before := a.routes.Load().m
+	crash()
+	testkit.Until(t, 10*time.Second, "a to refuse", func() error {
+		if r, _ := a.Peek(0); r != commands.RouteClusterDown {
+			return fmt.Errorf("slot 0 on a: %v", r)
+		}
+		return nil
+	})
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := startNodeFile(t, ln2, bus, file, a.member())
+	settled(t, a, b2)
+	if after := a.routes.Load().m; after.Owner != before.Owner || b2.ID() != b.ID() {
+		t.Errorf("after the restart: id %s (was %s), %d slots moved", b2.ID(), b.ID(), moved(before, after))
 	}
 }
