@@ -95,6 +95,19 @@ type Config struct {
 	// dropped. A state exchange carries about 250 bytes per member, so
 	// the default, 512 KiB, holds about 2,000 members. Default: 512 KiB.
 	GossipMaxStreamBytes int
+	// NodeTimeout is cluster-node-timeout: how long a node may go without
+	// seeing a majority of the cluster's members before it answers its
+	// keyed commands -CLUSTERDOWN, and how long a member must have been
+	// unreachable before the majority agrees to take its slots (agree.go).
+	// Default: 15 s, as Redis's.
+	NodeTimeout time.Duration
+	// RequireMajority is cluster-require-majority: the members that own
+	// slots are those a majority of the members agreed on (Raft, see
+	// agree.go), and a node that sees no majority for NodeTimeout stops
+	// serving. Off, the slot map is computed from the members gossip
+	// reports live, as each node sees them, and a node never stops
+	// serving: both sides of a partition serve every slot. Default: true.
+	RequireMajority bool
 	// Transport, when set, carries the gossip in place of memberlist's own
 	// TCP and UDP transport on BindAddr:BusPort: tests run several nodes
 	// in one process on a memberlist.MockNetwork (internal/testkit's
@@ -111,6 +124,9 @@ func DefaultConfig() Config {
 		HandoffTimeout: 10 * time.Second,
 		PendingTimeout: 30 * time.Second,
 		LeaveTimeout:   30 * time.Second,
+		NodeTimeout:    15 * time.Second,
+
+		RequireMajority: true,
 
 		GossipMaxStreams:     32,
 		GossipMaxStreamBytes: 512 << 10,
@@ -128,6 +144,9 @@ func (c *Config) EnsureDefaults() {
 	}
 	if c.GossipMaxStreamBytes == 0 {
 		c.GossipMaxStreamBytes = DefaultConfig().GossipMaxStreamBytes
+	}
+	if c.NodeTimeout == 0 {
+		c.NodeTimeout = DefaultConfig().NodeTimeout
 	}
 	if c.ID == "" {
 		var b [20]byte
@@ -168,7 +187,7 @@ func (c *Config) Validate() error {
 	if c.TLS != nil && (c.TLSPort <= 0 || c.TLSPort > 65535) {
 		return bad("links over TLS need the TLS port")
 	}
-	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 {
+	if c.HandoffTimeout <= 0 || c.PendingTimeout <= 0 || c.LeaveTimeout <= 0 || c.NodeTimeout <= 0 {
 		return bad("timeouts must be positive")
 	}
 	for _, j := range c.Join {

@@ -112,11 +112,60 @@
 // background, logging a failure, as Redis does: its reply is the same
 // whether anything answers at the address, so it is no port scanner.
 //
+// Agreement (agree.go, raftnet.go). With Config.RequireMajority (the
+// default), the members that own slots are not what each node's gossip
+// shows it but a set a majority agreed on, kept by
+// github.com/hashicorp/raft: Raft's configuration is the set, one voter
+// per member, each voter's address carrying what the map needs (client
+// address, TLS port, weight, and the index at which it was added); its
+// committed index is the epoch. The FSM holds nothing else: the leader
+// keeps the set in line with gossip (adds a live member, removes one that
+// left at once and one that failed once Raft has not reached it for
+// NodeTimeout), and commits a small tick every NodeTimeout/4. A node sees
+// a majority while it applies ticks (a follower: it has applied every
+// entry before it, its own removal included) or, as leader, has a quorum
+// acknowledge it; past NodeTimeout without, Node.down makes Acquire answer
+// CLUSTERDOWN: one atomic load per request. The removal waits until a
+// member's own NodeTimeout has run out (plus two heartbeat timeouts, and
+// NodeTimeout after a new leader took over), so the new owners of its
+// slots start after it stopped: two nodes never serve one slot at once
+// for as long as NodeTimeout. A member that comes back after its removal
+// applies it first, lets go of what it served (stale), and is added again
+// as a joiner. A member that leaves stops gossip only once the agreed set
+// has dropped it (Leave waits for it): its consent counts only while it
+// is there, and the survivor of two would otherwise hold a set of two
+// with one gone. Gossip's report of a member gone is a leave when the
+// member gossiped its leave before. Members are removed one at a time,
+// so a slot may pass on before its hand-off came; the node that loses it
+// so, its previous owner gone, releases it to the new owner (an empty
+// hand-off), which would otherwise wait for it until PendingTimeout.
+//
+// Raft rather than Redis Cluster's epochs and failover votes over
+// memberlist: Redis's scheme is consensus written by hand (a configEpoch
+// per master, votes per epoch, collision handling, a replica's rank
+// delay), it gives an eventually agreed map, not a committed one, and
+// its proofs live in its code; writing it here would be more code than
+// this package's use of Raft and none of Raft's testing behind it. Raft
+// gives the one property needed, a member set a majority committed, with
+// the catch-up of a node that was away (log replay or snapshot), the
+// bootstrap of a lone first node, and membership changes one member at a
+// time. Every member votes, so agreement costs a leader's heartbeats to
+// N-1 followers and a commit per change (bench/RESULTS.md measures it
+// against N); a cluster of hundreds would want voters to be a subset.
+// Raft's traffic rides the gossip port (a stream's first byte tells it
+// from memberlist's) rather than a third port to announce, open and
+// secure, and both ends prove the cluster secret by an HMAC
+// challenge-response before Raft reads a byte, as links do; it is not
+// encrypted (what it carries is the member list, which gossip already
+// spreads). The store is in memory (raft.InmemStore): a restarted node
+// has no Raft state, and the leader replays the log to it (or adds it,
+// when it comes back under a new id).
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and
-// commands.ClusterNode are its answers), memberlist, and go-redis (the
-// hand-off links). It must not import server, daemon or cmd/cellserver,
+// commands.ClusterNode are its answers), memberlist, hashicorp/raft (the
+// agreement) and go-redis (the hand-off links). It must not import server, daemon or cmd/cellserver,
 // and commands must never import it: commands reaches it only through
 // its Router interface.
 package cluster

@@ -34,6 +34,12 @@ func importNode(t testing.TB) *Node {
 	t.Cleanup(func() { _ = eng.Close() })
 	n.eng = eng
 	n.gossiped[fuzzPeer] = memberMeta{IP: "127.0.0.1", Port: 7001, BusPort: 17001, Weight: 0}
+	if n.agree != nil { // the members agreed
+		(*agreedFSM)(n.agree).set(2, map[string]agreedMember{
+			cfg.ID:   {IP: "127.0.0.1", Port: 7000, BusPort: 17000, Weight: 1, AddedAt: 1},
+			fuzzPeer: {IP: "127.0.0.1", Port: 7001, BusPort: 17001, Weight: 0, AddedAt: 2},
+		})
+	}
 	for s := range n.slots {
 		n.slots[s].state.Store(pending)
 		n.prevOwner[s] = fuzzPeer

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,10 @@ type limitedTransport struct {
 	shutOnce sync.Once
 	shutErr  error
 	refused  atomic.Int64 // inbound streams closed for being over maxStreams
-	logf     func(level, format string, args ...any)
+	// raft, when set, takes the inbound streams that begin with
+	// raftStreamMagic (raftnet.go): Raft shares the gossip port.
+	raft atomic.Pointer[raftLayer]
+	logf func(level, format string, args ...any)
 }
 
 var _ memberlist.NodeAwareTransport = (*limitedTransport)(nil)
@@ -100,13 +104,45 @@ func (t *limitedTransport) accept() {
 			_ = c.Close()
 			continue
 		}
-		lc := &limitedConn{Conn: c, left: t.maxBytes, release: func() { <-t.slots }}
-		select {
-		case t.streams <- lc:
-		case <-t.closing:
-			_ = lc.Close()
+		if t.raft.Load() != nil {
+			t.wg.Add(1)
+			go t.sort(c)
+			continue
 		}
+		t.deliver(&limitedConn{Conn: c, left: t.maxBytes, release: func() { <-t.slots }})
 	}
+}
+
+// deliver hands an inbound stream to memberlist.
+func (t *limitedTransport) deliver(lc *limitedConn) {
+	select {
+	case t.streams <- lc:
+	case <-t.closing:
+		_ = lc.Close()
+	}
+}
+
+// sort reads an inbound stream's first byte: a Raft stream goes to the
+// Raft layer, and gives its gossip stream slot back; any other goes to
+// memberlist, the byte read again.
+func (t *limitedTransport) sort(c net.Conn) {
+	defer t.wg.Done()
+	var b [1]byte
+	_ = c.SetReadDeadline(time.Now().Add(raftHandshakeTimeout))
+	_, err := io.ReadFull(c, b[:])
+	_ = c.SetReadDeadline(time.Time{})
+	l := t.raft.Load()
+	if err == nil && b[0] == raftStreamMagic && l != nil {
+		<-t.slots
+		l.serve(c)
+		return
+	}
+	if err != nil {
+		<-t.slots
+		_ = c.Close()
+		return
+	}
+	t.deliver(&limitedConn{Conn: &prefixConn{Conn: c, first: b[:]}, left: t.maxBytes - 1, release: func() { <-t.slots }})
 }
 
 // DialAddressTimeout dials as the transport does; the stream reads at most

@@ -15,15 +15,26 @@ import (
 
 // planHandoffs recomputes the map, publishes it, moves slot states, and
 // returns the slots to hand over by new owner (their state set to
-// moving), and the stale slots whose keys to send, by owner.
-func (n *Node) planHandoffs() (plan, fill map[string][]int) {
+// moving), the stale slots whose keys to send, by owner, and the slots to
+// release to their owners (n.releases), by owner.
+func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	members := n.membersLocked()
-	m := n.currentMapLocked(members)
+	members := n.routeMembersLocked()
 	old := n.routes.Load()
 	epoch := old.epoch
-	if old.m.Owner != m.Owner || len(old.members) != len(members) {
+	if n.agree != nil {
+		// Only an agreed set moves slots, and only on a node that sees a
+		// majority: one that does not may hold an old set.
+		_, e, ok := n.agree.agreed()
+		if !ok || n.down.Load() {
+			return nil, nil, nil
+		}
+		n.checkSelfAgreedLocked()
+		epoch = int64(e)
+	}
+	m := n.currentMapLocked(members)
+	if n.agree == nil && (old.m.Owner != m.Owner || len(old.members) != len(members)) {
 		epoch++
 	}
 	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
@@ -33,13 +44,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 	}
 	n.routes.Store(t)
 	if n.prevFromMembers {
-		var others []Member
-		for id, md := range members {
-			if id != n.cfg.ID && !md.Leaving {
-				others = append(others, Member{ID: id, Weight: md.Weight})
-			}
-		}
-		n.prevMap, n.prevFromMembers = Assign(others), false
+		n.prevMap, n.prevFromMembers = Assign(n.ownersLocked(members, n.cfg.ID)), false
 	}
 	now := time.Now()
 	plan, fill = map[string][]int{}, map[string][]int{}
@@ -52,7 +57,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 			switch st {
 			case notMine, stale: // a stale slot's keys stay, under the hand-off's
 				h := n.prevMap.OwnerID(s)
-				if _, alive := members[h]; alive && h != n.cfg.ID {
+				if n.waitsForLocked(members, h) && h != n.cfg.ID {
 					n.prevOwner[s], n.stateSince[s] = h, now
 					sl.state.Store(pending)
 				} else {
@@ -65,7 +70,7 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 				}
 			case pending:
 				h := n.prevOwner[s]
-				if _, alive := members[h]; !alive {
+				if !n.waitsForLocked(members, h) {
 					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
 					sl.state.Store(serving)
 				} else if now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout {
@@ -87,6 +92,14 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 		case pending, away:
 			// Lost before its hand-off came: the keys it holds already
 			// (restored, or restored copies from others) go to the owner.
+			// When the member it waited for is gone, nobody will hand
+			// the slot over, and its new owner, whose previous map may
+			// name this node, would wait for this node: it is released
+			// (an empty hand-off, as identity.go's), and serves the slot
+			// at once, as this node would have.
+			if owner != "" && !n.waitsForLocked(members, n.prevOwner[s]) {
+				n.releases[s] = release{to: owner, since: now}
+			}
 			if n.eng.NewView().CountKeysInSlot(s) > 0 {
 				sl.state.Store(stale)
 				n.stateSince[s] = now
@@ -112,8 +125,54 @@ func (n *Node) planHandoffs() (plan, fill map[string][]int) {
 		}
 	}
 	n.nHeld.Store(int32(len(n.held)))
+	rel = map[string][]int{}
+	for s, r := range n.releases {
+		if m.OwnerID(s) != r.to || now.Sub(r.since) > n.cfg.PendingTimeout {
+			delete(n.releases, s) // its owner changed, or has stopped waiting
+			continue
+		}
+		rel[r.to] = append(rel[r.to], s)
+	}
 	n.prevMap = m
-	return plan, fill
+	return plan, fill, rel
+}
+
+// release is a slot to release: to whom, and since when.
+type release struct {
+	to    string
+	since time.Time
+}
+
+// releaseTo tells member to that it owns slots this node waited for and
+// lost before their hand-off came, their previous owner gone: an empty
+// hand-off each, which to takes as any, and serves them. A release to
+// wait for no longer is dropped from n.releases once delivered; one that
+// fails is sent again at the next reconcile.
+func (n *Node) releaseTo(to string, slots []int) {
+	md, ok := n.routes.Load().members[to]
+	if !ok {
+		return
+	}
+	for len(slots) > 0 {
+		k := min(len(slots), maxSections)
+		var payload []byte
+		for _, s := range slots[:k] {
+			payload = appendSection(payload, s, 0, nil)
+		}
+		if err := n.send(n.linkAddr(md), to, payload, formatFlags(n.isLeaving(), false, false, false)); err != nil {
+			n.logf("verbose", "cluster: releasing %d slots to %s: %v; retrying", k, to, err)
+			return
+		}
+		n.mu.Lock()
+		for _, s := range slots[:k] {
+			if n.releases[s].to == to {
+				delete(n.releases, s)
+			}
+		}
+		n.mu.Unlock()
+		n.logf("verbose", "cluster: released %d slots to %s, whose previous owner is gone", k, to)
+		slots = slots[k:]
+	}
 }
 
 // maxChunk bounds a hand-off message's payload: under the least
@@ -421,6 +480,16 @@ func (n *Node) Import(args [][]byte) error {
 		sender.Leaving = true
 		members[from] = sender
 		n.poke()
+	}
+	if n.agree != nil {
+		// Under agreement, a node that does not see a majority takes
+		// nothing, and one the majority removed meanwhile first lets go
+		// of what it served (checkSelfAgreedLocked), so that a hand-off
+		// it takes now is not dropped after.
+		if _, _, ok := n.agree.agreed(); !ok || n.down.Load() {
+			return fmt.Errorf("%w: this node sees no majority", ErrNotOwner)
+		}
+		n.checkSelfAgreedLocked()
 	}
 	// This node's own view may lag the sender's: check against the map of
 	// the members as they are now.

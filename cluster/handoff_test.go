@@ -107,3 +107,36 @@ func TestHandoffInChunks(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLostPendingSlotReleased: a node that loses a slot it waited for,
+// its previous owner gone, releases it to its new owner, which, its own
+// previous map naming that node, waits for it: as when a member's removal
+// gives a slot to b, which waits for the removed member, and the next
+// removal gives it to a, which waits for b. a serves it at once, not at
+// the pending timeout (30 s).
+func TestLostPendingSlotReleased(t *testing.T) {
+	a := startNode(t)
+	b := startNode(t, a.member())
+	settled(t, a, b)
+	m := a.routes.Load().m
+	s := 0
+	for m.OwnerID(s) != a.ID() {
+		s++
+	}
+	a.mu.Lock()
+	a.slots[s].state.Store(pending) // a waits for b
+	a.prevOwner[s], a.stateSince[s] = b.ID(), time.Now()
+	a.mu.Unlock()
+	b.mu.Lock()
+	b.slots[s].state.Store(pending) // b waited for a member now gone
+	b.prevOwner[s], b.stateSince[s] = strings.Repeat("9", 40), time.Now()
+	b.mu.Unlock()
+	b.poke()
+	testkit.Until(t, 5*time.Second, "a to serve the slot", func() error {
+		if r, _ := a.Peek(s); r != commands.RouteLocal {
+			return fmt.Errorf("slot %d on a: %v", s, r)
+		}
+		return nil
+	})
+	settled(t, a, b)
+}

@@ -120,6 +120,70 @@ func (n *Node) healthLeft(id string, md memberMeta, left bool) {
 	n.publishHealthLocked()
 }
 
+// healthAgreed brings the health table in line with a new agreed set
+// (agree.go), was being the one before. An agreed member gossip does not
+// report, and that this node has no health of (it is down, and this node
+// restarted since, say), is probed at the address the set gives, so that
+// it shows pfail, then fail, while it owns slots. A member the set
+// dropped without leaving, the majority having found it unreachable for
+// the node timeout, is fail at once where this node's probes flag it
+// pfail, as Redis Cluster's PFAIL becomes FAIL on the majority's word:
+// with a node timeout shorter than failProbes probes, the majority takes
+// its slots before the probes alone would flag it fail. One that this
+// node's probes still reach stays as they say (the leader's side of a
+// partition lost it, not this node's); one that gossip does not report
+// either, and that was never flagged, is forgotten.
+func (n *Node) healthAgreed(was, now map[string]agreedMember) {
+	live, left := n.gossipView()
+	n.mu.Lock()
+	leavers := make(map[string]bool, len(n.leavers))
+	for id := range n.leavers {
+		leavers[id] = true
+	}
+	n.mu.Unlock()
+	h := &n.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	changed := false
+	for id, am := range now {
+		if _, ok := live[id]; ok || h.peers[id] != nil {
+			continue // gossip reports it (NotifyJoin records it), or it is known
+		}
+		if ip := net.ParseIP(am.IP); ip != nil {
+			h.peers[id] = &peerHealth{addr: &net.UDPAddr{IP: ip, Port: am.BusPort}, meta: am.meta()}
+			changed = true
+		}
+	}
+	for id := range was {
+		if _, still := now[id]; still || id == n.cfg.ID {
+			continue
+		}
+		md, isLive := live[id]
+		p := h.peers[id]
+		if p == nil || isLive && md.Leaving || leavers[id] || left[id] {
+			continue // unknown, or it left: healthLeft forgets it
+		}
+		switch {
+		case p.state == healthPFail:
+			p.state = healthFail
+			n.logf("warning", "cluster: member %s (%s:%d) is fail: the majority removed it from the agreed members", id, p.meta.IP, p.meta.Port)
+		case p.state == healthOK && !isLive:
+			delete(h.peers, id)
+			changed = true
+			continue
+		case p.state == healthOK:
+			continue
+		}
+		if !isLive && p.gone.IsZero() {
+			p.gone = h.now()
+		}
+		changed = true
+	}
+	if changed {
+		n.publishHealthLocked()
+	}
+}
+
 // publishHealthLocked publishes the view Topology reads, dropping the
 // gone members listed too long or beyond maxFailedListed.
 func (n *Node) publishHealthLocked() {

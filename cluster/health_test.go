@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/hashicorp/memberlist"
 )
 
 // flagsOf returns how a's Topology shows member id: "" when it does not
@@ -34,14 +36,21 @@ func flagsOf(a *testNode, id string) (string, bool) {
 }
 
 // TestFailedMemberReported: a member that stops answering is flagged
-// pfail, then fail, by the survivors' probes while gossip still counts
-// it a member (its slots are then pfail, fail, and the cluster state
-// fail); once gossip drops it, it stays listed as fail, without slots,
-// and the cluster is ok again, its slots served by the survivors.
+// pfail, then fail, by the survivors' probes while the cluster still
+// counts it a member (its slots are then pfail, fail, and the cluster
+// state fail); once the majority drops it, it stays listed as fail,
+// without slots, and the cluster is ok again, its slots served by the
+// survivors. The majority takes a member's slots after the node timeout,
+// so they are seen fail when the node timeout is longer than the probes
+// take to flag it (failProbes probe intervals), as the default (15 s) is:
+// the test's 1 s is not (with it, the majority removes c at its first or
+// second unanswered probe, and c is fail from its removal: see
+// TestHealthOfAgreedMembers).
 func TestFailedMemberReported(t *testing.T) {
-	a := startNode(t)
-	b := startNode(t, a.member())
-	c := startNode(t, a.member())
+	set := func(c *Config) { c.NodeTimeout = 4 * time.Second }
+	a := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set)
+	b := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set, a.member())
+	c := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set, a.member())
 	settled(t, a, b, c)
 	if top := a.Topology(); top.SlotsPFail != 0 || top.SlotsFail != 0 || !a.Stats().StateOK {
 		t.Fatalf("before the failure: %d slots pfail, %d fail", top.SlotsPFail, top.SlotsFail)
@@ -62,7 +71,7 @@ func TestFailedMemberReported(t *testing.T) {
 		}
 		return fmt.Errorf("c is %q", f)
 	})
-	testkit.Until(t, 20*time.Second, "gossip to drop c", func() error {
+	testkit.Until(t, 20*time.Second, "the cluster to drop c", func() error {
 		if _, ok := a.routes.Load().members[cid]; ok {
 			return fmt.Errorf("c is still a member")
 		}
@@ -195,5 +204,63 @@ func TestHealthFlags(t *testing.T) {
 		if g.meta.Port < 8005 {
 			t.Errorf("an older failed member is listed: %+v", g)
 		}
+	}
+}
+
+// TestHealthOfAgreedMembers: under agreement, an agreed member gossip does
+// not report is probed at the agreed address (and flagged as its probes
+// say); a member the majority removed that the probes flag pfail is fail
+// at once; one the probes reach, one that left, and one never seen that
+// the set drops, are not flagged.
+func TestHealthOfAgreedMembers(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.IP, cfg.Port, cfg.Secret = "127.0.0.1", 7000, "s"
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]bool{}
+	n.health.ping = func(id string, addr *net.UDPAddr) error {
+		if answers[id] && addr != nil {
+			return nil
+		}
+		return errors.New("no answer")
+	}
+	d := (*delegate)(n)
+	b, c, e, l, x := strings.Repeat("b", 40), strings.Repeat("c", 40), strings.Repeat("e", 40), strings.Repeat("f", 40), strings.Repeat("a", 40)
+	agreed := map[string]agreedMember{n.ID(): {IP: "127.0.0.1", Port: 7000, BusPort: 17000}}
+	for i, id := range []string{b, c, e, l} {
+		md := memberMeta{IP: "127.0.0.1", Port: 7001 + i, BusPort: 17001 + i, Weight: 1, Leaving: id == l}
+		raw, _ := json.Marshal(md)
+		d.NotifyJoin(&memberlist.Node{Name: id, Addr: net.IPv4(127, 0, 0, 1), Port: uint16(17001 + i), Meta: raw})
+		agreed[id] = agreedMember{IP: md.IP, Port: md.Port, BusPort: md.BusPort, Weight: 1}
+		answers[id] = id != c && id != l
+	}
+	// x: agreed, down, never seen by this node's gossip.
+	agreed[x] = agreedMember{IP: "127.0.0.1", Port: 7009, BusPort: 17009, Weight: 1}
+	fsm := (*agreedFSM)(n.agree)
+	fsm.set(5, agreed)
+	n.probeRound()
+	state := func(id string) uint8 { return n.health.view.Load().state[id] }
+	if state(x) != healthPFail || state(c) != healthPFail || state(b) != healthOK {
+		t.Fatalf("after a probe round: x %d, c %d, b %d; want pfail, pfail, ok", state(x), state(c), state(b))
+	}
+	// The majority removes c and e (failed, to the leader), l (leaving)
+	// and x: c, pfail here, is fail; e answers here, and stays ok; x,
+	// which gossip never reported, is fail and listed as gone.
+	now := map[string]agreedMember{n.ID(): agreed[n.ID()], b: agreed[b]}
+	fsm.set(9, now)
+	if state(c) != healthFail || state(e) != healthOK || state(l) != healthPFail || state(x) != healthFail {
+		t.Errorf("after the removal: c %d, e %d, l %d, x %d; want fail, ok, pfail (as the probes say), fail", state(c), state(e), state(l), state(x))
+	}
+	if g := n.health.view.Load().gone; len(g) != 1 || g[0].id != x {
+		t.Errorf("gone: %+v, want x alone", g)
+	}
+	// An agreed member never seen nor flagged, dropped, is forgotten.
+	y := strings.Repeat("9", 40)
+	fsm.set(10, map[string]agreedMember{n.ID(): agreed[n.ID()], b: agreed[b], y: {IP: "127.0.0.1", Port: 7010, BusPort: 17010}})
+	fsm.set(11, now)
+	if _, ok := n.health.peers[y]; ok {
+		t.Errorf("y, agreed then dropped before any probe, is still in the table")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/engine"
 	"github.com/cellserver/cellserver/internal/testkit"
 	"github.com/tidwall/redcon"
@@ -85,6 +86,7 @@ func startNodeFile(t *testing.T, ln net.Listener, bus int, file string, join ...
 	cfg := DefaultConfig()
 	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
 	cfg.Secret, cfg.Join, cfg.Local, cfg.NodeFile = "s3cret", join, true, file
+	cfg.NodeTimeout = time.Second // as startNodeCfg's
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
 			t.Logf(format, args...)
@@ -111,16 +113,27 @@ func startNodeFile(t *testing.T, ln net.Listener, bus int, file string, join ...
 
 // TestRestartKeepsIdentity: a node restarted with its node file (dir)
 // comes back with its id, at its address, and owns the slots it owned
-// before it crashed: the map is the one before the crash.
+// before it crashed: the map is the one before the crash. The cluster is
+// of three: under agreement, two nodes are a majority of three, and take
+// the slots of the one that crashed; two of two are needed to take
+// anything (one of two stops serving, and waits for the other). Keys
+// spent on the survivors meanwhile go back to it with their state.
 func TestRestartKeepsIdentity(t *testing.T) {
 	a := startNode(t)
+	c := startNode(t, a.member())
 	file := filepath.Join(t.TempDir(), NodeFileName)
 	ln := testkit.Listen(t)
 	addr, bus := ln.Addr().String(), gossipPort(t)
 	b, crash := startNodeFile(t, ln, bus, file, a.member())
-	settled(t, a, b)
+	settled(t, a, b, c)
 	before := a.routes.Load().m
 	id := b.ID()
+	var keys []string
+	for i := 0; len(keys) < 20; i++ {
+		if k := fmt.Sprintf("k%d", i); before.OwnerID(engine.Slot([]byte(k))) == id {
+			keys = append(keys, k)
+		}
+	}
 	crash() // no leave
 	testkit.Until(t, 20*time.Second, "a to drop b", func() error {
 		if _, ok := a.routes.Load().members[id]; ok {
@@ -128,6 +141,10 @@ func TestRestartKeepsIdentity(t *testing.T) {
 		}
 		return nil
 	})
+	settled(t, a, c)
+	for _, k := range keys {
+		exhaust(t, owner(t, k, a, c), k)
+	}
 	ln2, err := net.Listen("tcp", addr) // the same client port
 	if err != nil {
 		t.Fatal(err)
@@ -136,22 +153,56 @@ func TestRestartKeepsIdentity(t *testing.T) {
 	if b2.ID() != id {
 		t.Fatalf("restarted with id %s, was %s", b2.ID(), id)
 	}
-	settled(t, a, b2)
+	settled(t, a, b2, c)
 	if after := a.routes.Load().m; after.Owner != before.Owner {
 		t.Errorf("the map after the restart differs from the one before: %d slots moved", moved(before, after))
 	}
-	// Restarted at once, before a sees it gone: a's map never changed, so
-	// a hands it nothing; it releases b's slots to it (an empty hand-off
-	// each), and b serves them without waiting the pending timeout (30 s,
-	// twice settled's wait).
+	if owners := spentOnOwners(t, keys, a, b2, c); owners[keys[0]] != b2 {
+		t.Errorf("%s is served by %s, not b", keys[0], owners[keys[0]].addr)
+	}
+	// Restarted at once, before the others see it gone: their map never
+	// changed, so they hand it nothing; they release b's slots to it (an
+	// empty hand-off each), and b serves them without waiting the pending
+	// timeout (30 s, twice settled's wait).
 	crash2()
 	ln3, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b3, _ := startNodeFile(t, ln3, bus, file, a.member())
-	settled(t, a, b3)
+	settled(t, a, b3, c)
 	if after := a.routes.Load().m; after.Owner != before.Owner || b3.ID() != id {
 		t.Errorf("after a quick restart: id %s, %d slots moved", b3.ID(), moved(before, after))
+	}
+}
+
+// TestRestartOneOfTwo: of two nodes, one crashes: the other sees no
+// majority and refuses (CLUSTERDOWN) rather than take its slots; the
+// crashed node, restarted with its id (its Raft state, in memory, gone),
+// is a voter of the set the other holds, catches up, and both serve the
+// map of before.
+func TestRestartOneOfTwo(t *testing.T) {
+	a := startNode(t)
+	file := filepath.Join(t.TempDir(), NodeFileName)
+	ln := testkit.Listen(t)
+	addr, bus := ln.Addr().String(), gossipPort(t)
+	b, crash := startNodeFile(t, ln, bus, file, a.member())
+	settled(t, a, b)
+	before := a.routes.Load().m
+	crash()
+	testkit.Until(t, 10*time.Second, "a to refuse", func() error {
+		if r, _ := a.Peek(0); r != commands.RouteClusterDown {
+			return fmt.Errorf("slot 0 on a: %v", r)
+		}
+		return nil
+	})
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := startNodeFile(t, ln2, bus, file, a.member())
+	settled(t, a, b2)
+	if after := a.routes.Load().m; after.Owner != before.Owner || b2.ID() != b.ID() {
+		t.Errorf("after the restart: id %s (was %s), %d slots moved", b2.ID(), b.ID(), moved(before, after))
 	}
 }

@@ -61,6 +61,9 @@ func (d *delegate) NotifyJoin(m *memberlist.Node) {
 		n.met(m.Name, md) // before the member counts for Import
 		n.healthJoined(m.Name, &net.UDPAddr{IP: append(net.IP(nil), m.Addr...), Port: int(m.Port)}, md)
 	}
+	n.gossipedMu.Lock()
+	delete(n.leftClean, m.Name)
+	n.gossipedMu.Unlock()
 	d.NotifyUpdate(m)
 }
 
@@ -73,6 +76,14 @@ func (d *delegate) NotifyLeave(m *memberlist.Node) {
 	n.gossipedMu.Lock()
 	md, ok := n.gossiped[m.Name]
 	delete(n.gossiped, m.Name)
+	// A member that gossiped its leave, or handed over as leaving, left
+	// cleanly: the agreed set drops it at once (agree.go), and it owns
+	// nothing meanwhile. Memberlist's m.State cannot tell: it keeps a
+	// member's state in a field of its own that shadows Node.State, which
+	// it never sets.
+	if ok && md.Leaving || handedOver {
+		n.leftClean[m.Name] = true
+	}
 	n.gossipedMu.Unlock()
 	if ok {
 		n.dropPeer(net.JoinHostPort(md.IP, strconv.Itoa(md.Port)))
@@ -110,7 +121,7 @@ func (d *delegate) NotifyUpdate(m *memberlist.Node) {
 func (n *Node) met(id string, md memberMeta) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.eng == nil || n.prevFromMembers || len(n.routes.Load().members) != 1 {
+	if n.eng == nil || n.prevFromMembers || len(n.routes.Load().members) > 1 {
 		return
 	}
 	if !(md.Started < n.selfMeta.Started || md.Started == n.selfMeta.Started && id < n.cfg.ID) {
@@ -123,7 +134,44 @@ func (n *Node) met(id string, md memberMeta) {
 		n.slots[s].state.CompareAndSwap(serving, notMine)
 	}
 	n.prevFromMembers = true
+	if n.agree != nil && n.agree.bootstrapped.Load() {
+		n.agree.reset.Store(true) // its Raft, a cluster of one, waits to be added instead
+	}
 	n.logf("notice", "cluster: met member %s; serving no slot until the owners hand them over", id)
+}
+
+// gossipView returns the live members as gossip reports them, this node
+// included, and the members gone by a clean leave.
+func (n *Node) gossipView() (live map[string]memberMeta, left map[string]bool) {
+	n.gossipedMu.Lock()
+	defer n.gossipedMu.Unlock()
+	live = make(map[string]memberMeta, len(n.gossiped)+1)
+	for id, md := range n.gossiped {
+		live[id] = md
+	}
+	live[n.cfg.ID] = n.selfMeta
+	left = make(map[string]bool, len(n.leftClean))
+	for id := range n.leftClean {
+		left[id] = true
+	}
+	return live, left
+}
+
+// routeMembersLocked is membersLocked with, under agreement, the agreed
+// members gossip does not report live: they own their slots until the
+// majority removes them, and clients are sent to them meanwhile.
+func (n *Node) routeMembersLocked() map[string]memberMeta {
+	out := n.membersLocked()
+	if n.agree == nil {
+		return out
+	}
+	agreed, _, _ := n.agree.agreed()
+	for id, am := range agreed {
+		if _, ok := out[id]; !ok {
+			out[id] = am.meta()
+		}
+	}
+	return out
 }
 
 // dropPeer closes the hand-off client and the idle forwarding connections
@@ -328,6 +376,9 @@ func (n *Node) Leave() error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	n.logf("notice", "cluster: every slot handed over; leaving")
+	if n.agree != nil {
+		n.agree.awaitRemoval(deadline)
+	}
 	_ = n.ml.Leave(n.cfg.HandoffTimeout)
 	return n.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,14 @@ type Node struct {
 	ml  *memberlist.Memberlist
 
 	shared atomic.Pointer[sharedHolder] // the state the cluster shares (shared.go); nil: none
+	// agree is the member set a majority agreed on (agree.go), nil when
+	// Config.RequireMajority is off; gossipTr is the gossip transport
+	// its Raft shares.
+	agree    *agreement
+	gossipTr *limitedTransport
+	// down is set while this node has not seen a majority for the node
+	// timeout: it answers no slot (Acquire's one extra atomic load).
+	down atomic.Bool
 
 	slots  [engine.SlotCount]slotState
 	routes atomic.Pointer[routeTable] // the map the request path reads, replaced whole by reconcile
@@ -45,6 +54,10 @@ type Node struct {
 	stateSince [engine.SlotCount]time.Time // when the slot became pending, or stale
 	leaving    bool                        // Leave has begun: hand-offs carry the leaving flag
 	held       map[int]heldSlot            // the slots this node serves though it owns them not: they could not move
+	// releases are the slots this node lost before their hand-off came,
+	// their previous owner gone, by the owner to release them to
+	// (handoff.go's releaseTo).
+	releases map[int]release
 	// seenMACs holds the MACs of the hand-offs accepted, with their time,
 	// against replays.
 	seenMACs map[string]int64
@@ -54,6 +67,10 @@ type Node struct {
 	// prevFromMembers is set when this node, alone and empty, met others:
 	// the next reconcile takes them as the previous owners (prevMap).
 	prevFromMembers bool
+	// selfAddedAt is the Raft index at which the agreed set last added
+	// this node (0: not in it): a change means the others took its slots
+	// meanwhile, and what it served is stale.
+	selfAddedAt uint64
 
 	// gossipedMu guards the members as memberlist's events report them
 	// (its Members' nodes are changed in place, so they are copied in the
@@ -61,6 +78,7 @@ type Node struct {
 	// calling memberlist, which calls the events with its own lock held.
 	gossipedMu sync.Mutex
 	gossiped   map[string]memberMeta // other live members, by id
+	leftClean  map[string]bool       // members gone by a clean leave, not a failure
 	selfMeta   memberMeta            // what this node gossips of itself
 
 	handoffKey     []byte                   // HMAC key of hand-off messages, from the cluster secret
@@ -122,7 +140,7 @@ func New(cfg Config) (*Node, error) {
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	lk := sha256.Sum256([]byte("cellserver link\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, releases: map[int]release{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, leftClean: map[string]bool{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
 		handoffKey: k[:], linkKey: lk[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixNano()},
@@ -130,6 +148,10 @@ func New(cfg Config) (*Node, error) {
 	n.routes.Store(&routeTable{m: Assign(nil), members: map[string]memberMeta{}})
 	n.health.peers = map[string]*peerHealth{}
 	n.identityNote = note
+	if cfg.RequireMajority {
+		rk := sha256.Sum256([]byte("cellserver raft\x00" + cfg.Secret))
+		n.agree = newAgreement(n, rk[:])
+	}
 	return n, nil
 }
 
@@ -178,8 +200,18 @@ func (n *Node) Start(eng *engine.Engine) error {
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
 	mc.Transport = tr
+	n.gossipTr = tr
+	if n.agree != nil {
+		if err := n.agree.start(tr); err != nil {
+			_ = tr.Shutdown()
+			return err
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if n.agree != nil {
+			n.agree.shutdownRaft()
+		}
 		_ = tr.Shutdown()
 		return fmt.Errorf("cluster: gossip on %s:%d: %w", n.cfg.BindAddr, n.cfg.BusPort, err)
 	}
@@ -210,9 +242,18 @@ func (n *Node) Start(eng *engine.Engine) error {
 			others = append(others, Member{ID: id, Weight: m.Weight})
 		}
 	}
+	if n.agree != nil && (len(n.cfg.Join) == 0 || rejoin != nil) {
+		n.agree.bootstrap() // joined no one: a cluster of one
+		// Its map, until Raft commits the same (an election away).
+		n.routes.Store(&routeTable{m: Assign([]Member{{ID: n.cfg.ID, Weight: n.cfg.Weight}}),
+			members: map[string]memberMeta{n.cfg.ID: n.selfMeta}, addr: []string{net.JoinHostPort(n.cfg.IP, strconv.Itoa(n.cfg.Port))}})
+	}
 	if len(others) > 0 {
 		// Whatever the others serve is theirs until they hand it over.
 		n.prevMap = Assign(others)
+		// With agreement, the previous owners are the agreed others, once
+		// a configuration with this node comes.
+		n.prevFromMembers = n.agree != nil
 		if keys := eng.NewView().DBSize(); keys > 0 {
 			m, now := n.currentMapLocked(members), time.Now()
 			for s := range n.slots {
@@ -236,6 +277,9 @@ func (n *Node) Start(eng *engine.Engine) error {
 	n.logf("notice", "cluster: node %s gossiping on %s:%d, %d members", n.cfg.ID, n.cfg.IP, n.cfg.BusPort, len(members))
 	n.reconcile()
 	n.started.Store(true)
+	if n.agree != nil {
+		n.agree.run()
+	}
 	go n.loop()
 	go n.meetLoop()
 	n.health.probing.Add(1)
@@ -264,6 +308,9 @@ func (n *Node) Close() error {
 		n.rejoining.Wait()      // a join under way ends within memberlist's TCP timeout
 		n.health.probing.Wait() // a probe round ends within the probe timeout
 		n.releasing.Wait()      // a release ends within the hand-off timeout
+		if n.agree != nil {
+			n.agree.close()
+		}
 		// A CLUSTER MEET under way is not waited for (see meetLoop).
 		_ = n.ml.Shutdown()
 	}

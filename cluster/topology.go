@@ -38,6 +38,9 @@ type routeTable struct {
 // Acquire reports where slot is served; when it is this node, the slot
 // stays here (a hand-off of it waits) until Release.
 func (n *Node) Acquire(slot int) (commands.Route, string) {
+	if n.down.Load() {
+		return commands.RouteClusterDown, ""
+	}
 	sl := &n.slots[slot]
 	sl.inflight.Add(1)
 	if sl.state.Load() == serving {
@@ -52,6 +55,9 @@ func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
 
 // Peek reports where slot is served now, without holding it.
 func (n *Node) Peek(slot int) (commands.Route, string) {
+	if n.down.Load() {
+		return commands.RouteClusterDown, ""
+	}
 	switch n.slots[slot].state.Load() {
 	case serving:
 		return commands.RouteLocal, ""
@@ -144,12 +150,7 @@ func (n *Node) staleSlots() int {
 // reconcile asks five times a second, and Assign sorts 256 pairs per
 // member (about 6 ms for 50 members).
 func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
-	var owners []Member
-	for id, m := range members {
-		if !m.Leaving {
-			owners = append(owners, Member{ID: id, Weight: m.Weight})
-		}
-	}
+	owners := n.ownersLocked(members, "")
 	sort.Slice(owners, func(i, j int) bool { return owners[i].ID < owners[j].ID })
 	var key strings.Builder
 	for _, o := range owners {
@@ -165,13 +166,37 @@ func (n *Node) currentMapLocked(members map[string]memberMeta) *SlotMap {
 	return n.lastMap
 }
 
+// ownersLocked returns the members that own slots, but skip: the agreed
+// set under agreement, else the live members, less those leaving.
+func (n *Node) ownersLocked(members map[string]memberMeta, skip string) []Member {
+	var owners []Member
+	if n.agree != nil {
+		agreed, _, _ := n.agree.agreed()
+		for id, am := range agreed {
+			if id != skip && !members[id].Leaving && !n.leavers[id] && !n.isLeftClean(id) {
+				owners = append(owners, Member{ID: id, Weight: am.Weight})
+			}
+		}
+		return owners
+	}
+	for id, m := range members {
+		if id != skip && !m.Leaving {
+			owners = append(owners, Member{ID: id, Weight: m.Weight})
+		}
+	}
+	return owners
+}
+
 // reconcile brings every slot's state in line with the map of the live
 // members, then hands the slots this node no longer owns to their owners,
 // and sends restored keys to theirs.
 func (n *Node) reconcile() {
-	plan, fill := n.planHandoffs()
+	plan, fill, rel := n.planHandoffs()
 	for to, slots := range plan {
 		n.handoff(to, slots, false)
+	}
+	for to, slots := range rel {
+		n.releaseTo(to, slots)
 	}
 	for to, slots := range fill {
 		n.handoff(to, slots, true)
@@ -187,7 +212,8 @@ func (n *Node) Topology() commands.ClusterTopology {
 	if hv == nil {
 		hv = &healthView{}
 	}
-	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load())}
+	out := commands.ClusterTopology{MyID: n.cfg.ID, Epoch: t.epoch, KeysOut: n.keysOut.Load(), KeysIn: n.keysIn.Load(), SlotsHeld: int(n.nHeld.Load()),
+		Agreement: n.agree != nil, SeesMajority: n.agree == nil || !n.down.Load()}
 	for id, md := range t.members {
 		h := hv.state[id]
 		out.Nodes = append(out.Nodes, commands.ClusterNode{ID: id, IP: md.IP, Port: md.Port, BusPort: md.BusPort,
@@ -224,4 +250,12 @@ func (n *Node) Topology() commands.ClusterTopology {
 		s = e + 1
 	}
 	return out
+}
+
+// isLeftClean reports whether id left by a clean leave: it owns nothing
+// while the agreed set still holds it.
+func (n *Node) isLeftClean(id string) bool {
+	n.gossipedMu.Lock()
+	defer n.gossipedMu.Unlock()
+	return n.leftClean[id]
 }

@@ -147,7 +147,7 @@ func clusterGetKeys(c *Client, req *Request) {
 // clusterState is CLUSTER INFO's cluster_state: fail when a slot has no
 // owner or its owner is fail, as Redis's with cluster-require-full-coverage.
 func clusterState(top *ClusterTopology) string {
-	if top.SlotsOK < engine.SlotCount || top.SlotsFail > 0 {
+	if top.SlotsOK < engine.SlotCount || top.SlotsFail > 0 || top.Agreement && !top.SeesMajority {
 		return "fail"
 	}
 	return "ok"
@@ -171,6 +171,7 @@ func clusterInfo(c *Client, _ *Request) {
 		{"cluster_size", size}, {"cluster_current_epoch", top.Epoch}, {"cluster_my_epoch", top.Epoch},
 		{"cluster_stats_messages_sent", 0}, {"cluster_stats_messages_received", 0},
 		{"total_cluster_links_buffer_limit_exceeded", 0}, {"cluster_slots_held", top.SlotsHeld},
+		{"cluster_sees_majority", seesMajority(top)},
 	} {
 		field(&b, f.name, f.v)
 	}
@@ -358,4 +359,14 @@ func clusterImport(c *Client, req *Request) {
 		return
 	}
 	c.writeOK()
+}
+
+// seesMajority is CLUSTER INFO's and INFO's cluster_sees_majority: 1 when
+// the node has seen a majority of the members within the node timeout,
+// or does not require one.
+func seesMajority(top ClusterTopology) int {
+	if top.Agreement && !top.SeesMajority {
+		return 0
+	}
+	return 1
 }

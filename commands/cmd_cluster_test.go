@@ -18,12 +18,15 @@ type fakeRouter struct {
 	imported           [][]byte
 	forward            bool
 	top                *ClusterTopology // Topology's answer when set
+	noMajority         bool             // the node sees no majority: every slot is CLUSTERDOWN The cluster is down
 }
 
 var _ Router = (*fakeRouter)(nil)
 
 func (r *fakeRouter) Peek(slot int) (Route, string) {
 	switch {
+	case r.noMajority:
+		return RouteClusterDown, ""
 	case r.mine[slot]:
 		return RouteLocal, ""
 	case r.moving[slot]:
@@ -148,6 +151,10 @@ func TestClusterRouting(t *testing.T) {
 	r.moving[bar], r.down[bar] = false, true
 	if got := h.do("GET", "bar"); got != errReply(errClusterDown) {
 		t.Errorf("a slot with no owner: got %q", got)
+	}
+	r.noMajority = true
+	if got, want := h.do("CL.THROTTLE", "foo", "1", "1", "60"), errReply("CLUSTERDOWN The cluster is down"); got != want {
+		t.Errorf("on a node that sees no majority: got %q, want %q", got, want)
 	}
 	for slot, n := range r.held {
 		if n != 0 {

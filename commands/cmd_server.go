@@ -490,5 +490,7 @@ func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 		field(b, "cluster_slots_fail", top.SlotsFail)
 		field(b, "cluster_keys_handed_out", top.KeysOut)
 		field(b, "cluster_keys_handed_in", top.KeysIn)
+		field(b, "cluster_current_epoch", top.Epoch)
+		field(b, "cluster_sees_majority", seesMajority(top))
 	}
 }

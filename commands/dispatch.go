@@ -302,6 +302,8 @@ func routeError(r Route, slot int, addr string) string {
 		return errMoved(slot, addr)
 	case RouteTryAgain:
 		return errTryAgain
+	case RouteClusterDown:
+		return errClusterIsDown
 	}
 	return errClusterDown
 }

@@ -228,6 +228,7 @@ const (
 	errCrossSlot         = "CROSSSLOT Keys in request don't hash to the same slot"
 	errTryAgain          = "TRYAGAIN Hash slot is being handed over to another node, try again"
 	errClusterDown       = "CLUSTERDOWN Hash slot not served"
+	errClusterIsDown     = "CLUSTERDOWN The cluster is down"
 	errClusterDisabled   = "ERR This instance has cluster support disabled"
 	errInvalidSlot       = "ERR Invalid slot"
 	errInvalidSlotOrKeys = "ERR Invalid slot or number of keys"

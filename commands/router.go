@@ -16,6 +16,10 @@ const (
 	RouteTryAgain
 	// RouteDown: no live node owns the slot (-CLUSTERDOWN).
 	RouteDown
+	// RouteClusterDown: this node has not seen a majority of the
+	// cluster's members for the node timeout, so it answers for no slot
+	// (-CLUSTERDOWN The cluster is down).
+	RouteClusterDown
 )
 
 // Router is cluster mode as commands sees it; package cluster's Node is
@@ -78,6 +82,10 @@ type ClusterTopology struct {
 	// SlotsHeld is how many slots this node serves although another owns
 	// them, because their keys could not be handed over to it.
 	SlotsHeld int
+	// Agreement says that the members are agreed by a majority
+	// (cluster-require-majority); SeesMajority, that this node has seen a
+	// majority within the node timeout (when not, it serves no slot).
+	Agreement, SeesMajority bool
 }
 
 // ClusterNode is one member of the cluster.

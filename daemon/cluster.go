@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/cellserver/cellserver/cluster"
 	"github.com/cellserver/cellserver/metrics"
@@ -42,6 +43,8 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	}
 	cc.Join, cc.Secret, cc.Weight = cfg.ClusterJoin, cfg.ClusterSecret, cfg.ClusterWeight
 	cc.Forward = cfg.ClusterForward
+	cc.NodeTimeout = time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond
+	cc.RequireMajority = cfg.ClusterRequireMajority
 	if cfg.TLSCluster {
 		if cfg.TLSConfig == nil {
 			return nil, errors.New("cluster mode: tls-cluster needs tls-port and its certificate")

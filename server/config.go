@@ -199,6 +199,15 @@ type Config struct {
 	// ClusterForward makes a node relay commands for slots it does not
 	// serve to their owners instead of answering MOVED. Default: false.
 	ClusterForward bool
+	// ClusterNodeTimeout is cluster-node-timeout in milliseconds: how
+	// long a node may see no majority before it answers CLUSTERDOWN, and
+	// how long a member must be unreachable before the majority takes
+	// its slots. Default: 15000.
+	ClusterNodeTimeout int
+	// ClusterRequireMajority is cluster-require-majority: slots move only
+	// when a majority of the members agrees, and a node that sees no
+	// majority stops serving. Default: true.
+	ClusterRequireMajority bool
 	// TLSCluster makes the cluster's links between nodes (hand-offs and
 	// forwarded commands) TLS connections to the peers' TLS ports, with
 	// this node's certificate and CAs; it needs TLSPort. Default: false.
@@ -317,6 +326,9 @@ func DefaultConfig() Config {
 		ReplBacklogSize:  16 << 20,
 		ReplTimeout:      60,
 		ReplBacklogTTL:   3600,
+
+		ClusterNodeTimeout:     15000,
+		ClusterRequireMajority: true,
 	}
 }
 

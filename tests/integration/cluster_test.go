@@ -39,7 +39,9 @@ func startNode(t *testing.T, join ...string) *proc {
 // startNodeArgs is startNode with more settings.
 func startNodeArgs(t *testing.T, extra []string, join ...string) *proc {
 	t.Helper()
-	args := []string{"--cluster-enabled", "yes", "--cluster-secret", "test-secret",
+	// A 2 s node timeout: a node that dies is removed (and its slots
+	// move) about 3 s later, not 17 s as with the default.
+	args := []string{"--cluster-enabled", "yes", "--cluster-secret", "test-secret", "--cluster-node-timeout", "2000",
 		"--enable-debug-command", "yes", "--loglevel", "verbose"}
 	if len(join) > 0 {
 		args = append(args, "--cluster-join", strings.Join(join, ","))
@@ -341,8 +343,11 @@ func TestCluster(t *testing.T) {
 		wantOK(t, d.rdb, "CLUSTER", "MEET", "127.0.0.1", b.Port)
 		after := settle(t, a, b, c, d)
 		<-storm
-		// Most moved slots go to d; exact shares make the others pass a
-		// few between them too (docs/commands.md#cluster).
+		// d takes its exact share, a quarter; exact shares make the others
+		// pass some between them too (docs/commands.md#cluster): over
+		// 3,000 draws of four random ids, 0 to 1,301 slots (a median of
+		// 299), so a bound on the share that goes to d would fail with
+		// some ids.
 		moved, toD := 0, 0
 		for s := range after {
 			if after[s] != owners[s] {
@@ -352,8 +357,8 @@ func TestCluster(t *testing.T) {
 				}
 			}
 		}
-		if moved < 3400 || moved > 4800 || toD < moved*9/10 {
-			t.Errorf("%d slots moved, %d of them to the 4th node; want about 16384/4, nearly all to it", moved, toD)
+		if toD != 16384/4 || moved > 16384/4*14/10 {
+			t.Errorf("%d slots moved, %d of them to the 4th node; want 16384/4 to it, and at most 1.4 times that in all", moved, toD)
 		}
 		owners = after
 		cc.ReloadState(ctx)
