@@ -195,3 +195,18 @@ func Tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// LookTool returns the path of the program name. Missing, it fails the
+// test when CI is set (CI installs what the tests drive) and skips it
+// elsewhere.
+func LookTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found on CI: %v", name, err)
+		}
+		t.Skipf("%s not installed: %v", name, err)
+	}
+	return p
+}

@@ -408,7 +408,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("redis-cli -c", func(t *testing.T) {
-		cli := lookTool(t, "redis-cli")
+		cli := testkit.LookTool(t, "redis-cli")
 		for _, n := range []*proc{a, c, d} {
 			out, errOut, err := runTool(t, cli, "-c", "-p", strconv.Itoa(n.Port), "FW.INCR", "{cli}:k", "10", "60")
 			if err != nil || errOut != "" {
@@ -423,7 +423,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("redis-benchmark --cluster", func(t *testing.T) {
-		bench := lookTool(t, "redis-benchmark")
+		bench := testkit.LookTool(t, "redis-benchmark")
 		args := []string{"--cluster", "-p", strconv.Itoa(c.Port), "-n", "3000", "-c", "6", "-r", "1000", "-q",
 			"FW.INCR", "{tag}:__rand_int__", "1000000", "60"}
 		out, errOut, err := runTool(t, bench, args...)

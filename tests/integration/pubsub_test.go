@@ -66,7 +66,7 @@ func TestPubSubGoRedis(t *testing.T) {
 // TestPubSubRedisCli: redis-cli SUBSCRIBE prints the subscription and then
 // a message published meanwhile.
 func TestPubSubRedisCli(t *testing.T) {
-	cli := lookTool(t, "redis-cli")
+	cli := testkit.LookTool(t, "redis-cli")
 	ts := startServer(t)
 	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -24,7 +24,7 @@ func TestSentinelHelloLink(t *testing.T) {
 	// sentinel mode, which it is.
 	bin, args := "redis-sentinel", []string{}
 	if _, err := exec.LookPath(bin); err != nil {
-		bin, args = lookTool(t, "redis-server"), []string{"--sentinel"}
+		bin, args = testkit.LookTool(t, "redis-server"), []string{"--sentinel"}
 	}
 	ts := startServer(t)
 	dir := t.TempDir()

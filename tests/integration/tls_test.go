@@ -190,7 +190,7 @@ func TestTLS(t *testing.T) {
 // certificate.
 func TestTLSRedisCli(t *testing.T) {
 	t.Parallel()
-	cli := lookTool(t, "redis-cli")
+	cli := testkit.LookTool(t, "redis-cli")
 	pki := newTestPKI(t)
 	_, tlsAddr := startTLSServer(t, pki, "yes")
 	host, port, _ := net.SplitHostPort(tlsAddr)

@@ -12,21 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// lookTool finds a Redis command-line tool. Missing, it fails the test on
-// CI (which installs redis-tools) and skips it elsewhere.
-func lookTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found on CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
+	"github.com/cellserver/cellserver/internal/testkit"
+)
 
 // runTool runs a tool with a 60 s limit and returns stdout and stderr.
 func runTool(t *testing.T, name string, args ...string) (string, string, error) {
@@ -52,7 +40,7 @@ func runToolEnv(t *testing.T, env []string, name string, args ...string) (string
 
 // TestRedisCli: redis-cli's one-shot mode, raw and formatted.
 func TestRedisCli(t *testing.T) {
-	cli := lookTool(t, "redis-cli")
+	cli := testkit.LookTool(t, "redis-cli")
 	t.Parallel()
 	ts := startServer(t)
 	port := strconv.Itoa(ts.Port)
@@ -98,7 +86,7 @@ func TestRedisCli(t *testing.T) {
 // terminal (script(1)): it must start (it sends COMMAND DOCS for its
 // hints), show its prompt and print replies.
 func TestRedisCliInteractive(t *testing.T) {
-	cli := lookTool(t, "redis-cli")
+	cli := testkit.LookTool(t, "redis-cli")
 	script, err := exec.LookPath("script")
 	if err != nil {
 		t.Skipf("script(1) not installed: %v", err)
@@ -209,7 +197,7 @@ func TestRedisCliInteractive(t *testing.T) {
 // TestRedisBenchmark: redis-benchmark runs to the end against cellserver
 // (it aborts on any error reply), pipelined or not.
 func TestRedisBenchmark(t *testing.T) {
-	bench := lookTool(t, "redis-benchmark")
+	bench := testkit.LookTool(t, "redis-benchmark")
 	t.Parallel()
 	ts := startServer(t)
 	port := strconv.Itoa(ts.Port)

@@ -116,7 +116,7 @@ func Start(t testing.TB, opt Options, replicas int) *Group {
 	}
 	g := &Group{Opt: opt, t: t}
 	if opt.Kind == Redis {
-		g.bin = look(t, "redis-server")
+		g.bin = testkit.LookTool(t, "redis-server")
 	} else {
 		g.bin = testkit.Build(t, testkit.Cellserver)
 	}
@@ -129,20 +129,6 @@ func Start(t testing.TB, opt Options, replicas int) *Group {
 		g.WaitReady(t, primary, replicas)
 	}
 	return g
-}
-
-// look returns the path of a tool, skipping the test where it is
-// missing, failing it on CI.
-func look(t testing.TB, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found on CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
 }
 
 // StartNode starts a node of the group in a new directory, a replica of
@@ -185,7 +171,7 @@ func (g *Group) StartSentinels(t testing.TB, primary *Node) {
 	t.Helper()
 	bin, args := "redis-sentinel", []string(nil)
 	if _, err := exec.LookPath(bin); err != nil {
-		bin, args = look(t, "redis-server"), []string{"--sentinel"}
+		bin, args = testkit.LookTool(t, "redis-server"), []string{"--sentinel"}
 	}
 	for range g.Opt.Sentinels {
 		dir := t.TempDir()
