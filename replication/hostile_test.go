@@ -244,6 +244,9 @@ func TestPromotionMidCopyEndsTheOldHistory(t *testing.T) {
 	}
 	primary, replica := testkit.TCPPair(t)
 	go serve(primary, nil)
+	// The feed comes on in serve, before its full copy: a key written
+	// before that goes with the copy, not the stream.
+	testkit.WaitFor(t, "the change feed on", eng.FeedOn)
 	put("old")
 	testkit.WaitFor(t, "the stream to carry the key", func() bool { return infoOf(r)["master_repl_offset"] != "0" })
 	end := infoOf(r)["master_repl_offset"]
