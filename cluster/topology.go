@@ -50,6 +50,12 @@ func (n *Node) Acquire(slot int) (commands.Route, string) {
 	return n.Peek(slot)
 }
 
+// AcquireRead is Acquire for a command that changes nothing, on a
+// connection that sent READONLY.
+func (n *Node) AcquireRead(slot int) (commands.Route, string) {
+	return n.Acquire(slot)
+}
+
 // Release ends what Acquire began when it returned commands.RouteLocal.
 func (n *Node) Release(slot int) { n.slots[slot].inflight.Add(-1) }
 

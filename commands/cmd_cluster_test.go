@@ -45,6 +45,9 @@ func (r *fakeRouter) Acquire(slot int) (Route, string) {
 	return route, addr
 }
 
+// AcquireRead is Acquire; the replica's reads are the helper's to fake.
+func (r *fakeRouter) AcquireRead(slot int) (Route, string) { return r.Acquire(slot) }
+
 func (r *fakeRouter) Release(slot int) { r.held[slot]-- }
 
 func (r *fakeRouter) Topology() ClusterTopology {

@@ -32,6 +32,11 @@ type Router interface {
 	// matching Release; otherwise addr is the owner's host:port for
 	// RouteMoved, and nothing is to be released.
 	Acquire(slot int) (r Route, addr string)
+	// AcquireRead is Acquire for a command that changes nothing (a cost-0
+	// call) on a connection that sent READONLY: it answers RouteLocal for
+	// a slot this node serves, and also for one of which it holds a
+	// replica's copy (cluster-replicas), caught up; Release ends it too.
+	AcquireRead(slot int) (r Route, addr string)
 	// Release ends what Acquire began when it returned RouteLocal.
 	Release(slot int)
 	// Peek is Acquire without holding the slot: where it is served now.
@@ -86,6 +91,44 @@ type ClusterTopology struct {
 	// (cluster-require-majority); SeesMajority, that this node has seen a
 	// majority within the node timeout (when not, it serves no slot).
 	Agreement, SeesMajority bool
+	// Replicas is cluster-replicas: how many nodes besides its owner hold
+	// a copy of each slot's state, streamed from the owner.
+	Replicas int
+	// Ranges are the slot ranges that have an owner, in slot order, each
+	// with the nodes that hold its replicas (cluster-replicas), first the
+	// one that takes the range over if its owner fails. A range is as
+	// long as its owner and its replicas are the same.
+	Ranges []ClusterRange
+	// ReplOut are the streams of this node's slots to their replicas, one
+	// per replica node; ReplIn are the streams this node receives, one per
+	// owner whose slots it holds copies of.
+	ReplOut, ReplIn []ReplicaStream
+	// ReplicaSlots is how many slots this node holds a replica's copy of,
+	// caught up (its full copy received); ReplicaSlotsSyncing, how many it
+	// should hold and is still waiting for.
+	ReplicaSlots, ReplicaSlotsSyncing int
+}
+
+// ClusterRange is a range of slots with one owner and the same replicas.
+type ClusterRange struct {
+	First, Last int    // inclusive
+	Owner       string // the owner's node id
+	Replicas    []string
+}
+
+// ReplicaStream is one stream of slot changes between this node and a
+// peer: on the owner's side, to a replica; on the replica's, from an owner.
+type ReplicaStream struct {
+	ID     string // the peer's node id
+	Slots  int    // slots this stream carries
+	Synced int    // of those, slots whose full copy has been delivered
+	// Offset counts the changes delivered on the stream since it began;
+	// Lag, the changes taken from the engine and not yet delivered (on
+	// the owner's side; 0 on the replica's).
+	Offset, Lag int64
+	// LastMs is how many milliseconds ago the stream last delivered a
+	// message (a heartbeat at least once a second while it is up).
+	LastMs int64
 }
 
 // ClusterNode is one member of the cluster.
