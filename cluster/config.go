@@ -108,6 +108,12 @@ type Config struct {
 	// reports live, as each node sees them, and a node never stops
 	// serving: both sides of a partition serve every slot. Default: true.
 	RequireMajority bool
+	// Replicas is cluster-replicas: how many other members hold a copy of
+	// each slot's state, streamed from its owner (replicas.go), chosen so
+	// that the first is the member that owns the slot once its owner is
+	// gone: it takes the slot over with the state it has. From 0 to
+	// MaxReplicas. Default: 0, none.
+	Replicas int
 	// Transport, when set, carries the gossip in place of memberlist's own
 	// TCP and UDP transport on BindAddr:BusPort: tests run several nodes
 	// in one process on a memberlist.MockNetwork (internal/testkit's
@@ -115,6 +121,9 @@ type Config struct {
 	// BusPort then is. Default: nil, memberlist's own.
 	Transport memberlist.NodeAwareTransport
 }
+
+// MaxReplicas is the most cluster-replicas may be.
+const MaxReplicas = 5
 
 // DefaultConfig returns a complete configuration but for IP, Port and
 // Secret.
@@ -180,6 +189,9 @@ func (c *Config) Validate() error {
 	}
 	if !(c.Weight >= 0 && c.Weight <= MaxWeight) { // NaN too
 		return bad("weight %v is not from 0 to %d", c.Weight, MaxWeight)
+	}
+	if c.Replicas < 0 || c.Replicas > MaxReplicas {
+		return bad("replicas %d is not from 0 to %d", c.Replicas, MaxReplicas)
 	}
 	if c.GossipMaxStreams < 0 || c.GossipMaxStreamBytes < 0 {
 		return bad("gossip limits must not be negative")

@@ -45,6 +45,7 @@ func newClusterNode(cfg *server.Config, logf func(level, format string, args ...
 	cc.Forward = cfg.ClusterForward
 	cc.NodeTimeout = time.Duration(cfg.ClusterNodeTimeout) * time.Millisecond
 	cc.RequireMajority = cfg.ClusterRequireMajority
+	cc.Replicas = cfg.ClusterReplicas
 	if cfg.TLSCluster {
 		if cfg.TLSConfig == nil {
 			return nil, errors.New("cluster mode: tls-cluster needs tls-port and its certificate")

@@ -208,6 +208,10 @@ type Config struct {
 	// when a majority of the members agrees, and a node that sees no
 	// majority stops serving. Default: true.
 	ClusterRequireMajority bool
+	// ClusterReplicas is cluster-replicas: how many other nodes hold a
+	// copy of each slot's state, streamed from its owner, to take the
+	// slot over with it when the owner fails. Default: 0, none.
+	ClusterReplicas int
 	// TLSCluster makes the cluster's links between nodes (hand-offs and
 	// forwarded commands) TLS connections to the peers' TLS ports, with
 	// this node's certificate and CAs; it needs TLSPort. Default: false.

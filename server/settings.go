@@ -482,6 +482,7 @@ var settings = []setting{
 		get: func(c *Config) string { return yesNo(c.TLSReplication) },
 		set: boolSetting(func(c *Config, b bool) { c.TLSReplication = b })},
 	intRangeSetting("cluster-node-timeout", func(c *Config) *int { return &c.ClusterNodeTimeout }, 100, 3_600_000),
+	intRangeSetting("cluster-replicas", func(c *Config) *int { return &c.ClusterReplicas }, 0, 5),
 	{name: "cluster-require-majority",
 		get: func(c *Config) string { return yesNo(c.ClusterRequireMajority) },
 		set: boolSetting(func(c *Config, b bool) { c.ClusterRequireMajority = b })},
