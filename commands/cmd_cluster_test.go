@@ -14,7 +14,9 @@ import (
 // those in moving (TRYAGAIN) and down (CLUSTERDOWN).
 type fakeRouter struct {
 	mine, moving, down map[int]bool
-	held               map[int]int // Acquire minus Release, by slot
+	replica            map[int]bool // slots AcquireRead serves besides mine
+	reads              int          // AcquireRead's calls
+	held               map[int]int  // Acquire minus Release, by slot
 	imported           [][]byte
 	forward            bool
 	top                *ClusterTopology // Topology's answer when set
@@ -45,8 +47,16 @@ func (r *fakeRouter) Acquire(slot int) (Route, string) {
 	return route, addr
 }
 
-// AcquireRead is Acquire; the replica's reads are the helper's to fake.
-func (r *fakeRouter) AcquireRead(slot int) (Route, string) { return r.Acquire(slot) }
+// AcquireRead is Acquire, and also serves the slots in replica (this
+// node holds a replica's copy of them, caught up); reads counts its calls.
+func (r *fakeRouter) AcquireRead(slot int) (Route, string) {
+	r.reads++
+	if r.replica[slot] && !r.noMajority {
+		r.held[slot]++
+		return RouteLocal, ""
+	}
+	return r.Acquire(slot)
+}
 
 func (r *fakeRouter) Release(slot int) { r.held[slot]-- }
 
