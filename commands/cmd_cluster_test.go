@@ -268,7 +268,7 @@ func TestClusterWhileLoading(t *testing.T) {
 	h, r := newClusterHarness(t)
 	r.mine[engine.Slot([]byte("k"))] = true
 	h.table.SetLoading(true)
-	for _, args := range []string{"CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES", "CLUSTER INFO",
+	for _, args := range []string{"CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES", "CLUSTER INFO", "CLUSTER REPLICAS x", "CLUSTER SLAVES x",
 		"CLUSTER MEET 127.0.0.1 7001", "CLUSTER LEAVE", "CLUSTER IMPORT a b", "FW.INCR k 10 60"} {
 		if got := h.do(strings.Fields(args)...); got != errReply(errLoading) {
 			t.Errorf("%s while loading: %q, want LOADING", args, got)
