@@ -113,20 +113,23 @@ func TestSweepOneTickReclaimsOneShardForFixedHashes(t *testing.T) {
 }
 
 // A tick whose budget runs out in a hot shard goes on in that shard at the
-// next tick, before the others.
+// next tick, before the others, whether or not the budget ends on a whole
+// sample.
 func TestSweepResumesInAHotShard(t *testing.T) {
-	e, clock := newTestEngine(t, 4)
-	for i := range 5000 {
-		e.throttle(fmt.Appendf(nil, "{t}k%d", i), readmeParams)
-	}
-	clock.Advance(10e9)
-	hot := e.shardFor([]byte("{t}")).idx
-	e.sweepNext = hot
-	if got := e.Sweep(1000); got != 1000 {
-		t.Fatalf("Sweep(1000) removed %d", got)
-	}
-	if e.sweepNext != hot {
-		t.Fatalf("the next sweep starts at shard %d, not at the hot shard %d", e.sweepNext, hot)
+	for _, budget := range []int{1000, 1010} {
+		e, clock := newTestEngine(t, 4)
+		for i := range 5000 {
+			e.throttle(fmt.Appendf(nil, "{t}k%d", i), readmeParams)
+		}
+		clock.Advance(10e9)
+		hot := e.shardFor([]byte("{t}")).idx
+		e.sweepNext = hot
+		if got := e.Sweep(budget); got != budget {
+			t.Fatalf("Sweep(%d) removed %d", budget, got)
+		}
+		if e.sweepNext != hot {
+			t.Fatalf("after Sweep(%d), the next sweep starts at shard %d, not at the hot shard %d", budget, e.sweepNext, hot)
+		}
 	}
 }
 
