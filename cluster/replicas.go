@@ -106,6 +106,7 @@ type replOut struct {
 	q      chan replMsg
 	resync atomic.Bool // the link failed or the queue overflowed: copy every slot again
 	closed chan struct{}
+	conn   atomic.Pointer[fwdConn] // the link, closed with closed so that a send under way ends
 
 	queued, delivered atomic.Int64 // entries queued, and acknowledged by the replica
 	synced            atomic.Int32 // slots whose copy the replica has acknowledged
@@ -116,6 +117,14 @@ type replMsg struct {
 	payload []byte
 	entries int64
 	ends    int32 // copies the message completes
+}
+
+// close ends o's sender, and the send it has under way.
+func (o *replOut) close() {
+	close(o.closed)
+	if fc := o.conn.Load(); fc != nil {
+		fc.c.Close()
+	}
 }
 
 func (o *replOut) has(s int) bool { return o.slots[s/64]&(1<<(s%64)) != 0 }
@@ -272,7 +281,7 @@ func (n *Node) replLoop() {
 		case <-n.stop:
 			n.repl.mu.Lock()
 			for id, o := range n.repl.outs {
-				close(o.closed)
+				o.close()
 				delete(n.repl.outs, id)
 			}
 			n.repl.mu.Unlock()
@@ -422,7 +431,7 @@ func (n *Node) replScanLocked() {
 					n.replDropLocked(o, s, false)
 				}
 			}
-			close(o.closed)
+			o.close()
 			delete(n.repl.outs, id)
 			n.logf("verbose", "cluster: stopped streaming to %s, gone", id)
 		}
@@ -538,6 +547,14 @@ func (n *Node) replSend(o *replOut) {
 		if fc == nil {
 			var err error
 			fc, err = n.openLink(o.addr)
+			if err == nil {
+				o.conn.Store(fc)
+				select {
+				case <-o.closed: // closed while it dialed
+					return
+				default:
+				}
+			}
 			if err != nil {
 				n.logf("verbose", "cluster: stream to replica %s: %v", o.id, err)
 				o.resync.Store(true)

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -165,5 +167,65 @@ func TestReplicaTakesOverWithState(t *testing.T) {
 				t.Errorf("%s after the failover: %d left, want 0 (its state lost)", key, left)
 			}
 		}
+	}
+}
+
+// TestReplicaCatchesUpRestartedOwner: a node restarted with its id and
+// an empty engine, at once (before the others act on its absence) and
+// again after they took its slots, gets its slots' state back from the
+// node that held it, the replica, before it serves them: its keys are
+// still limited on it. Without replicas the quick restart's slots come
+// back empty (released), and the keys are not limited.
+func TestReplicaCatchesUpRestartedOwner(t *testing.T) {
+	set := func(c *Config) { c.Replicas = 1 }
+	a := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set)
+	c := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set, a.member())
+	file := filepath.Join(t.TempDir(), NodeFileName)
+	ln := testkit.Listen(t)
+	addr, bus := ln.Addr().String(), gossipPort(t)
+	b, crash := startNodeFileCfg(t, ln, bus, file, set, a.member())
+	settled(t, a, b, c)
+	var keys []string
+	for i := range 20 {
+		k := keyOwnedBy(b, i)
+		exhaust(t, b, k)
+		keys = append(keys, k)
+	}
+	held := func() error {
+		for _, k := range keys {
+			s := engine.Slot([]byte(k))
+			ok := false
+			for _, n := range []*testNode{a, c} {
+				ok = ok || n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(k), nil)
+			}
+			if !ok {
+				return fmt.Errorf("no caught-up replica holds %s", k)
+			}
+		}
+		return nil
+	}
+	testkit.Until(t, 10*time.Second, "the keys on their replicas", held)
+	for round, wait := range []bool{false, true} {
+		crash()
+		if wait {
+			testkit.Until(t, 20*time.Second, "the survivors to take b's slots", func() error {
+				if _, ok := a.routes.Load().members[b.ID()]; ok {
+					return fmt.Errorf("b is still a member")
+				}
+				return nil
+			})
+			settled(t, a, c)
+		}
+		ln2, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, crash2 := startNodeFileCfg(t, ln2, bus, file, set, a.member())
+		settled(t, a, b2, c)
+		if owners := spentOnOwners(t, keys, a, b2, c); owners[keys[0]] != b2 {
+			t.Errorf("round %d: %s is served by %s, not b", round, keys[0], owners[keys[0]].addr)
+		}
+		b, crash = b2, crash2
+		testkit.Until(t, 10*time.Second, "the keys on their replicas again", held)
 	}
 }
