@@ -161,7 +161,11 @@ func addReplicaStats(cs *metrics.ClusterStats, top commands.ClusterTopology) {
 	streams := func(ss []commands.ReplicaStream) []metrics.ClusterStream {
 		out := make([]metrics.ClusterStream, 0, len(ss))
 		for _, s := range ss {
-			out = append(out, metrics.ClusterStream{Peer: s.ID, LagChanges: s.Lag, LastMessage: time.Duration(s.LastMs) * time.Millisecond})
+			last := time.Duration(s.LastMs) * time.Millisecond
+			if s.LastMs < 0 {
+				last = -1 // no message yet (package cluster's -1)
+			}
+			out = append(out, metrics.ClusterStream{Peer: s.ID, LagChanges: s.Lag, LastMessage: last})
 		}
 		return out
 	}

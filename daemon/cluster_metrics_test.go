@@ -15,12 +15,12 @@ import (
 func TestAddReplicaStats(t *testing.T) {
 	top := commands.ClusterTopology{Epoch: 9, Agreement: true, SeesMajority: false, ReplicaSlots: 100, ReplicaSlotsSyncing: 3,
 		ReplOut: []commands.ReplicaStream{{ID: "b", Slots: 10, Synced: 10, Offset: 50, Lag: 4, LastMs: 1200}},
-		ReplIn:  []commands.ReplicaStream{{ID: "c", Slots: 5, Synced: 2, Offset: 8, LastMs: 30}}}
+		ReplIn:  []commands.ReplicaStream{{ID: "c", Slots: 5, Synced: 2, Offset: 8, LastMs: 30}, {ID: "d", LastMs: -1}}}
 	var cs metrics.ClusterStats
 	addReplicaStats(&cs, top)
 	want := metrics.ClusterStats{Epoch: 9, SeesMajority: false, ReplicaSlots: 100, ReplicaSlotsSyncing: 3,
 		ReplOut: []metrics.ClusterStream{{Peer: "b", LagChanges: 4, LastMessage: 1200 * time.Millisecond}},
-		ReplIn:  []metrics.ClusterStream{{Peer: "c", LastMessage: 30 * time.Millisecond}}}
+		ReplIn:  []metrics.ClusterStream{{Peer: "c", LastMessage: 30 * time.Millisecond}, {Peer: "d", LastMessage: -1}}}
 	if !reflect.DeepEqual(cs, want) {
 		t.Errorf("got %+v\nwant %+v", cs, want)
 	}

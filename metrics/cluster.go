@@ -51,7 +51,8 @@ type ClusterStream struct {
 	// LagChanges is how many changes were taken for the stream and not
 	// yet delivered (an out stream's; 0 for an in stream).
 	LagChanges int64
-	// LastMessage is how long ago the stream last delivered a message.
+	// LastMessage is how long ago the stream last delivered a message;
+	// negative: none yet, and its last-message series is left out.
 	LastMessage time.Duration
 }
 
@@ -164,7 +165,9 @@ func collectCluster(src Source, ch chan<- prometheus.Metric) {
 		}
 		seen[st.Peer] = true
 		ch <- prometheus.MustNewConstMetric(descReplLag, prometheus.GaugeValue, float64(st.LagChanges), st.Peer)
-		ch <- prometheus.MustNewConstMetric(descReplLast, prometheus.GaugeValue, st.LastMessage.Seconds(), st.Peer, DirectionOut)
+		if st.LastMessage >= 0 {
+			ch <- prometheus.MustNewConstMetric(descReplLast, prometheus.GaugeValue, st.LastMessage.Seconds(), st.Peer, DirectionOut)
+		}
 	}
 	clear(seen)
 	for _, st := range s.ReplIn {
@@ -172,6 +175,8 @@ func collectCluster(src Source, ch chan<- prometheus.Metric) {
 			continue
 		}
 		seen[st.Peer] = true
-		ch <- prometheus.MustNewConstMetric(descReplLast, prometheus.GaugeValue, st.LastMessage.Seconds(), st.Peer, DirectionIn)
+		if st.LastMessage >= 0 {
+			ch <- prometheus.MustNewConstMetric(descReplLast, prometheus.GaugeValue, st.LastMessage.Seconds(), st.Peer, DirectionIn)
+		}
 	}
 }

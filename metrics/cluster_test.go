@@ -76,7 +76,8 @@ func TestClusterReplicaSeries(t *testing.T) {
 	b, d := strings.Repeat("b", 40), strings.Repeat("d", 40)
 	src := clusterSource{Source: srv, on: true, stats: metrics.ClusterStats{Epoch: 42, SeesMajority: true, ReplicaSlots: 5461, ReplicaSlotsSyncing: 12,
 		ReplOut: []metrics.ClusterStream{{Peer: b, LagChanges: 7, LastMessage: 250 * time.Millisecond}, {Peer: b, LagChanges: 9}},
-		ReplIn:  []metrics.ClusterStream{{Peer: b, LastMessage: 1500 * time.Millisecond}, {Peer: d, LastMessage: 3 * time.Second}}}}
+		ReplIn: []metrics.ClusterStream{{Peer: b, LastMessage: 1500 * time.Millisecond}, {Peer: d, LastMessage: 3 * time.Second},
+			{Peer: strings.Repeat("e", 40), LastMessage: -1}}}} // none yet: no last-message series
 	want := `
 # HELP cellserver_cluster_epoch CLUSTER INFO's cluster_current_epoch: the agreed member set's Raft index (with cluster-require-majority), else the membership changes this node has seen.
 # TYPE cellserver_cluster_epoch gauge
