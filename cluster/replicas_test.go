@@ -67,13 +67,9 @@ func TestReplicaPlacement(t *testing.T) {
 	if rt.rep == nil {
 		t.Fatal("no replicas in the map")
 	}
-	var members []Member
-	for _, mb := range rt.m.Members {
-		members = append(members, mb)
-	}
 	for _, o := range rt.m.Members {
 		var others []Member
-		for _, mb := range members {
+		for _, mb := range rt.m.Members {
 			if mb.ID != o.ID {
 				others = append(others, mb)
 			}
