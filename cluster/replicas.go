@@ -171,6 +171,9 @@ type replication struct {
 
 	inMu sync.Mutex
 	ins  map[string]*replIn
+	// batch is applyReplica's changes of one message, reused (under
+	// Node.mu, which applyReplica holds).
+	batch []engine.CopyChange
 
 	wg sync.WaitGroup
 }
@@ -697,6 +700,18 @@ func (n *Node) applyReplica(from string, payload []byte) error {
 	}
 	v := n.eng.NewView()
 	var applied int64
+	batch := n.repl.batch[:0]
+	defer func() { n.repl.batch = batch[:0] }()
+	// flush applies the records and removals read so far, in order, a
+	// shard's lock once per run (engine's ApplyCopies).
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := v.ApplyCopies(batch)
+		batch = batch[:0]
+		return err
+	}
 	for b := payload; len(b) > 0; {
 		kind := b[0]
 		b = b[1:]
@@ -707,10 +722,8 @@ func (n *Node) applyReplica(from string, payload []byte) error {
 				return ErrBadHandoff
 			}
 			b = b[w:]
-			if s := engine.Slot(r.Key); mine(s) {
-				if _, err := v.Import(r); err != nil {
-					return err
-				}
+			if mine(engine.Slot(r.Key)) {
+				batch = append(batch, engine.CopyChange{Record: r})
 			}
 		case entRemoved:
 			l, w := binary.Uvarint(b)
@@ -720,7 +733,7 @@ func (n *Node) applyReplica(from string, payload []byte) error {
 			key := b[w : w+int(l)]
 			b = b[w+int(l):]
 			if mine(engine.Slot(key)) {
-				v.Del(key, nil)
+				batch = append(batch, engine.CopyChange{Record: engine.Record{Key: key}, Gone: true})
 			}
 		case entBegin, entEnd, entDrop:
 			s, w := binary.Uvarint(b)
@@ -730,6 +743,9 @@ func (n *Node) applyReplica(from string, payload []byte) error {
 			b = b[w:]
 			if !mine(int(s)) {
 				continue
+			}
+			if err := flush(); err != nil {
+				return err
 			}
 			switch kind {
 			case entBegin:
@@ -746,6 +762,9 @@ func (n *Node) applyReplica(from string, payload []byte) error {
 			return ErrBadHandoff
 		}
 		applied++
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	in.applied.Add(applied)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"runtime"
 
+	"github.com/cellserver/cellserver/internal/prefetch"
 	"github.com/cellserver/cellserver/limiter"
 )
 
@@ -37,6 +38,10 @@ type feed struct {
 	keys    []byte           // each listed key: its length (uvarint), then its bytes
 	at      map[uint32]int32 // slot tag → offset in keys of the key listed last with that tag
 	flushed bool             // the shard was emptied whole since the last drain
+
+	// DrainFeed's scratch: a chunk's keys (aliasing keys) and hashes.
+	scratchKeys [][]byte
+	scratchHash []uint64
 }
 
 func newFeed() *feed { return &feed{at: make(map[uint32]int32)} }
@@ -92,6 +97,10 @@ func (e *Engine) FeedOn() bool {
 // shard's lock.
 const feedChunk = 256
 
+// feedAhead is how many keys ahead DrainFeed prefetches a key's index
+// slot (and half as many its record).
+const feedAhead = 8
+
 // DrainFeed reports what changed in shard since its previous drain and
 // forgets it: first Flushed, when the shard was emptied whole; then, for
 // each key listed, its current record (Written) or, when it is gone or
@@ -119,9 +128,50 @@ func (e *Engine) DrainFeed(shard int, fn func(r Record, c Change)) {
 	}
 	nowMs := unixMs(e.clock.Now())
 	keys := f.keys
-	for n := 0; len(keys) > 0; n++ {
-		if n == feedChunk {
-			n = 0
+	// The listed keys are read a chunk at a time; within a chunk each
+	// key's index slot is prefetched feedAhead keys ahead and its record
+	// half as far, as the server's read-ahead does (prefetch.go): a key
+	// written a millisecond ago may be out of the cache by now.
+	ks, hs := f.scratchKeys[:0], f.scratchHash[:0]
+	for len(keys) > 0 {
+		ks, hs = ks[:0], hs[:0]
+		for len(keys) > 0 && len(ks) < feedChunk {
+			l, w := binary.Uvarint(keys)
+			key := keys[w : w+int(l)]
+			keys = keys[w+int(l):]
+			ks = append(ks, key)
+			hs = append(hs, e.hash(key))
+		}
+		t := &sh.t
+		for i := 0; i < len(ks)+feedAhead; i++ {
+			if i < len(ks) && len(t.slots) > 0 {
+				prefetch.Load(&t.slots[t.home(slotTag(hs[i]))])
+			}
+			if k := i - feedAhead/2; k >= 0 && k < len(ks) {
+				t.prefetchRecord(slotTag(hs[k]))
+			}
+			k := i - feedAhead
+			if k < 0 {
+				continue
+			}
+			key := ks[k]
+			j := t.find(key, hs[k])
+			if j < 0 {
+				fn(Record{Key: key}, Removed)
+				continue
+			}
+			en := t.entryAt(j)
+			if nowMs > en.expireMs {
+				fn(Record{Key: key}, Removed)
+				continue
+			}
+			r := Record{Key: key, Kind: en.kind, ExpireMs: en.expireMs, Words: en.Words}
+			if r.Kind == limiter.KindSlidingLog {
+				r.Hits = t.logAt(j)
+			}
+			fn(r, Written)
+		}
+		if len(keys) > 0 {
 			sh.mu.Unlock()
 			if sh.waited.Load() {
 				sh.waited.Store(false)
@@ -130,25 +180,9 @@ func (e *Engine) DrainFeed(shard int, fn func(r Record, c Change)) {
 			sh.mu.Lock()
 			nowMs = unixMs(e.clock.Now())
 		}
-		l, w := binary.Uvarint(keys)
-		key := keys[w : w+int(l)]
-		keys = keys[w+int(l):]
-		i := sh.t.find(key, e.hash(key))
-		if i < 0 {
-			fn(Record{Key: key}, Removed)
-			continue
-		}
-		en := sh.t.entryAt(i)
-		if nowMs > en.expireMs {
-			fn(Record{Key: key}, Removed)
-			continue
-		}
-		r := Record{Key: key, Kind: en.kind, ExpireMs: en.expireMs, Words: en.Words}
-		if r.Kind == limiter.KindSlidingLog {
-			r.Hits = sh.t.logAt(i)
-		}
-		fn(r, Written)
 	}
+	clear(ks[:cap(ks)]) // no hold on a list dropped below
+	f.scratchKeys, f.scratchHash = ks[:0], hs[:0]
 	// The drained list becomes the spare, emptied; one grown large by a
 	// burst is dropped, so that memory follows the churn.
 	if f == sh.spare {
