@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,10 +54,17 @@ func TestClusterReplicasFailover(t *testing.T) {
 }
 
 func testReplicasFailover(t *testing.T, replicas int) {
-	extra := []string{"--cluster-replicas", strconv.Itoa(replicas)}
-	a := startNodeArgs(t, extra)
-	b := startNodeArgs(t, extra, a.Addr)
-	c := startNodeArgs(t, extra, a.Addr)
+	// Each node keeps its id in its dir (cluster-node.json), so the
+	// killed node comes back as itself; save "": no snapshots, so that it
+	// comes back with nothing but its id. The clock is frozen at t0 from
+	// the start, for the restarted node too.
+	start := func(join ...string) *proc {
+		return startNodeArgs(t, []string{"--cluster-replicas", strconv.Itoa(replicas), "--dir", t.TempDir(), "--save", "",
+			"--debug-clock-start", strconv.FormatInt(t0, 10)}, join...)
+	}
+	a := start()
+	b := start(a.Addr)
+	c := start(a.Addr)
 	nodes := []*proc{a, b, c}
 	owners := settle(t, nodes...)
 	if replicas > 0 {
@@ -159,6 +167,29 @@ func testReplicasFailover(t *testing.T, replicas int) {
 		}
 	}
 	t.Logf("the survivors took over %d slots of the killed node", moved)
+
+	// Restarted with its id, the killed node gets its slots back, with
+	// their state, before it serves them.
+	c.Restart()
+	restarted := time.Now()
+	testkit.Until(t, 30*time.Second, "the restarted node to join", func() error {
+		info, err := c.rdb.Info(ctx, "persistence").Result()
+		if err != nil || !strings.Contains(info, "loading:0\r\n") {
+			return fmt.Errorf("INFO persistence: %v", err)
+		}
+		return nil
+	})
+	if back := settle(t, a, b, c); !slices.Equal(back, owners) {
+		t.Errorf("the map after the restart is not the map before the kill")
+	}
+	t.Logf("the restarted node served its slots again %v after its restart", time.Since(restarted).Round(time.Millisecond))
+	cc.ReloadState(ctx)
+	for _, n := range nodes {
+		haCheck(t, fmt.Sprintf("keys of node %d after the restart", n.Port), goRedis(cc), keys[n], true)
+	}
+	if v, err := cc.Do(ctx, "FW.INCR", stormKey, stormLimit, 1000000, 0).Int64Slice(); err != nil || v[2] != 0 {
+		t.Errorf("the storm's key after the restart: %v, %v; want none remaining", v, err)
+	}
 }
 
 // ownedKey returns the first key made of format and a number (from 0)
