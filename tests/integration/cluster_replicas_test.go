@@ -42,7 +42,9 @@ const (
 // their state, and the storm goes on until the new owner refuses: it has
 // admitted at most the limit plus what the replication window lets
 // through, and every key driven before is still limited, whichever node
-// serves it now. The same storm with cluster-replicas 0, whose survivors
+// serves it now. The killed node, restarted with its id (kept in its
+// dir), gets its slots back with their state: the keys are still
+// limited. The same storm with cluster-replicas 0, whose survivors
 // serve the dead node's slots empty, admits the limit again: the control
 // that shows the bound can fail.
 func TestClusterReplicasFailover(t *testing.T) {
