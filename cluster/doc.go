@@ -161,6 +161,25 @@
 // has no Raft state, and the leader replays the log to it (or adds it,
 // when it comes back under a new id).
 //
+// Replicas (replicas.go, Config.Replicas). Each slot's state streams
+// from its owner to the members that would own it were the owner gone,
+// in order: the first replica of a slot is its owner in Assign of the
+// members less the owner, which is exactly who agreement gives it to
+// when the owner is removed, so a failover moves no data: the replica
+// serves the slot with the copy it holds, losing the changes of the last
+// millisecond or so that had not reached it. The stream is written here
+// rather than taken from package replication, which streams a whole
+// engine to a whole other server: a member is at once the owner of some
+// slots and a replica of others, its replicas differ slot by slot, and a
+// slot's stream must start and stop as the map moves it. It reuses what
+// fits: the engine's change feed (coalescing each key's changes between
+// drains), the engine's record codec, and the cluster links. A replica
+// subscribes to the slots it should hold; the owner sends a full copy
+// then the changes, in order, on one link per replica, so that the copy
+// and the changes reach the replica in the order the owner read them.
+// The replica answers READONLY reads of a slot once its copy is
+// complete (AcquireRead), and nothing else: writes go to the owner.
+//
 // Package cluster imports engine (a slot's records go out with ExportSlot
 // and come in with Import), commands for the Router vocabulary (a *Node is
 // a commands.Router: commands.Route, commands.ClusterTopology and

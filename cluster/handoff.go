@@ -37,7 +37,7 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 	if n.agree == nil && (old.m.Owner != m.Owner || len(old.members) != len(members)) {
 		epoch++
 	}
-	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members))}
+	t := &routeTable{m: m, members: members, epoch: epoch, addr: make([]string, len(m.Members)), rep: n.replicasLocked(m)}
 	for i, mb := range m.Members {
 		md := members[mb.ID]
 		t.addr[i] = net.JoinHostPort(md.IP, strconv.Itoa(md.Port))
@@ -48,20 +48,32 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 	}
 	now := time.Now()
 	plan, fill = map[string][]int{}, map[string][]int{}
-	dropped := 0
+	dropped, tookOver, tookPartial, unheld := 0, 0, 0, 0
 	for s := range n.slots {
 		sl := &n.slots[s]
 		owner := m.OwnerID(s)
 		st := sl.state.Load()
 		if owner == n.cfg.ID {
 			switch st {
-			case notMine, stale: // a stale slot's keys stay, under the hand-off's
+			case notMine, stale, replica: // a stale or replica slot's keys stay, under the hand-off's
 				h := n.prevMap.OwnerID(s)
 				if n.waitsForLocked(members, h) && h != n.cfg.ID {
 					n.prevOwner[s], n.stateSince[s] = h, now
 					sl.state.Store(pending)
 				} else {
+					if st == replica {
+						// Its owner is gone: the copy held is the state.
+						if n.rsynced[s].Load() {
+							tookOver++
+						} else {
+							tookPartial++
+						}
+					}
 					sl.state.Store(serving)
+				}
+				if st == replica {
+					n.rsub[s] = ""
+					n.rsynced[s].Store(false)
 				}
 			case away:
 				if h := n.prevOwner[s]; !isMember(members, h) {
@@ -80,7 +92,28 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 			}
 			continue
 		}
+		amReplica := t.rep != nil && t.isReplica(s, n.cfg.ID)
 		switch st {
+		case notMine:
+			if amReplica && owner != "" {
+				sl.state.Store(replica)
+				n.rsub[s] = ""
+				n.rsynced[s].Store(false)
+			}
+		case replica:
+			switch {
+			case !amReplica || owner == "":
+				unheld++
+				n.eng.NewView().DeleteSlot(s)
+				sl.state.Store(notMine)
+				n.rsub[s] = ""
+				n.rsynced[s].Store(false)
+			case n.rsub[s] != "" && n.rsub[s] != owner:
+				// A new owner: its copy is asked for (subscribe); the
+				// keys held stay until its copy begins.
+				n.rsub[s] = ""
+				n.rsynced[s].Store(false)
+			}
 		case serving:
 			if h, ok := n.held[s]; ok && h.owner == owner && now.Before(h.until) {
 				continue // it could not move: retried later
@@ -118,6 +151,15 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 	}
 	if dropped > 0 {
 		n.logf("warning", "cluster: dropped %d restored keys their slots' owners did not take in %v", dropped, n.cfg.PendingTimeout)
+	}
+	if tookOver > 0 {
+		n.logf("notice", "cluster: took over %d slots of a failed owner with their replica's state", tookOver)
+	}
+	if tookPartial > 0 {
+		n.logf("warning", "cluster: took over %d slots of a failed owner whose replica's copy was not complete: serving what it holds", tookPartial)
+	}
+	if unheld > 0 {
+		n.logf("verbose", "cluster: no longer a replica of %d slots; dropped their copies", unheld)
 	}
 	for s, h := range n.held {
 		if o := m.OwnerID(s); o != h.owner || now.After(h.until) {
@@ -413,6 +455,16 @@ func (n *Node) keepServing(slots []int) {
 // send delivers one hand-off message, with its flag field, to the
 // member to at addr.
 func (n *Node) send(addr, to string, payload []byte, flag string) error {
+	p := n.handoffClient(addr)
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
+	defer cancel()
+	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
+}
+
+// handoffClient returns the pool of hand-off links to the member at addr.
+func (n *Node) handoffClient(addr string) *redis.Client {
 	n.connsMu.Lock()
 	p := n.handoffClients[addr]
 	if p == nil {
@@ -434,11 +486,7 @@ func (n *Node) send(addr, to string, payload []byte, flag string) error {
 		n.handoffClients[addr] = p
 	}
 	n.connsMu.Unlock()
-	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	mac := n.sign(n.cfg.ID, to, ts, flag, payload)
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HandoffTimeout)
-	defer cancel()
-	return p.Do(ctx, "CLUSTER", "IMPORT", n.cfg.ID, to, ts, flag, payload, mac).Err()
+	return p
 }
 
 // Import takes a hand-off message (CLUSTER IMPORT's arguments after
@@ -448,6 +496,9 @@ func (n *Node) send(addr, to string, payload []byte, flag string) error {
 // "restored" it imports only the records of keys it does not hold, and
 // serves no slot for that.
 func (n *Node) Import(args [][]byte) error {
+	if len(args) == 3 {
+		return n.importStream(args) // a replica stream's message (replicas.go)
+	}
 	now := time.Now()
 	msg, err := n.parseMessage(args, now)
 	if err != nil {

@@ -169,6 +169,9 @@ const releaseRetry = 500 * time.Millisecond
 // of and does not serve, a hand-off of no keys, as its release, and the
 // restarted node serves them at once, with the keys it holds (restored).
 // The release is an ordinary hand-off message: the protocol is unchanged.
+// A slot this node holds as its replica (replicas.go) goes with the
+// copy's records rather than empty: the restarted node catches up on
+// what it served before it crashed, and the copy is then asked for anew.
 func (n *Node) restarted(id string) {
 	if n.stopping() {
 		return
@@ -219,8 +222,17 @@ func (n *Node) release(id string) error {
 		return err
 	}
 	released := 0
+	var copies []int
 	for s := range engine.SlotCount {
-		if t.m.OwnerID(s) != id || without.OwnerID(s) != n.cfg.ID || n.slots[s].state.Load() != notMine {
+		if t.m.OwnerID(s) != id || without.OwnerID(s) != n.cfg.ID {
+			continue
+		}
+		switch n.slots[s].state.Load() {
+		case notMine:
+		case replica:
+			copies = append(copies, s)
+			continue
+		default:
 			continue
 		}
 		payload = appendSection(payload, s, 0, nil)
@@ -234,6 +246,19 @@ func (n *Node) release(id string) error {
 	}
 	if err := flush(); err != nil {
 		return err
+	}
+	if len(copies) > 0 {
+		if err := n.sendCopies(n.linkAddr(md), id, copies); err != nil {
+			return err
+		}
+		n.mu.Lock()
+		for _, s := range copies {
+			n.rsub[s] = "" // asked for again, from the restarted owner
+			n.rsynced[s].Store(false)
+		}
+		n.mu.Unlock()
+		released += len(copies)
+		n.logf("verbose", "cluster: %s restarted; sent it this node's replica copies of %d of its slots", id, len(copies))
 	}
 	if released > 0 {
 		n.logf("verbose", "cluster: %s restarted; released its %d slots this node would own without it", id, released)

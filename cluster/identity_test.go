@@ -79,6 +79,13 @@ func TestNodeFile(t *testing.T) {
 // too) as a crash would.
 func startNodeFile(t *testing.T, ln net.Listener, bus int, file string, join ...string) (_ *testNode, crash func()) {
 	t.Helper()
+	return startNodeFileCfg(t, ln, bus, file, nil, join...)
+}
+
+// startNodeFileCfg is startNodeFile with set run on the configuration
+// before New.
+func startNodeFileCfg(t *testing.T, ln net.Listener, bus int, file string, set func(*Config), join ...string) (_ *testNode, crash func()) {
+	t.Helper()
 	eng, err := engine.New(engine.Config{Shards: 16, Clock: engine.NewManualClock(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +94,9 @@ func startNodeFile(t *testing.T, ln net.Listener, bus int, file string, join ...
 	cfg.IP, cfg.Port, cfg.BusPort = "127.0.0.1", ln.Addr().(*net.TCPAddr).Port, bus
 	cfg.Secret, cfg.Join, cfg.Local, cfg.NodeFile = "s3cret", join, true, file
 	cfg.NodeTimeout = time.Second // as startNodeCfg's
+	if set != nil {
+		set(&cfg)
+	}
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" {
 			t.Logf(format, args...)

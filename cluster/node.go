@@ -106,6 +106,19 @@ type Node struct {
 	// restarted members under way (identity.go).
 	identityNote string
 	releasing    sync.WaitGroup
+
+	// Replicas (replicas.go). repl is the streams both ways. On a
+	// replica, rsub is the owner each slot in state replica is subscribed
+	// to ("" none) and rsubAt when (both under mu); rsynced says its full
+	// copy has come, rstale that it must be asked for again.
+	repl    replication
+	rsub    [engine.SlotCount]string
+	rsubAt  [engine.SlotCount]time.Time
+	rsynced [engine.SlotCount]atomic.Bool
+	rstale  [engine.SlotCount]atomic.Bool
+	// repFor is the map repOf holds the replicas of (under mu).
+	repFor *SlotMap
+	repOf  []*[engine.SlotCount]int16
 }
 
 // Node is package commands' Router: Dispatch routes keyed commands through
@@ -179,6 +192,7 @@ func (n *Node) Start(eng *engine.Engine) error {
 		return errors.New("cluster: node already started")
 	}
 	n.eng = eng
+	n.startReplication()
 	mc := memberlist.DefaultLANConfig()
 	if n.cfg.Local {
 		mc = memberlist.DefaultLocalConfig()
@@ -305,6 +319,7 @@ func (n *Node) Close() error {
 	if n.ml != nil {
 		close(n.stop)
 		<-n.stopped
+		n.stopReplication()
 		n.rejoining.Wait()      // a join under way ends within memberlist's TCP timeout
 		n.health.probing.Wait() // a probe round ends within the probe timeout
 		n.releasing.Wait()      // a release ends within the hand-off timeout

@@ -18,6 +18,7 @@ const (
 	moving                // this node is handing it to its new owner
 	stale                 // another node owns it, and this node holds keys of it restored from a snapshot, to send it
 	away                  // this node owns it, and its previous owner serves it, having failed to hand it over (held)
+	replica               // another node owns it, and this node holds a copy of its state streamed from the owner (replicas.go)
 )
 
 // slotState is one slot's state and the number of commands running on it.
@@ -33,6 +34,9 @@ type routeTable struct {
 	addr    []string              // client host:port of m.Members[i]
 	members map[string]memberMeta // every live member, leaving ones included, by id
 	epoch   int64
+	// rep is each slot's replicas (Config.Replicas), indexes into
+	// m.Members, first to last (-1: none); nil without replicas.
+	rep []*[engine.SlotCount]int16
 }
 
 // Acquire reports where slot is served; when it is this node, the slot
@@ -48,12 +52,6 @@ func (n *Node) Acquire(slot int) (commands.Route, string) {
 	}
 	sl.inflight.Add(-1)
 	return n.Peek(slot)
-}
-
-// AcquireRead is Acquire for a command that changes nothing, on a
-// connection that sent READONLY.
-func (n *Node) AcquireRead(slot int) (commands.Route, string) {
-	return n.Acquire(slot)
 }
 
 // Release ends what Acquire began when it returned commands.RouteLocal.
@@ -207,6 +205,7 @@ func (n *Node) reconcile() {
 	for to, slots := range fill {
 		n.handoff(to, slots, true)
 	}
+	n.subscribe()
 }
 
 // Topology returns the members, the slot ranges each owns, their health
@@ -235,16 +234,31 @@ func (n *Node) Topology() commands.ClusterTopology {
 	for i, nd := range out.Nodes {
 		index[nd.ID] = i
 	}
+	sameReps := func(a, b int) bool {
+		for _, rp := range t.rep {
+			if rp[a] != rp[b] {
+				return false
+			}
+		}
+		return true
+	}
 	for s := 0; s < engine.SlotCount; {
 		o := t.m.Owner[s]
 		e := s
-		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o {
+		for e+1 < engine.SlotCount && t.m.Owner[e+1] == o && sameReps(s, e+1) {
 			e++
 		}
 		if o >= 0 {
+			if t.rep != nil {
+				out.Ranges = append(out.Ranges, commands.ClusterRange{First: s, Last: e, Owner: t.m.Members[o].ID, Replicas: t.replicaIDs(s)})
+			}
 			out.SlotsOK += e - s + 1
 			if i, ok := index[t.m.Members[o].ID]; ok {
-				out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+				if sl := out.Nodes[i].Slots; len(sl) > 0 && sl[len(sl)-1][1] == s-1 {
+					sl[len(sl)-1][1] = e
+				} else {
+					out.Nodes[i].Slots = append(out.Nodes[i].Slots, [2]int{s, e})
+				}
 				switch {
 				case out.Nodes[i].PFail:
 					out.SlotsPFail += e - s + 1
@@ -255,6 +269,7 @@ func (n *Node) Topology() commands.ClusterTopology {
 		}
 		s = e + 1
 	}
+	n.replicaStats(&out)
 	return out
 }
 

@@ -159,7 +159,12 @@ const sweepAhead = 8
 
 // sweepLocked examines up to budget keys from where the last call left
 // off, removing the expired ones, and returns how many it examined and
-// removed. Successive calls walk the whole table round and round. It also
+// removed. Successive calls walk the whole table round and round. It
+// examines fewer than budget keys only when it walked every slot of the
+// table without finding that many: a removal that shrinks the table starts
+// the walk again at the new slots' first, with all of them still to walk
+// (the steps taken in the larger table would otherwise count against the
+// smaller one, and end the walk before it reached the keys left). It also
 // drops a large scratch log (table.releaseScratch).
 func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 	s.t.releaseScratch()
@@ -189,7 +194,7 @@ func (s *shard) sweepLocked(nowMs int64, budget int) (examined, removed int) {
 		s.expired++
 		removed++
 		if s.removeLocked(i) || s.t.count == 0 {
-			s.sweepPos = 0
+			s.sweepPos, steps = 0, 0
 			if s.t.count == 0 {
 				break
 			}

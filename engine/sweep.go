@@ -97,17 +97,20 @@ func (e *Engine) sweep(budget int, pace func() bool) (examined, removed int, don
 // sweepHold is one hold of sh's lock by the sweep: samples of sweepSample
 // entries, repeated while more than a quarter of a sample had expired, up
 // to sweepMaxPerShard entries (and budget). It reports how many entries it
-// examined and removed, and whether it stopped at that bound with its last
-// sample still finding many expired (hot): the shard deserves another hold.
+// examined and removed, and whether it stopped at that bound or at the
+// budget with its last sample still finding many expired (hot): the shard
+// deserves another hold. A sample that examined fewer entries than it asked
+// for walked the whole table: the shard is not hot.
 func (e *Engine) sweepHold(sh *shard, budget int) (examined, removed int, hot bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	nowMs := unixMs(e.clock.Now())
 	for examined < sweepMaxPerShard && examined < budget {
-		n, r := sh.sweepLocked(nowMs, min(sweepSample, budget-examined))
+		want := min(sweepSample, budget-examined)
+		n, r := sh.sweepLocked(nowMs, want)
 		examined += n
 		removed += r
-		if n < sweepSample || r*4 <= n {
+		if n < want || r*4 <= n {
 			return examined, removed, false
 		}
 	}

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cellserver/cellserver/limiter"
 )
 
 // unpaced is a pacer that never stops a tick: the tests count ticks, not
@@ -51,21 +54,82 @@ func TestSweepKeepsUpWithOneShardMassExpiry(t *testing.T) {
 	}
 }
 
+// fillExpired puts n keys into sh, each expiring at now0, with hashes
+// drawn from a PCG seeded with seed instead of the engine's random seed:
+// where the keys lie in the table, and so where its shrinks fall in the
+// sweep's walk, is the same in every run.
+func fillExpired(sh *shard, n int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i := range n {
+		k := fmt.Appendf(nil, "{t}user:%d", i)
+		sh.t.insert(k, rng.Uint64(), &entry{kind: limiter.KindGCRA, expireMs: now0 / 1e6, State: limiter.State{Words: [3]int64{now0}}}, 0)
+		sh.kinds[limiter.KindGCRA]++
+	}
+}
+
+// A sample examines as many entries as it asks for while its shard holds
+// that many, so that the sweep never takes a shard for done while it is
+// still mostly expired. The sweep removes keys in slot order, so those
+// left lie at the far end of the table; a removal that shrinks it (again
+// and again as it empties) starts the walk over at the first of the new
+// slots, and the walk crosses the empty ones before it reaches them. That
+// walk has the whole new table to cover, whatever the steps already taken
+// in the larger one.
+func TestSweepSampleSpansAShrink(t *testing.T) {
+	for seed := range uint64(4) {
+		e, clock := newTestEngine(t, 1)
+		sh := &e.shards[0]
+		fillExpired(sh, 20000, seed)
+		clock.Advance(10e9)
+		nowMs := unixMs(clock.Now())
+		sh.mu.Lock()
+		for samples := 0; sh.t.count > 0; samples++ {
+			count, size := sh.t.count, len(sh.t.slots)
+			if n, _ := sh.sweepLocked(nowMs, sweepSample); n != min(count, sweepSample) {
+				t.Fatalf("seed %d, sample %d: examined %d entries of a shard of %d keys in %d slots (%d after), want %d",
+					seed, samples, n, count, size, len(sh.t.slots), min(count, sweepSample))
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// TestSweepKeepsUpWithOneShardMassExpiry's promise, one tick, under fixed
+// hashes: seeds whose table shrinks inside several of the last samples
+// (were each such sample to end the shard's turn in its round, those turns
+// would use up the tick's rounds).
+func TestSweepOneTickReclaimsOneShardForFixedHashes(t *testing.T) {
+	for _, seed := range []uint64{4, 10} {
+		e, clock := newTestEngine(t, DefaultShards)
+		fillExpired(e.shardFor([]byte("{t}")), 200000, seed)
+		clock.Advance(10e9)
+		e.sweepTick(65536, unpaced())
+		if got := e.DBSize(); got != 0 {
+			t.Fatalf("seed %d: DBSIZE = %d after one tick, want 0", seed, got)
+		}
+	}
+}
+
 // A tick whose budget runs out in a hot shard goes on in that shard at the
-// next tick, before the others.
+// next tick, before the others, whether or not the budget ends on a whole
+// sample.
 func TestSweepResumesInAHotShard(t *testing.T) {
-	e, clock := newTestEngine(t, 4)
-	for i := range 5000 {
-		e.throttle(fmt.Appendf(nil, "{t}k%d", i), readmeParams)
-	}
-	clock.Advance(10e9)
-	hot := e.shardFor([]byte("{t}")).idx
-	e.sweepNext = hot
-	if got := e.Sweep(1000); got != 1000 {
-		t.Fatalf("Sweep(1000) removed %d", got)
-	}
-	if e.sweepNext != hot {
-		t.Fatalf("the next sweep starts at shard %d, not at the hot shard %d", e.sweepNext, hot)
+	for _, budget := range []int{1000, 1010} {
+		e, clock := newTestEngine(t, 4)
+		for i := range 5000 {
+			e.throttle(fmt.Appendf(nil, "{t}k%d", i), readmeParams)
+		}
+		clock.Advance(10e9)
+		hot := e.shardFor([]byte("{t}")).idx
+		e.sweepNext = hot
+		if got := e.Sweep(budget); got != budget {
+			t.Fatalf("Sweep(%d) removed %d", budget, got)
+		}
+		if e.sweepNext != hot {
+			t.Fatalf("after Sweep(%d), the next sweep starts at shard %d, not at the hot shard %d", budget, e.sweepNext, hot)
+		}
 	}
 }
 

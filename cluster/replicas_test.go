@@ -1,0 +1,231 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cellserver/cellserver/commands"
+	"github.com/cellserver/cellserver/engine"
+	"github.com/cellserver/cellserver/internal/testkit"
+	"github.com/cellserver/cellserver/limiter"
+)
+
+// startReplicaNodes starts k nodes with cluster-replicas r on one
+// in-process gossip network, and waits for them to settle.
+func startReplicaNodes(t *testing.T, g *testkit.Gossip, k, r int) []*testNode {
+	t.Helper()
+	set := func(c *Config) { c.Replicas = r }
+	start := func(join ...string) *testNode {
+		tr, port := g.Transport(t)
+		return startNodeCfg(t, testkit.Listen(t), port, tr, nil, set, join...)
+	}
+	nodes := []*testNode{start()}
+	for range k - 1 {
+		nodes = append(nodes, start(nodes[0].member()))
+	}
+	settled(t, nodes...)
+	return nodes
+}
+
+// fw charges key's fixed window (limit 5 a day) on n's engine, as FW.INCR
+// would, and returns what remains.
+func fw(t *testing.T, n *testNode, key string, cost int64) int64 {
+	t.Helper()
+	res, err := n.eng.NewView().Apply([]byte(key), &limiter.Request{Kind: limiter.KindFixedWindow,
+		FixedWindow: limiter.FixedWindowRequest{Limit: 5, Window: 86400, Cost: cost}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Remaining
+}
+
+// keyOwnedBy returns a key whose slot n owns, the i-th such.
+func keyOwnedBy(n *testNode, i int) string {
+	t := n.routes.Load()
+	for k := 0; ; k++ {
+		key := fmt.Sprintf("k%d", k)
+		if t.m.OwnerID(engine.Slot([]byte(key))) == n.ID() {
+			if i == 0 {
+				return key
+			}
+			i--
+		}
+	}
+}
+
+// TestReplicaPlacement: with one replica, each slot's replica is the
+// member that owns it in the map without its owner, never the owner
+// itself, and every node holds the copies of the slots it is replica of,
+// caught up.
+func TestReplicaPlacement(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 3, 1)
+	rt := nodes[0].routes.Load()
+	if rt.rep == nil {
+		t.Fatal("no replicas in the map")
+	}
+	var members []Member
+	for _, mb := range rt.m.Members {
+		members = append(members, mb)
+	}
+	for _, o := range rt.m.Members {
+		var others []Member
+		for _, mb := range members {
+			if mb.ID != o.ID {
+				others = append(others, mb)
+			}
+		}
+		without := Assign(others)
+		for s := range engine.SlotCount {
+			if rt.m.OwnerID(s) != o.ID {
+				continue
+			}
+			ids := rt.replicaIDs(s)
+			if len(ids) != 1 || ids[0] != without.OwnerID(s) || ids[0] == o.ID {
+				t.Fatalf("slot %d of %s: replicas %v, want [%s]", s, o.ID, ids, without.OwnerID(s))
+			}
+		}
+	}
+	testkit.Until(t, 10*time.Second, "every replica's copy", func() error {
+		total := 0
+		for _, n := range nodes {
+			top := n.Topology()
+			if top.ReplicaSlotsSyncing != 0 {
+				return fmt.Errorf("%s: %d slots caught up, %d syncing", n.ID(), top.ReplicaSlots, top.ReplicaSlotsSyncing)
+			}
+			total += top.ReplicaSlots
+		}
+		if total != engine.SlotCount {
+			return fmt.Errorf("the nodes hold copies of %d slots, want %d", total, engine.SlotCount)
+		}
+		return nil
+	})
+}
+
+// TestReplicaTakesOverWithState: keys charged on each node's slots reach
+// their replicas; a node killed (Close, as a crash) is removed by the
+// majority, and the survivors serve its slots with the state they hold:
+// the keys are still limited, not reset. It fails with Replicas 0.
+func TestReplicaTakesOverWithState(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 3, 1)
+	victim := nodes[2]
+	var keys []string
+	for i := range 20 {
+		key := keyOwnedBy(victim, i)
+		for range 5 {
+			fw(t, victim, key, 1)
+		}
+		if left := fw(t, victim, key, 0); left != 0 {
+			t.Fatalf("%s: %d left after 5 of 5", key, left)
+		}
+		keys = append(keys, key)
+	}
+	// The replicas hold the keys (the stream's delay), and a READONLY read
+	// is answered there.
+	testkit.Until(t, 5*time.Second, "the keys on their replicas", func() error {
+		for _, key := range keys {
+			s := engine.Slot([]byte(key))
+			found := false
+			for _, n := range nodes[:2] {
+				if n.slots[s].state.Load() == replica && n.eng.NewView().Exists([]byte(key), nil) {
+					if r, _ := n.AcquireRead(s); r != commands.RouteLocal {
+						return fmt.Errorf("%s holds %s but AcquireRead answers %v", n.ID(), key, r)
+					}
+					n.Release(s)
+					found = true
+				}
+			}
+			if !found {
+				return fmt.Errorf("no replica holds %s", key)
+			}
+		}
+		return nil
+	})
+	_ = victim.Close()
+	survivors := nodes[:2]
+	testkit.Until(t, 20*time.Second, "the survivors to serve every slot", func() error {
+		served := 0
+		for _, n := range survivors {
+			served += n.servedSlots()
+		}
+		if served != engine.SlotCount {
+			return fmt.Errorf("%d slots served", served)
+		}
+		return nil
+	})
+	for _, key := range keys {
+		s := engine.Slot([]byte(key))
+		for _, n := range survivors {
+			if r, _ := n.Peek(s); r != commands.RouteLocal {
+				continue
+			}
+			if left := fw(t, n, key, 0); left != 0 {
+				t.Errorf("%s after the failover: %d left, want 0 (its state lost)", key, left)
+			}
+		}
+	}
+}
+
+// TestReplicaCatchesUpRestartedOwner: a node restarted with its id and
+// an empty engine, at once (before the others act on its absence) and
+// again after they took its slots, gets its slots' state back from the
+// node that held it, the replica, before it serves them: its keys are
+// still limited on it. Without replicas the quick restart's slots come
+// back empty (released), and the keys are not limited.
+func TestReplicaCatchesUpRestartedOwner(t *testing.T) {
+	set := func(c *Config) { c.Replicas = 1 }
+	a := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set)
+	c := startNodeCfg(t, testkit.Listen(t), gossipPort(t), nil, nil, set, a.member())
+	file := filepath.Join(t.TempDir(), NodeFileName)
+	ln := testkit.Listen(t)
+	addr, bus := ln.Addr().String(), gossipPort(t)
+	b, crash := startNodeFileCfg(t, ln, bus, file, set, a.member())
+	settled(t, a, b, c)
+	var keys []string
+	for i := range 20 {
+		k := keyOwnedBy(b, i)
+		exhaust(t, b, k)
+		keys = append(keys, k)
+	}
+	held := func() error {
+		for _, k := range keys {
+			s := engine.Slot([]byte(k))
+			ok := false
+			for _, n := range []*testNode{a, c} {
+				ok = ok || n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(k), nil)
+			}
+			if !ok {
+				return fmt.Errorf("no caught-up replica holds %s", k)
+			}
+		}
+		return nil
+	}
+	testkit.Until(t, 10*time.Second, "the keys on their replicas", held)
+	for round, wait := range []bool{false, true} {
+		crash()
+		if wait {
+			testkit.Until(t, 20*time.Second, "the survivors to take b's slots", func() error {
+				if _, ok := a.routes.Load().members[b.ID()]; ok {
+					return fmt.Errorf("b is still a member")
+				}
+				return nil
+			})
+			settled(t, a, c)
+		}
+		ln2, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, crash2 := startNodeFileCfg(t, ln2, bus, file, set, a.member())
+		settled(t, a, b2, c)
+		if owners := spentOnOwners(t, keys, a, b2, c); owners[keys[0]] != b2 {
+			t.Errorf("round %d: %s is served by %s, not b", round, keys[0], owners[keys[0]].addr)
+		}
+		b, crash = b2, crash2
+		testkit.Until(t, 10*time.Second, "the keys on their replicas again", held)
+	}
+}
