@@ -13,7 +13,10 @@ package bench
 // delay is from the owner's reply to the replica's first reply that
 // shows it: an upper bound (it includes a round trip to the replica).
 // It reports p50_ms, p99_ms and max_ms over BENCH_DELAY_PROBES (1000)
-// probes.
+// probes, and the round trip of one more read of the replica after each
+// probe (rtt_p50_ms, rtt_p99_ms), the part of the delay that is the
+// probe's own. The load runs 50 connections with -P BENCH_DELAY_PIPELINE
+// (16) requests in flight each.
 //
 // BenchmarkClusterReplicaKill measures kill-to-serving: a key of one node
 // is driven into its limited state (FW.INCR, limit 5), a client sends
@@ -64,20 +67,30 @@ func replicaCluster(b *testing.B, replicas int) []*benchNode {
 	nodes := []*benchNode{a,
 		startBenchNode(b, append(args, "--cluster-join", a.addr)...),
 		startBenchNode(b, append(args, "--cluster-join", a.addr)...)}
-	want := ""
-	for _, n := range nodes {
-		waitTopology(b, n.addr, &want)
-	}
-	if replicas > 0 {
-		testkit.Until(b, 30*time.Second, "the replicas to sync", func() error {
-			for _, n := range nodes {
+	ctx := context.Background()
+	testkit.Until(b, 30*time.Second, "the three nodes to agree, and their replicas to sync", func() error {
+		first := ""
+		for _, n := range nodes {
+			info, err := n.rdb.Do(ctx, "CLUSTER", "INFO").Text()
+			if err != nil || !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_size:3\r\n") {
+				return fmt.Errorf("%s: CLUSTER INFO %q, %v", n.addr, info, err)
+			}
+			c := dialResp(b, n.addr)
+			slots := rawCall(b, c, "CLUSTER", "SLOTS")
+			c.c.Close()
+			if first == "" {
+				first = slots
+			} else if slots != first {
+				return fmt.Errorf("%s: CLUSTER SLOTS differs from %s's", n.addr, nodes[0].addr)
+			}
+			if replicas > 0 {
 				if err := replicasSynced(n, replicas); err != nil {
 					return err
 				}
 			}
-			return nil
-		})
-	}
+		}
+		return nil
+	})
 	return nodes
 }
 
@@ -135,13 +148,32 @@ func BenchmarkClusterReplicaDelay(b *testing.B) {
 	nodes := replicaCluster(b, 1)
 	if path, err := exec.LookPath("redis-benchmark"); err == nil {
 		_, port, _ := strings.Cut(nodes[0].addr, ":")
-		load := exec.Command(path, "--cluster", "-p", port, "-c", "50", "-P", "16", "-r", "100000", "-n", "1000000000", "-q",
-			"FW.INCR", "{load}:__rand_int__", "1000000000", "3600")
+		pipeline := "16"
+		if s := os.Getenv("BENCH_DELAY_PIPELINE"); s != "" {
+			pipeline = s
+		}
+		load := exec.Command(path, "--cluster", "-p", port, "-c", "50", "-P", pipeline, "-r", "100000", "-n", "1000000000", "-q",
+			"FW.INCR", "{tag}:__rand_int__", "1000000000", "3600")
+		out := &testkit.SyncBuffer{}
+		load.Stdout, load.Stderr = out, out
 		if err := load.Start(); err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { _ = load.Process.Kill(); _ = load.Wait() })
+		exited := make(chan error, 1)
+		go func() { exited <- load.Wait() }()
+		b.Cleanup(func() {
+			_ = load.Process.Kill()
+			<-exited
+		})
 		time.Sleep(time.Second) // under way
+		defer func() {
+			select {
+			case err := <-exited:
+				exited <- err
+				b.Errorf("the load ended before the probes did: %v\n%s", err, testkit.Tail(out.String(), 5))
+			default:
+			}
+		}()
 	} else {
 		b.Log("no redis-benchmark: the delay is measured without load")
 	}
@@ -156,7 +188,7 @@ func BenchmarkClusterReplicaDelay(b *testing.B) {
 	}
 	hit := []string{"FW.INCR", key, "1000000000", "3600"}
 	read := []string{"FW.INCR", key, "1000000000", "3600", "0"}
-	var delays []time.Duration
+	var delays, rtts []time.Duration
 	for i := range probes {
 		want := rawCall(b, owner, hit...)
 		at := time.Now()
@@ -170,13 +202,21 @@ func BenchmarkClusterReplicaDelay(b *testing.B) {
 			}
 		}
 		delays = append(delays, time.Since(at))
+		// One more read: the round trip to the replica, part of each
+		// delay measured.
+		at = time.Now()
+		rawCall(b, replica, read...)
+		rtts = append(rtts, time.Since(at))
 		time.Sleep(time.Millisecond)
 	}
 	slices.Sort(delays)
+	slices.Sort(rtts)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(delays[len(delays)/2]), "p50_ms")
 	b.ReportMetric(ms(delays[len(delays)*99/100]), "p99_ms")
 	b.ReportMetric(ms(delays[len(delays)-1]), "max_ms")
+	b.ReportMetric(ms(rtts[len(rtts)/2]), "rtt_p50_ms")
+	b.ReportMetric(ms(rtts[len(rtts)*99/100]), "rtt_p99_ms")
 }
 
 func BenchmarkClusterReplicaKill(b *testing.B) {
