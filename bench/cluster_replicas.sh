@@ -6,7 +6,8 @@
 #
 # 1. Throughput: two three-node clusters on 127.0.0.1, one with
 #    cluster-replicas 0 and one with 1, both up at once; per round
-#    redis-benchmark --cluster -c 50 -P 16 -r 100000 FW.INCR on random
+#    redis-benchmark --cluster -c 50 -P BENCH_PIPELINE (16) -r 100000
+#    FW.INCR on random
 #    keys against each (odd rounds the first first, even rounds the
 #    second first). It prints each run's
 #    requests/s and the processor time (user + system, /proc/<pid>/stat)
@@ -14,7 +15,8 @@
 #    replicas over without for requests/s; without over with for
 #    processor time: the throughput ratio nodes with cores of their own
 #    would see, where here the nodes and the load generator share this
-#    machine's cores), and the medians over the rounds.
+#    machine's cores), and the medians over the rounds; and, first, the
+#    processor time each cluster's nodes spend idle over 5 s.
 # 2. Replication delay under load, and kill-to-serving through go-redis's
 #    ClusterClient with cluster-replicas 1 and 0 (the Go benchmarks
 #    BenchmarkClusterReplicaDelay and BenchmarkClusterReplicaKill in
@@ -28,6 +30,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 rounds=${1:-3}
 N=${2:-1000000}
+P=${BENCH_PIPELINE:-16}
 export BENCH_NODE_TIMEOUT=${BENCH_NODE_TIMEOUT:-2000}
 bin=$tmp/cellserver
 go build -o "$bin" ./cmd/cellserver
@@ -85,11 +88,16 @@ ticks() { local s=0; for p in $1; do s=$((s + $(awk '{print $14 + $15}' "/proc/$
 bench() { # R: prints requests/s and µs of the nodes' CPU per request
 	local t0 t1 rps_
 	t0=$(ticks "${pidsOf[$1]}")
-	rps_=$(redis-benchmark --cluster -p "${portOf[$1]}" -c 50 -P 16 -r 100000 -n "$N" -q \
+	rps_=$(redis-benchmark --cluster -p "${portOf[$1]}" -c 50 -P "$P" -r 100000 -n "$N" -q \
 		FW.INCR '{tag}:__rand_int__' 1000000000 3600 2>/dev/null | tr '\r' '\n' | rps)
 	t1=$(ticks "${pidsOf[$1]}")
 	echo "$rps_ $(awk -v d=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$N" 'BEGIN {printf "%.3f", d / hz / n * 1e6}')"
 }
+# What each cluster's nodes spend idle, over 5 s.
+i0=$(ticks "${pidsOf[0]}") i1=$(ticks "${pidsOf[1]}")
+sleep 5
+i0=$(($(ticks "${pidsOf[0]}") - i0)) i1=$(($(ticks "${pidsOf[1]}") - i1))
+log "idle, the three nodes together: $(awk -v a=$i0 -v b=$i1 -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f%% of a core without replicas, %.1f%% with", a / hz / 5 * 100, b / hz / 5 * 100}')"
 echo "| round | replicas 0 req/s | replicas 1 req/s | req/s ratio (1/0) | CPU µs/req, 0 | CPU µs/req, 1 | CPU ratio (0/1) |"
 echo "|---|---|---|---|---|---|---|"
 rr=() cr=()
@@ -112,4 +120,4 @@ for r in 0 1; do
 	for p in ${pidsOf[$r]}; do kill "$p" 2>/dev/null || true; done
 done
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-go test -run xxx -bench 'ClusterReplica(Delay|Kill)' -benchtime 1x ./bench/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|_test.go'
+[[ -n ${BENCH_SKIP_GO:-} ]] || go test -run xxx -bench 'ClusterReplica(Delay|Kill)' -benchtime 1x ./bench/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|---)|_test.go'

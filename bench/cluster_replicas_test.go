@@ -69,7 +69,7 @@ func replicaCluster(b *testing.B, replicas int) []*benchNode {
 		startBenchNode(b, append(args, "--cluster-join", a.addr)...)}
 	ctx := context.Background()
 	testkit.Until(b, 30*time.Second, "the three nodes to agree, and their replicas to sync", func() error {
-		first := ""
+		first, copies := "", 0
 		for _, n := range nodes {
 			info, err := n.rdb.Do(ctx, "CLUSTER", "INFO").Text()
 			if err != nil || !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_size:3\r\n") {
@@ -84,38 +84,49 @@ func replicaCluster(b *testing.B, replicas int) []*benchNode {
 				return fmt.Errorf("%s: CLUSTER SLOTS differs from %s's", n.addr, nodes[0].addr)
 			}
 			if replicas > 0 {
-				if err := replicasSynced(n, replicas); err != nil {
+				held, err := replicasSynced(n, replicas)
+				if err != nil {
 					return err
 				}
+				copies += held
 			}
+		}
+		if copies != replicas*engine.SlotCount {
+			return fmt.Errorf("the nodes hold %d replica slots, want %d", copies, replicas*engine.SlotCount)
 		}
 		return nil
 	})
 	return nodes
 }
 
-// replicasSynced reports why n's CLUSTER SLOTS does not give every range
-// replicas replicas, or n's INFO cluster says it still syncs some, or
-// nil.
-func replicasSynced(n *benchNode, replicas int) error {
+// replicasSynced returns how many slots n holds a replica's copy of,
+// caught up (INFO cluster's cluster_replica_slots), or why n's CLUSTER
+// SLOTS does not give every range replicas replicas, or n's INFO
+// cluster says it still syncs some.
+func replicasSynced(n *benchNode, replicas int) (int, error) {
 	ctx := context.Background()
 	slots, err := n.rdb.Do(ctx, "CLUSTER", "SLOTS").Slice()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, r := range slots {
 		if r, _ := r.([]any); len(r) != 3+replicas {
-			return fmt.Errorf("%s: a range with %d replicas", n.addr, len(r)-3)
+			return 0, fmt.Errorf("%s: a range with %d replicas", n.addr, len(r)-3)
 		}
 	}
 	info, err := n.rdb.Info(ctx, "cluster").Result()
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if strings.Contains(info, "cluster_replica_slots_syncing:") && !strings.Contains(info, "cluster_replica_slots_syncing:0\r\n") {
-		return fmt.Errorf("%s still syncs replica slots", n.addr)
+	if !strings.Contains(info, "cluster_replica_slots_syncing:0\r\n") {
+		return 0, fmt.Errorf("%s still syncs replica slots", n.addr)
 	}
-	return nil
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, "cluster_replica_slots:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("%s: no cluster_replica_slots in INFO cluster", n.addr)
 }
 
 // slotNodes returns the addresses CLUSTER SLOTS on n names for slot:
@@ -257,8 +268,14 @@ func killToServing(b *testing.B, replicas int) (time.Duration, int) {
 		return cc.Do(c, "FW.INCR", key, 5, 3600).Int64Slice()
 	}
 	for range 5 {
-		if v, err := call(); err != nil || v[0] != 0 {
-			b.Fatalf("driving the key: %v, %v", v, err)
+		var v []int64
+		// TRYAGAIN while a slot is still handed over after the joins.
+		testkit.Until(b, 10*time.Second, "FW.INCR "+key, func() (err error) {
+			v, err = call()
+			return err
+		})
+		if v[0] != 0 {
+			b.Fatalf("driving the key: %v", v)
 		}
 	}
 	if v, err := call(); err != nil || v[0] != 1 {

@@ -207,11 +207,13 @@ func ownedKey(owners []string, n *proc, format string) string {
 
 // waitReplicas waits until every node's CLUSTER SLOTS gives every range
 // its owner and replicas other members (Redis's format: [first, last,
-// owner, replica...]), and every node's INFO cluster says it holds the
-// copies it should, caught up.
+// owner, replica...]), no node's INFO cluster says it still syncs a
+// replica's copy, and the nodes hold replicas copies of every slot
+// between them (cluster_replica_slots: copies caught up).
 func waitReplicas(t *testing.T, replicas int, nodes ...*proc) {
 	t.Helper()
-	testkit.Until(t, 30*time.Second, fmt.Sprintf("every range to have %d replicas", replicas), func() error {
+	testkit.Until(t, 30*time.Second, fmt.Sprintf("every slot to have %d replicas, caught up", replicas), func() error {
+		copies := 0
 		for _, n := range nodes {
 			slots, err := n.rdb.Do(ctx, "CLUSTER", "SLOTS").Slice()
 			if err != nil {
@@ -239,6 +241,14 @@ func waitReplicas(t *testing.T, replicas int, nodes ...*proc) {
 			if f := infoField(info, "cluster_replica_slots_syncing"); f != "0" {
 				return fmt.Errorf("node %d: cluster_replica_slots_syncing %q", n.Port, f)
 			}
+			held, err := strconv.Atoi(infoField(info, "cluster_replica_slots"))
+			if err != nil {
+				return fmt.Errorf("node %d: cluster_replica_slots: %v", n.Port, err)
+			}
+			copies += held
+		}
+		if copies != replicas*engine.SlotCount {
+			return fmt.Errorf("the nodes hold %d replica copies of slots, want %d", copies, replicas*engine.SlotCount)
 		}
 		return nil
 	})
