@@ -102,6 +102,10 @@ type replOut struct {
 	bufN   int64                         // how many entries buf holds
 	bufEnd int32                         // how many copies buf completes
 	last   time.Time                     // when the last message was queued (under repl.mu)
+	// A round of full copies under way (under repl.mu): when it began,
+	// its slots and its bytes, for the log.
+	copyAt            time.Time
+	copySlots, copyBy int
 
 	q      chan replMsg
 	resync atomic.Bool // the link failed or the queue overflowed: copy every slot again
@@ -353,6 +357,10 @@ func (n *Node) replTick(now time.Time) {
 			if !o.has(s) {
 				continue
 			}
+			if o.copyAt.IsZero() {
+				o.copyAt = now
+			}
+			o.copySlots++
 			o.buf = append(o.buf, entBegin)
 			o.buf = binary.AppendUvarint(o.buf, uint64(s))
 			o.bufN++
@@ -362,6 +370,7 @@ func (n *Node) replTick(now time.Time) {
 				o.buf = r.AppendBinary(o.buf)
 				o.bufN++
 				budget -= len(o.buf) - start
+				o.copyBy += len(o.buf) - start
 				if len(o.buf) >= n.chunk {
 					n.replQueueLocked(o, now)
 				}
@@ -373,6 +382,11 @@ func (n *Node) replTick(now time.Time) {
 			if len(o.buf) >= n.chunk {
 				n.replQueueLocked(o, now)
 			}
+		}
+		if len(o.copies) == 0 && !o.copyAt.IsZero() {
+			n.logf("notice", "cluster: full copy of %d slots for replica %s read in %v (%d bytes of records); streaming their changes",
+				o.copySlots, o.id, now.Sub(o.copyAt).Round(time.Millisecond), o.copyBy)
+			o.copyAt, o.copySlots, o.copyBy = time.Time{}, 0, 0
 		}
 		if len(o.buf) > 0 || now.Sub(o.last) >= replHeartbeat {
 			n.replQueueLocked(o, now)
@@ -490,7 +504,12 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 		go n.replSend(o)
 	}
 	took := 0
+	var seen [engine.SlotCount / 64]uint64
 	for _, s := range slots {
+		if seen[s/64]&(1<<(s%64)) != 0 {
+			continue // asked twice in one message
+		}
+		seen[s/64] |= 1 << (s % 64)
 		if st := n.slots[s].state.Load(); st != serving {
 			// Not served here (yet): the replica asks again at its next
 			// reconcile rather than after replStaleAfter.

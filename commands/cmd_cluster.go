@@ -11,12 +11,12 @@ import (
 func registerCluster(t *Table) {
 	rows := []Command{
 		{Name: "cluster", Arity: -2, Flags: FlagStale, Handler: cluster, Group: "cluster", AuthExempt: isClusterLink,
-			Summary: "Cluster mode: the slot map (SLOTS, SHARDS, NODES), INFO, MYID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT, MEET, LEAVE.",
+			Summary: "Cluster mode: the slot map (SLOTS, SHARDS, NODES, REPLICAS, SLAVES), INFO, MYID, KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT, MEET, LEAVE.",
 			Args:    []Arg{{Name: "subcommand", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
-		{Name: "readonly", Arity: 1, Flags: FlagFast, Handler: readWrite, Group: "cluster",
-			Summary: "Accepted for cluster clients; every node serves its own slots only (there are no replicas)."},
+		{Name: "readonly", Arity: 1, Flags: FlagFast, Handler: readOnly, Group: "cluster",
+			Summary: "Lets the connection read (a cost-0 call, GET, TTL, ...) slots of which this node holds a replica's copy (cluster-replicas); writes still go to the owner."},
 		{Name: "readwrite", Arity: 1, Flags: FlagFast, Handler: readWrite, Group: "cluster",
-			Summary: "Accepted for cluster clients; undoes READONLY."},
+			Summary: "Undoes READONLY: every command goes to its slot's owner again."},
 		{Name: "asking", Arity: 1, Flags: FlagFast, Handler: asking, Group: "cluster",
 			Summary: "Accepted for cluster clients before a command that follows -ASK."},
 	}
@@ -36,11 +36,25 @@ func (t *Table) acquire(c *Client, slot int) bool {
 	return false
 }
 
+// readOnly is READONLY: from now on a command on this connection that
+// changes nothing is routed by Router.AcquireRead, so a node serves it
+// from its replica's copy of the slot too (see route).
+func readOnly(c *Client, _ *Request) {
+	if c.table.router == nil {
+		c.fail(errClusterDisabled)
+		return
+	}
+	c.readOnly = true
+	c.writeOK()
+}
+
+// readWrite is READWRITE: it ends READONLY.
 func readWrite(c *Client, _ *Request) {
 	if c.table.router == nil {
 		c.fail(errClusterDisabled)
 		return
 	}
+	c.readOnly = false
 	c.writeOK()
 }
 
@@ -73,6 +87,8 @@ var clusterSubs = map[string]struct {
 	"slots":           {2, false, true, clusterSlots},
 	"shards":          {2, false, true, clusterShards},
 	"nodes":           {2, false, true, clusterNodes},
+	"replicas":        {3, false, true, clusterReplicas},
+	"slaves":          {3, false, true, clusterReplicas},
 	"meet":            {-4, false, true, clusterMeet},
 	"leave":           {2, false, true, clusterLeave},
 	"import":          {-3, false, true, clusterImport},
@@ -175,7 +191,28 @@ func clusterInfo(c *Client, _ *Request) {
 	} {
 		field(&b, f.name, f.v)
 	}
+	replicaFields(&b, &top)
 	c.writeVerbatim(b.String())
+}
+
+// replicaFields writes the replica figures of CLUSTER INFO and INFO's
+// cluster section, when the cluster keeps replicas (cluster-replicas
+// above 0, or a Router that reports ranges): without them both replies
+// are what they were before replicas.
+func replicaFields(b *strings.Builder, top *ClusterTopology) {
+	if top.Replicas == 0 && len(top.Ranges) == 0 {
+		return
+	}
+	var lag int64
+	for _, s := range top.ReplOut {
+		lag = max(lag, s.Lag)
+	}
+	field(b, "cluster_replicas", top.Replicas)
+	field(b, "cluster_replica_slots", top.ReplicaSlots)
+	field(b, "cluster_replica_slots_syncing", top.ReplicaSlotsSyncing)
+	field(b, "cluster_replication_streams_out", len(top.ReplOut))
+	field(b, "cluster_replication_streams_in", len(top.ReplIn))
+	field(b, "cluster_replication_max_lag_changes", lag)
 }
 
 // slotRange is one range of slots and the node that owns it.
@@ -199,82 +236,298 @@ func slotRanges(top *ClusterTopology) []slotRange {
 	return out
 }
 
+// nodesByID indexes top's nodes by id.
+func nodesByID(top *ClusterTopology) map[string]*ClusterNode {
+	m := make(map[string]*ClusterNode, len(top.Nodes))
+	for i := range top.Nodes {
+		m[top.Nodes[i].ID] = &top.Nodes[i]
+	}
+	return m
+}
+
+// writeSlotsNode writes one node of a CLUSTER SLOTS range as Redis 7
+// does: [ip, port, id, {metadata}].
+func (c *Client) writeSlotsNode(n *ClusterNode) {
+	c.W.WriteArray(4)
+	c.W.WriteBulkString(n.IP)
+	c.W.WriteInt(n.Port)
+	c.W.WriteBulkString(n.ID)
+	c.writeMap(0)
+}
+
 // clusterSlots answers as Redis 7: per range, first and last slot, then
-// the owner as [ip, port, id, {metadata}].
+// the owner as [ip, port, id, {metadata}], then each of its replicas
+// (cluster-replicas) that is not flagged fail, in failover order, as
+// Redis leaves failed replicas out. Without Ranges (cluster-replicas 0,
+// or a Router that reports none) the ranges are the nodes' own.
 func clusterSlots(c *Client, _ *Request) {
 	top := c.table.router.Topology()
-	rs := slotRanges(&top)
-	c.W.WriteArray(len(rs))
-	for _, r := range rs {
-		c.W.WriteArray(3)
-		c.W.WriteInt(r.first)
-		c.W.WriteInt(r.last)
-		c.W.WriteArray(4)
-		c.W.WriteBulkString(r.node.IP)
-		c.W.WriteInt(r.node.Port)
-		c.W.WriteBulkString(r.node.ID)
-		c.writeMap(0)
+	if len(top.Ranges) == 0 {
+		rs := slotRanges(&top)
+		c.W.WriteArray(len(rs))
+		for _, r := range rs {
+			c.W.WriteArray(3)
+			c.W.WriteInt(r.first)
+			c.W.WriteInt(r.last)
+			c.writeSlotsNode(r.node)
+		}
+		return
+	}
+	byID := nodesByID(&top)
+	n := 0
+	for _, r := range top.Ranges {
+		if byID[r.Owner] != nil {
+			n++
+		}
+	}
+	c.W.WriteArray(n)
+	var reps []*ClusterNode
+	for _, r := range top.Ranges {
+		owner := byID[r.Owner]
+		if owner == nil {
+			continue // an owner this node does not list: no address to give
+		}
+		reps = reps[:0]
+		for _, id := range r.Replicas {
+			if rn := byID[id]; rn != nil && !rn.Fail {
+				reps = append(reps, rn)
+			}
+		}
+		c.W.WriteArray(3 + len(reps))
+		c.W.WriteInt(r.First)
+		c.W.WriteInt(r.Last)
+		c.writeSlotsNode(owner)
+		for _, rn := range reps {
+			c.writeSlotsNode(rn)
+		}
 	}
 }
 
-// clusterShards answers as Redis 7: one shard per node (no replicas),
-// each a map of its slot ranges and its one node.
+// shard is one CLUSTER SHARDS entry: ranges of slots with one owner and
+// the same replicas.
+type shard struct {
+	owner    *ClusterNode
+	replicas []*ClusterNode
+	slots    [][2]int
+}
+
+// clusterShardList groups top's Ranges into shards: ranges with the same
+// owner and the same replicas (in the same order) make one. Shards come
+// in the order of their owners in top.Nodes, each owner's by first slot;
+// a node that is in no shard (it owns nothing and holds no replica) gets
+// one of its own with no slots, as every node did before replicas.
+func clusterShardList(top *ClusterTopology) []shard {
+	byID := nodesByID(top)
+	byOwner := map[string][]int{} // owner id -> indexes in out
+	var out []shard
+	inShard := map[string]bool{}
+	for _, r := range top.Ranges {
+		owner := byID[r.Owner]
+		if owner == nil {
+			continue
+		}
+		i := -1
+		for _, j := range byOwner[r.Owner] {
+			if sameIDs(out[j].replicas, r.Replicas, byID) {
+				i = j
+				break
+			}
+		}
+		if i < 0 {
+			sh := shard{owner: owner}
+			for _, id := range r.Replicas {
+				if rn := byID[id]; rn != nil {
+					sh.replicas = append(sh.replicas, rn)
+					inShard[id] = true
+				}
+			}
+			inShard[r.Owner] = true
+			out = append(out, sh)
+			i = len(out) - 1
+			byOwner[r.Owner] = append(byOwner[r.Owner], i)
+		}
+		out[i].slots = append(out[i].slots, [2]int{r.First, r.Last})
+	}
+	sorted := make([]shard, 0, len(out)+len(top.Nodes))
+	for k := range top.Nodes {
+		n := &top.Nodes[k]
+		for _, j := range byOwner[n.ID] {
+			sorted = append(sorted, out[j])
+		}
+		if !inShard[n.ID] {
+			sorted = append(sorted, shard{owner: n})
+		}
+	}
+	return sorted
+}
+
+// sameIDs reports whether nodes are the nodes of ids that byID knows, in
+// order.
+func sameIDs(nodes []*ClusterNode, ids []string, byID map[string]*ClusterNode) bool {
+	i := 0
+	for _, id := range ids {
+		if byID[id] == nil {
+			continue
+		}
+		if i >= len(nodes) || nodes[i].ID != id {
+			return false
+		}
+		i++
+	}
+	return i == len(nodes)
+}
+
+// replStream returns the stream with peer id among ss, or nil.
+func replStream(ss []ReplicaStream, id string) *ReplicaStream {
+	for i := range ss {
+		if ss[i].ID == id {
+			return &ss[i]
+		}
+	}
+	return nil
+}
+
+// writeShardNode writes one node of a CLUSTER SHARDS entry: a map of id,
+// port, ip, endpoint, role, replication-offset and health.
+func (c *Client) writeShardNode(n *ClusterNode, role string, offset int64, health string) {
+	c.writeMap(7)
+	c.W.WriteBulkString("id")
+	c.W.WriteBulkString(n.ID)
+	c.W.WriteBulkString("port")
+	c.W.WriteInt(n.Port)
+	c.W.WriteBulkString("ip")
+	c.W.WriteBulkString(n.IP)
+	c.W.WriteBulkString("endpoint")
+	c.W.WriteBulkString(n.IP)
+	c.W.WriteBulkString("role")
+	c.W.WriteBulkString(role)
+	c.W.WriteBulkString("replication-offset")
+	c.W.WriteInt64(offset)
+	c.W.WriteBulkString("health")
+	c.W.WriteBulkString(health)
+}
+
+// clusterShards answers as Redis 7: a list of shards, each a map of its
+// slot ranges (first and last, flat) and its nodes. Without Ranges every
+// node is one shard with its slots and itself alone; with them, a shard
+// is a group of ranges with one owner (role master) and the same
+// replicas (role replica, in failover order), so a node is in several
+// shards when it owns slots and holds replicas of others'.
 func clusterShards(c *Client, _ *Request) {
 	top := c.table.router.Topology()
-	c.W.WriteArray(len(top.Nodes))
-	for _, n := range top.Nodes {
+	if len(top.Ranges) == 0 {
+		c.W.WriteArray(len(top.Nodes))
+		for i := range top.Nodes {
+			n := &top.Nodes[i]
+			c.writeMap(2)
+			c.W.WriteBulkString("slots")
+			c.W.WriteArray(2 * len(n.Slots))
+			for _, r := range n.Slots {
+				c.W.WriteInt(r[0])
+				c.W.WriteInt(r[1])
+			}
+			c.W.WriteBulkString("nodes")
+			c.W.WriteArray(1)
+			c.writeShardNode(n, "master", 0, shardHealth(n, false))
+		}
+		return
+	}
+	shards := clusterShardList(&top)
+	c.W.WriteArray(len(shards))
+	for _, sh := range shards {
 		c.writeMap(2)
 		c.W.WriteBulkString("slots")
-		c.W.WriteArray(2 * len(n.Slots))
-		for _, r := range n.Slots {
+		c.W.WriteArray(2 * len(sh.slots))
+		for _, r := range sh.slots {
 			c.W.WriteInt(r[0])
 			c.W.WriteInt(r[1])
 		}
 		c.W.WriteBulkString("nodes")
-		c.W.WriteArray(1)
-		c.writeMap(7)
-		c.W.WriteBulkString("id")
-		c.W.WriteBulkString(n.ID)
-		c.W.WriteBulkString("port")
-		c.W.WriteInt(n.Port)
-		c.W.WriteBulkString("ip")
-		c.W.WriteBulkString(n.IP)
-		c.W.WriteBulkString("endpoint")
-		c.W.WriteBulkString(n.IP)
-		c.W.WriteBulkString("role")
-		c.W.WriteBulkString("master")
-		c.W.WriteBulkString("replication-offset")
-		c.W.WriteInt(0)
-		c.W.WriteBulkString("health")
-		if n.Fail {
-			c.W.WriteBulkString("fail")
-		} else {
-			c.W.WriteBulkString("online")
+		c.W.WriteArray(1 + len(sh.replicas))
+		c.writeShardNode(sh.owner, "master", ownerOffset(&top, &sh), shardHealth(sh.owner, false))
+		for _, rn := range sh.replicas {
+			offset, loading := replicaProgress(&top, sh.owner, rn)
+			c.writeShardNode(rn, "replica", offset, shardHealth(rn, loading))
 		}
 	}
+}
+
+// shardHealth is a CLUSTER SHARDS node's health, in Redis 7's words:
+// fail for a node flagged fail, loading for a replica still waiting for
+// its copy, else online.
+func shardHealth(n *ClusterNode, loading bool) string {
+	switch {
+	case n.Fail:
+		return "fail"
+	case loading:
+		return "loading"
+	}
+	return "online"
+}
+
+// ownerOffset is a shard's owner's replication-offset as this node knows
+// it: as that owner, the changes taken for the shard's replicas (the
+// most, over its streams to them: delivered plus not yet); as one of its
+// replicas, the changes received from it; else 0.
+func ownerOffset(top *ClusterTopology, sh *shard) int64 {
+	if sh.owner.ID == top.MyID {
+		var most int64
+		for _, rn := range sh.replicas {
+			if s := replStream(top.ReplOut, rn.ID); s != nil {
+				most = max(most, s.Offset+s.Lag)
+			}
+		}
+		return most
+	}
+	for _, rn := range sh.replicas {
+		if rn.ID == top.MyID {
+			if s := replStream(top.ReplIn, sh.owner.ID); s != nil {
+				return s.Offset
+			}
+		}
+	}
+	return 0
+}
+
+// replicaProgress is a replica's replication-offset as this node knows it
+// and whether this node knows it to be loading (not yet holding its full
+// copy): as the replica itself, the changes received from the owner, and
+// loading while any replica slot of this node is syncing; as the owner,
+// the changes delivered on its stream to the replica, and loading while a
+// slot of that stream is not synced or there is no stream yet; else 0 and
+// not loading.
+func replicaProgress(top *ClusterTopology, owner, rn *ClusterNode) (int64, bool) {
+	switch top.MyID {
+	case rn.ID:
+		var offset int64
+		if s := replStream(top.ReplIn, owner.ID); s != nil {
+			offset = s.Offset
+		}
+		return offset, top.ReplicaSlotsSyncing > 0
+	case owner.ID:
+		s := replStream(top.ReplOut, rn.ID)
+		if s == nil {
+			return 0, true
+		}
+		return s.Offset, s.Synced < s.Slots
+	}
+	return 0, false
 }
 
 // clusterNodes answers as Redis 7, one line per node:
 // <id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
 // <config-epoch> <link-state> <slot ranges...>
 // A node flagged pfail has "fail?" among its flags, one flagged fail
-// "fail" and its link "disconnected".
+// "fail" and its link "disconnected". Every node is a master with the
+// slots it owns, replicas or not: Redis's format has one role per node,
+// and every node owns slots (CLUSTER REPLICAS lists the nodes that hold
+// copies of a node's slots).
 func clusterNodes(c *Client, _ *Request) {
 	top := c.table.router.Topology()
 	var b strings.Builder
-	for _, n := range top.Nodes {
-		flags, link := "master", "connected"
-		if n.Myself {
-			flags = "myself,master"
-		}
-		switch {
-		case n.Fail:
-			flags, link = flags+",fail", "disconnected"
-		case n.PFail:
-			flags += ",fail?"
-		}
-		b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.BusPort) +
-			" " + flags + " - 0 0 " + strconv.FormatInt(top.Epoch, 10) + " " + link)
+	for i := range top.Nodes {
+		n := &top.Nodes[i]
+		nodeLine(&b, n, "master", "-", top.Epoch)
 		for _, r := range n.Slots {
 			b.WriteString(" " + strconv.Itoa(r[0]))
 			if r[1] != r[0] {
@@ -284,6 +537,58 @@ func clusterNodes(c *Client, _ *Request) {
 		b.WriteString("\n")
 	}
 	c.writeVerbatim(b.String())
+}
+
+// nodeLine writes n's CLUSTER NODES line up to its link state: role is
+// master or slave, master the id of the node it replicates or "-".
+func nodeLine(b *strings.Builder, n *ClusterNode, role, master string, epoch int64) {
+	flags, link := role, "connected"
+	if n.Myself {
+		flags = "myself," + role
+	}
+	switch {
+	case n.Fail:
+		flags, link = flags+",fail", "disconnected"
+	case n.PFail:
+		flags += ",fail?"
+	}
+	b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.BusPort) +
+		" " + flags + " " + master + " 0 0 " + strconv.FormatInt(epoch, 10) + " " + link)
+}
+
+// clusterReplicas is CLUSTER REPLICAS <node-id> (and CLUSTER SLAVES): as
+// Redis 7, one bulk string per replica in CLUSTER NODES' line format
+// (flag slave, the node as master, no slots, no newline). A node's
+// replicas are the nodes that hold copies of any of its ranges, in the
+// order they first appear in the ranges' failover lists.
+func clusterReplicas(c *Client, req *Request) {
+	top := c.table.router.Topology()
+	id := string(req.Args[2])
+	byID := nodesByID(&top)
+	if byID[id] == nil {
+		c.fail(errUnknownNode(req.Args[2]))
+		return
+	}
+	var reps []*ClusterNode
+	seen := map[string]bool{}
+	for _, r := range top.Ranges {
+		if r.Owner != id {
+			continue
+		}
+		for _, rid := range r.Replicas {
+			if rn := byID[rid]; rn != nil && !seen[rid] {
+				seen[rid] = true
+				reps = append(reps, rn)
+			}
+		}
+	}
+	c.W.WriteArray(len(reps))
+	var b strings.Builder
+	for _, rn := range reps {
+		b.Reset()
+		nodeLine(&b, rn, "slave", id, top.Epoch)
+		c.W.WriteBulkString(b.String())
+	}
 }
 
 // clusterMeet is CLUSTER MEET ip port [cluster-bus-port].

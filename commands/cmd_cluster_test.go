@@ -14,7 +14,9 @@ import (
 // those in moving (TRYAGAIN) and down (CLUSTERDOWN).
 type fakeRouter struct {
 	mine, moving, down map[int]bool
-	held               map[int]int // Acquire minus Release, by slot
+	replica            map[int]bool // slots AcquireRead serves besides mine
+	reads              int          // AcquireRead's calls
+	held               map[int]int  // Acquire minus Release, by slot
 	imported           [][]byte
 	forward            bool
 	top                *ClusterTopology // Topology's answer when set
@@ -45,8 +47,16 @@ func (r *fakeRouter) Acquire(slot int) (Route, string) {
 	return route, addr
 }
 
-// AcquireRead is Acquire; the replica's reads are the helper's to fake.
-func (r *fakeRouter) AcquireRead(slot int) (Route, string) { return r.Acquire(slot) }
+// AcquireRead is Acquire, and also serves the slots in replica (this
+// node holds a replica's copy of them, caught up); reads counts its calls.
+func (r *fakeRouter) AcquireRead(slot int) (Route, string) {
+	r.reads++
+	if r.replica[slot] && !r.noMajority {
+		r.held[slot]++
+		return RouteLocal, ""
+	}
+	return r.Acquire(slot)
+}
 
 func (r *fakeRouter) Release(slot int) { r.held[slot]-- }
 
@@ -258,7 +268,7 @@ func TestClusterWhileLoading(t *testing.T) {
 	h, r := newClusterHarness(t)
 	r.mine[engine.Slot([]byte("k"))] = true
 	h.table.SetLoading(true)
-	for _, args := range []string{"CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES", "CLUSTER INFO",
+	for _, args := range []string{"CLUSTER SLOTS", "CLUSTER SHARDS", "CLUSTER NODES", "CLUSTER INFO", "CLUSTER REPLICAS x", "CLUSTER SLAVES x",
 		"CLUSTER MEET 127.0.0.1 7001", "CLUSTER LEAVE", "CLUSTER IMPORT a b", "FW.INCR k 10 60"} {
 		if got := h.do(strings.Fields(args)...); got != errReply(errLoading) {
 			t.Errorf("%s while loading: %q, want LOADING", args, got)

@@ -84,7 +84,7 @@ func quit(c *Client, _ *Request) {
 func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
-	c.asking = false
+	c.asking, c.readOnly = false, false
 	c.LeavePubSub()
 	c.peer, c.linkState = false, nil
 	c.resp = 2

@@ -280,8 +280,8 @@ func (c *Client) HandOff() func(nc net.Conn, buffered []byte) {
 // costZero reports whether a limiter command's call only reads: its cost
 // argument (after the kind's integers) is 0, RL.CHECK's HITS is, or every
 // limit of an ML.THROTTLE has a cost of 0. It runs only on a read-only
-// replica, so ML.THROTTLE's split, which allocates, costs a primary
-// nothing.
+// replica and, in cluster mode, on a connection that sent READONLY, so
+// ML.THROTTLE's split, which allocates, costs other calls nothing.
 func costZero(cmd *Command, args [][]byte) bool {
 	if cmd.origName == "rl.check" && len(args) >= 2 && equalFold(args[len(args)-2], "hits") {
 		n, ok := parseInt(args[len(args)-1])

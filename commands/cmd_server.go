@@ -492,5 +492,6 @@ func infoCluster(c *Client, b *strings.Builder, _ HostStats, _ engine.Stats) {
 		field(b, "cluster_keys_handed_in", top.KeysIn)
 		field(b, "cluster_current_epoch", top.Epoch)
 		field(b, "cluster_sees_majority", seesMajority(top))
+		replicaFields(b, &top)
 	}
 }

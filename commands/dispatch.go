@@ -240,7 +240,11 @@ func keysSlot(cmd *Command, args [][]byte) (int, bool) {
 
 // route is cluster mode's step of Dispatch for cmd: a keyed command runs
 // only when its keys share a slot this node serves now, else it is
-// forwarded to the slot's owner or answered where the slot is. It returns
+// forwarded to the slot's owner or answered where the slot is. On a
+// connection that sent READONLY, a command that changes nothing (not a
+// write, or a limiter call of cost 0) may also run on a slot of which
+// this node holds a replica's copy (Router.AcquireRead); a command queued
+// in MULTI is routed as a write still. It returns
 // the slot it holds for the command (the caller releases it after the
 // command ran), -1 when it holds none (a command without keys, or one
 // queued in MULTI), and false when it has answered the command itself.
@@ -270,7 +274,13 @@ func (t *Table) route(c *Client, cmd *Command, args [][]byte) (int, bool) {
 		c.multiSlot = slot
 		return -1, true
 	}
-	r, addr := t.router.Acquire(slot)
+	var r Route
+	var addr string
+	if c.readOnly && (cmd.Flags&FlagWrite == 0 || costZero(cmd, args)) {
+		r, addr = t.router.AcquireRead(slot) // READONLY: a replica's copy serves a read
+	} else {
+		r, addr = t.router.Acquire(slot)
+	}
 	if r == RouteLocal {
 		return slot, true
 	}

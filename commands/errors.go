@@ -193,6 +193,10 @@ func errSubscribedContext(cmd string) string {
 	return "ERR Can't execute '" + cmd + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
 }
 
+// errUnknownNode answers CLUSTER REPLICAS for a node id this node does
+// not know, in Redis 7.0's words (the id clipped to 128 bytes).
+func errUnknownNode(id []byte) string { return "ERR Unknown node " + clip(id, 128) }
+
 func errUnknownSubcommand(sub []byte, cmd string) string {
 	return "ERR unknown subcommand '" + clip(sub, 128) + "'. Try " + cmd + " HELP."
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellserver/cellserver/cluster"
+	"github.com/cellserver/cellserver/commands"
 	"github.com/cellserver/cellserver/metrics"
 	"github.com/cellserver/cellserver/server"
 	"github.com/redis/go-redis/v9"
@@ -145,6 +146,28 @@ func (m metricsSource) Cluster() (metrics.ClusterStats, bool) {
 		return metrics.ClusterStats{}, false
 	}
 	st := m.node.Stats()
-	return metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members,
-		NodesPFail: st.NodesPFail, NodesFail: st.NodesFail, SlotsPFail: st.SlotsPFail, SlotsFail: st.SlotsFail, StateOK: st.StateOK}, true
+	cs := metrics.ClusterStats{KeysOut: st.KeysOut, KeysIn: st.KeysIn, SlotsServed: st.SlotsServed, Members: st.Members,
+		NodesPFail: st.NodesPFail, NodesFail: st.NodesFail, SlotsPFail: st.SlotsPFail, SlotsFail: st.SlotsFail, StateOK: st.StateOK}
+	addReplicaStats(&cs, m.node.Topology())
+	return cs, true
+}
+
+// addReplicaStats adds to cs the figures of top that CLUSTER INFO reports
+// too: the epoch, the majority, and the replicas' slots and streams.
+func addReplicaStats(cs *metrics.ClusterStats, top commands.ClusterTopology) {
+	cs.Epoch = top.Epoch
+	cs.SeesMajority = !top.Agreement || top.SeesMajority
+	cs.ReplicaSlots, cs.ReplicaSlotsSyncing = top.ReplicaSlots, top.ReplicaSlotsSyncing
+	streams := func(ss []commands.ReplicaStream) []metrics.ClusterStream {
+		out := make([]metrics.ClusterStream, 0, len(ss))
+		for _, s := range ss {
+			last := time.Duration(s.LastMs) * time.Millisecond
+			if s.LastMs < 0 {
+				last = -1 // no message yet (package cluster's -1)
+			}
+			out = append(out, metrics.ClusterStream{Peer: s.ID, LagChanges: s.Lag, LastMessage: last})
+		}
+		return out
+	}
+	cs.ReplOut, cs.ReplIn = streams(top.ReplOut), streams(top.ReplIn)
 }

@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -62,5 +63,53 @@ cellserver_cluster_state_ok 0
 	}
 	if problems, err := testutil.CollectAndLint(metrics.NewCollector(src), names...); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+// The replica series: the epoch, the majority and the replica slots are
+// there in cluster mode with no replicas too (0); each stream has its
+// series, a peer listed twice once.
+func TestClusterReplicaSeries(t *testing.T) {
+	srv := inproc.Start(t).Server
+	names := []string{"cellserver_cluster_epoch", "cellserver_cluster_sees_majority", "cellserver_cluster_replica_slots",
+		"cellserver_cluster_replication_lag_changes", "cellserver_cluster_replication_last_message_seconds"}
+	b, d := strings.Repeat("b", 40), strings.Repeat("d", 40)
+	src := clusterSource{Source: srv, on: true, stats: metrics.ClusterStats{Epoch: 42, SeesMajority: true, ReplicaSlots: 5461, ReplicaSlotsSyncing: 12,
+		ReplOut: []metrics.ClusterStream{{Peer: b, LagChanges: 7, LastMessage: 250 * time.Millisecond}, {Peer: b, LagChanges: 9}},
+		ReplIn: []metrics.ClusterStream{{Peer: b, LastMessage: 1500 * time.Millisecond}, {Peer: d, LastMessage: 3 * time.Second},
+			{Peer: strings.Repeat("e", 40), LastMessage: -1}}}} // none yet: no last-message series
+	want := `
+# HELP cellserver_cluster_epoch CLUSTER INFO's cluster_current_epoch: the agreed member set's Raft index (with cluster-require-majority), else the membership changes this node has seen.
+# TYPE cellserver_cluster_epoch gauge
+cellserver_cluster_epoch 42
+# HELP cellserver_cluster_replica_slots Hash slots this node holds a replica's copy of (cluster-replicas), by state (synced: caught up, syncing: its full copy not yet received).
+# TYPE cellserver_cluster_replica_slots gauge
+cellserver_cluster_replica_slots{state="synced"} 5461
+cellserver_cluster_replica_slots{state="syncing"} 12
+# HELP cellserver_cluster_replication_lag_changes Changes of this node's slots taken for a replica and not yet delivered to it, by replica (peer: its node id).
+# TYPE cellserver_cluster_replication_lag_changes gauge
+cellserver_cluster_replication_lag_changes{peer="` + b + `"} 7
+# HELP cellserver_cluster_replication_last_message_seconds Seconds since a replication stream last delivered a message (a heartbeat at least every second while it is up), by peer and direction (out: to a replica of this node's slots, in: from an owner whose slots this node replicates).
+# TYPE cellserver_cluster_replication_last_message_seconds gauge
+cellserver_cluster_replication_last_message_seconds{direction="in",peer="` + b + `"} 1.5
+cellserver_cluster_replication_last_message_seconds{direction="in",peer="` + d + `"} 3
+cellserver_cluster_replication_last_message_seconds{direction="out",peer="` + b + `"} 0.25
+# HELP cellserver_cluster_sees_majority 1 while this node has seen a majority of the members within cluster-node-timeout (or does not require one), else 0: it then answers keyed commands -CLUSTERDOWN.
+# TYPE cellserver_cluster_sees_majority gauge
+cellserver_cluster_sees_majority 1
+`
+	if err := testutil.CollectAndCompare(metrics.NewCollector(src), strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	if problems, err := testutil.CollectAndLint(metrics.NewCollector(src), names...); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	// No replicas: no stream series, the rest at 0.
+	src.stats = metrics.ClusterStats{}
+	if n := testutil.CollectAndCount(metrics.NewCollector(src), names...); n != 4 {
+		t.Errorf("cluster mode without replicas: %d replica series, want 4 (epoch, majority, two replica-slot states)", n)
+	}
+	if n := testutil.CollectAndCount(metrics.NewCollector(clusterSource{Source: srv}), names...); n != 0 {
+		t.Errorf("cluster mode off: %d replica series, want none", n)
 	}
 }
