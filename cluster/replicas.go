@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"sort"
 	"strings"
@@ -95,32 +96,54 @@ type replOut struct {
 	id   string
 	addr string // the replica's link address
 
-	slots  [engine.SlotCount / 64]uint64 // the slots subscribed (under repl.mu)
-	nSlots int                           // how many (under repl.mu)
-	copies []int                         // slots whose full copy is still to read (under repl.mu)
-	buf    []byte                        // the entries of the tick being drained (under repl.mu)
-	bufN   int64                         // how many entries buf holds
-	bufEnd int32                         // how many copies buf completes
-	last   time.Time                     // when the last message was queued (under repl.mu)
+	slots   [engine.SlotCount / 64]uint64 // the slots subscribed (under repl.mu)
+	nSlots  int                           // how many (under repl.mu)
+	copies  []int                         // slots whose full copy is still to read (under repl.mu)
+	buf     []byte                        // the entries of the tick being drained (under repl.mu)
+	bufN    int64                         // how many entries buf holds
+	bufEnds []int                         // the slots whose copies buf completes
+	last    time.Time                     // when the last message was queued (under repl.mu)
 	// A round of full copies under way (under repl.mu): when it began,
 	// its slots and its bytes, for the log.
 	copyAt            time.Time
 	copySlots, copyBy int
 
 	q      chan replMsg
-	resync atomic.Bool // the link failed or the queue overflowed: copy every slot again
+	resync atomic.Bool  // the link came (back) up, or the queue overflowed: copy every slot again
+	up     atomic.Bool  // the sender has a link: while it has none, nothing is queued
+	qBytes atomic.Int64 // the bytes of the messages queued
 	closed chan struct{}
 	conn   atomic.Pointer[fwdConn] // the link, closed with closed so that a send under way ends
 
 	queued, delivered atomic.Int64 // entries queued, and acknowledged by the replica
-	synced            atomic.Int32 // slots whose copy the replica has acknowledged
-	lastAck           atomic.Int64 // unix ns of the last acknowledged message
+	// synced marks the slots whose full copy the replica has
+	// acknowledged (atomic words: the sender sets them, the drain loop
+	// clears them).
+	synced  [engine.SlotCount / 64]atomic.Uint64
+	lastAck atomic.Int64 // unix ns of the last acknowledged message
 }
 
 type replMsg struct {
 	payload []byte
 	entries int64
-	ends    int32 // copies the message completes
+	ends    []int // the slots whose copies the message completes
+}
+
+// replMaxQueued bounds the bytes queued to one replica: past half of it
+// no more full copies are read, past it the stream starts over (resync).
+const replMaxQueued = 32 << 20
+
+// unsync clears slot s's synced mark.
+func (o *replOut) unsync(s int) { o.synced[s/64].And(^(uint64(1) << (s % 64))) }
+
+// syncedCount counts the subscribed slots whose copy was acknowledged
+// (under repl.mu).
+func (o *replOut) syncedCount() int {
+	c := 0
+	for i := range o.slots {
+		c += bits.OnesCount64(o.slots[i] & o.synced[i].Load())
+	}
+	return c
 }
 
 // close ends o's sender, and the send it has under way.
@@ -339,19 +362,25 @@ func (n *Node) replTick(now time.Time) {
 	}
 	budget := replCopyPerTick
 	for _, o := range rp.outs {
+		if !o.up.Load() {
+			// No link: what changes meanwhile goes with the full copies
+			// sent once it is back.
+			o.buf, o.bufN, o.bufEnds = o.buf[:0], 0, o.bufEnds[:0]
+			continue
+		}
 		if o.resync.Swap(false) {
 			o.copies = o.copies[:0]
 			for s := range engine.SlotCount {
 				if o.has(s) {
 					o.copies = append(o.copies, s)
 				}
+				o.unsync(s)
 			}
-			o.buf, o.bufN, o.bufEnd = o.buf[:0], 0, 0
-			o.synced.Store(0)
+			o.buf, o.bufN, o.bufEnds = o.buf[:0], 0, o.bufEnds[:0]
 		}
 		// A queue half full waits for its link before more copies are
 		// read: the copies of a busy stream are its back-pressure.
-		for len(o.copies) > 0 && budget > 0 && len(o.q) < replQueue/2 {
+		for len(o.copies) > 0 && budget > 0 && len(o.q) < replQueue/2 && o.qBytes.Load() < replMaxQueued/2 {
 			s := o.copies[0]
 			o.copies = o.copies[1:]
 			if !o.has(s) {
@@ -378,7 +407,7 @@ func (n *Node) replTick(now time.Time) {
 			o.buf = append(o.buf, entEnd)
 			o.buf = binary.AppendUvarint(o.buf, uint64(s))
 			o.bufN++
-			o.bufEnd++
+			o.bufEnds = append(o.bufEnds, s)
 			if len(o.buf) >= n.chunk {
 				n.replQueueLocked(o, now)
 			}
@@ -397,11 +426,21 @@ func (n *Node) replTick(now time.Time) {
 // replQueueLocked queues o's entries as one message (an empty one is a
 // heartbeat); a full queue marks o for a full resync.
 func (n *Node) replQueueLocked(o *replOut, now time.Time) {
-	msg := replMsg{payload: append([]byte(nil), o.buf...), entries: o.bufN, ends: o.bufEnd}
-	o.buf, o.bufN, o.bufEnd, o.last = o.buf[:0], 0, 0, now
+	msg := replMsg{payload: append([]byte(nil), o.buf...), entries: o.bufN}
+	if len(o.bufEnds) > 0 {
+		msg.ends = append([]int(nil), o.bufEnds...)
+	}
+	o.buf, o.bufN, o.bufEnds, o.last = o.buf[:0], 0, o.bufEnds[:0], now
+	if o.qBytes.Load()+int64(len(msg.payload)) > replMaxQueued {
+		if !o.resync.Swap(true) {
+			n.logf("warning", "cluster: the stream to replica %s is %d MiB behind; sending it every slot again", o.id, replMaxQueued>>20)
+		}
+		return
+	}
 	select {
 	case o.q <- msg:
 		o.queued.Add(msg.entries)
+		o.qBytes.Add(int64(len(msg.payload)))
 	default:
 		if !o.resync.Swap(true) {
 			n.logf("warning", "cluster: the stream to replica %s is %d messages behind; sending it every slot again", o.id, replQueue)
@@ -469,6 +508,7 @@ func (n *Node) replScanLocked() {
 func (n *Node) replDropLocked(o *replOut, s int, tell bool) {
 	o.slots[s/64] &^= 1 << (s % 64)
 	o.nSlots--
+	o.unsync(s)
 	subs := n.repl.slotSubs[s]
 	for i, x := range subs {
 		if x == o {
@@ -522,9 +562,8 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 			o.slots[s/64] |= 1 << (s % 64)
 			o.nSlots++
 			rp.slotSubs[s] = append(rp.slotSubs[s], o)
-		} else {
-			o.synced.Add(-1)
 		}
+		o.unsync(s)
 		o.copies = append(o.copies, s)
 		took++
 	}
@@ -532,13 +571,15 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 	return nil
 }
 
-// replSend sends o's messages, pipelined, on a link of its own, and
-// reconnects when the link fails (the drain loop then copies every slot
-// again).
+// replSend sends o's messages, pipelined, on a link of its own. Each
+// time it has a link anew (the first included) it empties the queue and
+// has the drain loop copy every slot again, since what was queued for a
+// link that failed may not have arrived.
 func (n *Node) replSend(o *replOut) {
 	defer n.repl.wg.Done()
 	var fc *fwdConn
 	defer func() {
+		o.up.Store(false)
 		if fc != nil {
 			fc.c.Close()
 		}
@@ -547,6 +588,31 @@ func (n *Node) replSend(o *replOut) {
 	var batch []replMsg
 	backoff := 100 * time.Millisecond
 	for {
+		if fc == nil {
+			var err error
+			fc, err = n.openLink(o.addr)
+			if err != nil {
+				n.logf("verbose", "cluster: stream to replica %s: %v", o.id, err)
+				select {
+				case <-o.closed:
+					return
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, 2*time.Second)
+				continue
+			}
+			backoff = 100 * time.Millisecond
+			o.conn.Store(fc)
+			select {
+			case <-o.closed: // closed while it dialed
+				return
+			default:
+			}
+			n.replDrain(o)
+			o.queued.Store(o.delivered.Load())
+			o.resync.Store(true)
+			o.up.Store(true)
+		}
 		var m replMsg
 		select {
 		case <-o.closed:
@@ -563,34 +629,9 @@ func (n *Node) replSend(o *replOut) {
 				break more
 			}
 		}
-		if fc == nil {
-			var err error
-			fc, err = n.openLink(o.addr)
-			if err == nil {
-				o.conn.Store(fc)
-				select {
-				case <-o.closed: // closed while it dialed
-					return
-				default:
-				}
-			}
-			if err != nil {
-				n.logf("verbose", "cluster: stream to replica %s: %v", o.id, err)
-				o.resync.Store(true)
-				o.queued.Store(o.delivered.Load())
-				n.replDrain(o)
-				select {
-				case <-o.closed:
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, 2*time.Second)
-				continue
-			}
-			backoff = 100 * time.Millisecond
-		}
 		wire = wire[:0]
 		for _, m := range batch {
+			o.qBytes.Add(-int64(len(m.payload)))
 			wire = appendCommand(wire, [][]byte{[]byte("CLUSTER"), []byte("IMPORT"), []byte("REPL"), []byte(n.cfg.ID), m.payload})
 		}
 		_ = fc.c.SetDeadline(time.Now().Add(n.cfg.HandoffTimeout))
@@ -603,17 +644,17 @@ func (n *Node) replSend(o *replOut) {
 			}
 			if err == nil {
 				o.delivered.Add(batch[i].entries)
-				o.synced.Add(batch[i].ends)
+				for _, s := range batch[i].ends {
+					o.synced[s/64].Or(uint64(1) << (s % 64))
+				}
 				o.lastAck.Store(time.Now().UnixNano())
 			}
 		}
 		if err != nil {
 			n.logf("verbose", "cluster: stream to replica %s: %v; copying its slots again", o.id, err)
+			o.up.Store(false)
 			fc.c.Close()
 			fc = nil
-			o.resync.Store(true)
-			n.replDrain(o)
-			o.queued.Store(o.delivered.Load())
 		}
 	}
 }
@@ -622,7 +663,8 @@ func (n *Node) replSend(o *replOut) {
 func (n *Node) replDrain(o *replOut) {
 	for {
 		select {
-		case <-o.q:
+		case m := <-o.q:
+			o.qBytes.Add(-int64(len(m.payload)))
 		default:
 			return
 		}
@@ -811,7 +853,7 @@ func (n *Node) replicaStats(top *commands.ClusterTopology) {
 	}
 	n.repl.mu.Lock()
 	for id, o := range n.repl.outs {
-		st := commands.ReplicaStream{ID: id, Slots: o.nSlots, Synced: int(max(0, min(o.synced.Load(), int32(o.nSlots)))),
+		st := commands.ReplicaStream{ID: id, Slots: o.nSlots, Synced: o.syncedCount(),
 			Offset: o.delivered.Load(), Lag: max(0, o.queued.Load()-o.delivered.Load()+o.bufN)}
 		if l := o.lastAck.Load(); l > 0 {
 			st.LastMs = (now - l) / 1e6

@@ -67,13 +67,9 @@ func TestReplicaPlacement(t *testing.T) {
 	if rt.rep == nil {
 		t.Fatal("no replicas in the map")
 	}
-	var members []Member
-	for _, mb := range rt.m.Members {
-		members = append(members, mb)
-	}
 	for _, o := range rt.m.Members {
 		var others []Member
-		for _, mb := range members {
+		for _, mb := range rt.m.Members {
 			if mb.ID != o.ID {
 				others = append(others, mb)
 			}
@@ -228,4 +224,69 @@ func TestReplicaCatchesUpRestartedOwner(t *testing.T) {
 		b, crash = b2, crash2
 		testkit.Until(t, 10*time.Second, "the keys on their replicas again", held)
 	}
+}
+
+// TestReplicaStreamLinkFails: the links of an owner's streams are cut
+// while keys are charged; the owner dials again, copies every slot anew,
+// and the replicas end up with the owner's state for every key.
+func TestReplicaStreamLinkFails(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 3, 1)
+	owner := nodes[0]
+	var keys []string
+	for i := range 40 {
+		keys = append(keys, keyOwnedBy(owner, i))
+	}
+	testkit.Until(t, 10*time.Second, "the owner's streams", func() error {
+		owner.repl.mu.Lock()
+		defer owner.repl.mu.Unlock()
+		if len(owner.repl.outs) != 2 {
+			return fmt.Errorf("%d streams", len(owner.repl.outs))
+		}
+		for _, o := range owner.repl.outs {
+			if !o.up.Load() {
+				return fmt.Errorf("stream to %s not up", o.id)
+			}
+		}
+		return nil
+	})
+	for round := range 3 {
+		for i, k := range keys {
+			if i%3 == round {
+				fw(t, owner, k, 1)
+			}
+		}
+		owner.repl.mu.Lock()
+		for _, o := range owner.repl.outs {
+			if fc := o.conn.Load(); fc != nil {
+				fc.c.Close() // the link fails under the sender
+			}
+		}
+		owner.repl.mu.Unlock()
+		for i, k := range keys {
+			if i%2 == round%2 {
+				fw(t, owner, k, 1)
+			}
+		}
+	}
+	testkit.Until(t, 10*time.Second, "the replicas to hold the owner's state", func() error {
+		for _, k := range keys {
+			want := fw(t, owner, k, 0)
+			s := engine.Slot([]byte(k))
+			for _, n := range nodes[1:] {
+				if n.slots[s].state.Load() != replica {
+					continue
+				}
+				if !n.rsynced[s].Load() {
+					return fmt.Errorf("%s: slot %d not caught up", n.ID(), s)
+				}
+				res, err := n.eng.NewView().Apply([]byte(k), &limiter.Request{Kind: limiter.KindFixedWindow,
+					FixedWindow: limiter.FixedWindowRequest{Limit: 5, Window: 86400, Cost: 0}}, nil)
+				if err != nil || res.Remaining != want {
+					return fmt.Errorf("%s on its replica: %d left, %v; the owner says %d", k, res.Remaining, err, want)
+				}
+			}
+		}
+		return nil
+	})
 }
