@@ -20,7 +20,8 @@
 # 2. Replication delay under load, and kill-to-serving through go-redis's
 #    ClusterClient with cluster-replicas 1 and 0 (the Go benchmarks
 #    BenchmarkClusterReplicaDelay and BenchmarkClusterReplicaKill in
-#    bench/cluster_replicas_test.go; BENCH_KILL_RUNS runs each, 3).
+#    bench/cluster_replicas_test.go; BENCH_KILL_RUNS runs each, 3);
+#    BENCH_SKIP_GO=1 leaves this part out.
 #
 # Every node runs with cluster-node-timeout BENCH_NODE_TIMEOUT (2000 ms).
 set -euo pipefail
