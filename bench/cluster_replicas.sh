@@ -7,16 +7,15 @@
 # 1. Throughput: two three-node clusters on 127.0.0.1, one with
 #    cluster-replicas 0 and one with 1, both up at once; per round
 #    redis-benchmark --cluster -c 50 -P BENCH_PIPELINE (16) -r 100000
-#    FW.INCR on random
-#    keys against each (odd rounds the first first, even rounds the
-#    second first). It prints each run's
-#    requests/s and the processor time (user + system, /proc/<pid>/stat)
-#    the cluster's three nodes spent per request, and the ratios (with
-#    replicas over without for requests/s; without over with for
-#    processor time: the throughput ratio nodes with cores of their own
-#    would see, where here the nodes and the load generator share this
-#    machine's cores), and the medians over the rounds; and, first, the
-#    processor time each cluster's nodes spend idle over 5 s.
+#    FW.INCR on random keys against each (odd rounds the first first,
+#    even rounds the second first). It prints each run's requests/s and
+#    the processor time (user + system, /proc/<pid>/stat) the cluster's
+#    three nodes spent per request, and the ratios (with replicas over
+#    without for requests/s; without over with for processor time: the
+#    throughput ratio nodes with cores of their own would see, where here
+#    the nodes and the load generator share this machine's cores), and
+#    the medians over the rounds; and, first, the processor time each
+#    cluster's nodes spend idle over 5 s.
 # 2. Replication delay under load, and kill-to-serving through go-redis's
 #    ClusterClient with cluster-replicas 1 and 0 (the Go benchmarks
 #    BenchmarkClusterReplicaDelay and BenchmarkClusterReplicaKill in
