@@ -168,6 +168,7 @@ type replication struct {
 	outs     map[string]*replOut
 	slotSubs [engine.SlotCount][]*replOut
 	lastScan time.Time
+	stopped  bool // the drain loop has ended: no stream starts any more
 
 	inMu sync.Mutex
 	ins  map[string]*replIn
@@ -310,6 +311,7 @@ func (n *Node) replLoop() {
 		select {
 		case <-n.stop:
 			n.repl.mu.Lock()
+			n.repl.stopped = true
 			for id, o := range n.repl.outs {
 				o.close()
 				delete(n.repl.outs, id)
@@ -539,6 +541,10 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 	rp := &n.repl
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
+	if rp.stopped {
+		// Close has begun: a sender started now would never be stopped.
+		return ErrClosed
+	}
 	o := rp.outs[from]
 	if o == nil {
 		o = &replOut{id: from, addr: n.linkAddr(md), q: make(chan replMsg, replQueue), closed: make(chan struct{})}

@@ -290,3 +290,39 @@ func TestReplicaStreamLinkFails(t *testing.T) {
 		return nil
 	})
 }
+
+// TestReplicaCloseWhileSubscribed: a subscription that arrives while the
+// node closes (its server still takes links until gossip stops) starts no
+// stream that Close would wait for for ever.
+func TestReplicaCloseWhileSubscribed(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 3, 1)
+	a, b := nodes[0], nodes[1]
+	slot := -1
+	for s := range engine.SlotCount {
+		if a.slots[s].state.Load() == serving {
+			slot = s
+			break
+		}
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = a.subscribeFrom(b.ID(), []int{slot})
+			time.Sleep(10 * time.Microsecond)
+		}
+	}()
+	done := make(chan struct{})
+	go func() { _ = a.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return within 10 s while a replica subscribed")
+	}
+}
