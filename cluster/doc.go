@@ -167,7 +167,7 @@
 // members less the owner, which is exactly who agreement gives it to
 // when the owner is removed, so a failover moves no data: the replica
 // serves the slot with the copy it holds, losing the changes of the last
-// millisecond or so that had not reached it. The stream is written here
+// few milliseconds that had not reached it. The stream is written here
 // rather than taken from package replication, which streams a whole
 // engine to a whole other server: a member is at once the owner of some
 // slots and a replica of others, its replicas differ slot by slot, and a

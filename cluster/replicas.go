@@ -38,7 +38,7 @@ import (
 // or when a copy it asked for has not come in that time.
 //
 // Streaming. The owner turns the engine's change feed on (engine/feed.go)
-// and drains it every replInterval (1 ms): each changed key of a slot it
+// and drains it every replInterval (2 ms): each changed key of a slot it
 // serves is encoded once per subscriber of that slot, and each
 // subscriber's batch goes, in order, on one link of its own, pipelined;
 // the replica applies the entries in order (a record replaces the key, a
@@ -65,8 +65,13 @@ import (
 // as hand-offs are, since they come a thousand times a second and the
 // link's handshake already proved the peer.
 
-// replInterval is how often an owner drains its changes to its replicas.
-const replInterval = time.Millisecond
+// replInterval is how often an owner drains its changes to its replicas:
+// the longest a change waits before it is sent, and so about what a crash
+// loses. 2 ms rather than replication's 1 ms: every drain is a message
+// each way per replica stream, and on a cluster of three serving
+// unpipelined clients the streams' per-message cost at 1 ms took the
+// processor ratio with one replica to 0.70 (0.76 at 2 ms; bench/RESULTS.md).
+const replInterval = 2 * time.Millisecond
 
 // replHeartbeat is the longest an owner's stream to a replica stays
 // silent: an empty message goes after that.

@@ -63,6 +63,9 @@ func (f *feed) noteLocked(key []byte, tag uint32) {
 // slot, slotTag), as changed in the shard's feed, if on.
 func (s *shard) feedLocked(key []byte, tag uint32) {
 	if s.feed != nil {
+		if len(s.feed.keys) == 0 {
+			s.fed.Store(true)
+		}
 		s.feed.noteLocked(key, tag)
 	}
 }
@@ -116,7 +119,11 @@ const feedAhead = 8
 // With the feed off it reports nothing.
 func (e *Engine) DrainFeed(shard int, fn func(r Record, c Change)) {
 	sh := &e.shards[shard]
+	if !sh.fed.Load() {
+		return // nothing listed (set under the lock with the first key)
+	}
 	sh.mu.Lock()
+	sh.fed.Store(false)
 	f := sh.feed
 	if f == nil || len(f.keys) == 0 && !f.flushed {
 		sh.mu.Unlock()

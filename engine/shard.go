@@ -54,6 +54,11 @@ type shard struct {
 	// spare is the list the next drain swaps in; both nil with the feed
 	// off (feed.go).
 	feed, spare *feed
+	// fed is set, under mu, when feed gets its first key (or a flush)
+	// since the last drain, so that a drain of a shard with nothing listed
+	// needs no lock: a drain every millisecond of 256 idle shards would
+	// otherwise take 256 locks for nothing.
+	fed atomic.Bool
 
 	_ [64]byte // keep neighbouring shards' locks off one cache line
 }
@@ -118,9 +123,7 @@ func (s *shard) removeLocked(i int) (reshaped bool) {
 	if s.track {
 		s.noteDeletedLocked(s.t.keyOf(uint32(s.t.slots[i])))
 	}
-	if s.feed != nil {
-		s.feed.noteLocked(s.t.keyOf(uint32(s.t.slots[i])), uint32(s.t.slots[i]>>32))
-	}
+	s.feedLocked(s.t.keyOf(uint32(s.t.slots[i])), uint32(s.t.slots[i]>>32))
 	n := len(s.t.slots)
 	s.t.removeAt(i)
 	return len(s.t.slots) != n
@@ -138,6 +141,7 @@ func (s *shard) clearLocked() {
 	if f := s.feed; f != nil {
 		f.flushed, f.keys = true, f.keys[:0]
 		clear(f.at)
+		s.fed.Store(true)
 	}
 }
 
