@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
-	"net"
 	"sort"
 	"strings"
 	"sync"
@@ -184,9 +183,9 @@ type replication struct {
 	wg sync.WaitGroup
 }
 
-// replicasOf returns, for map m, each slot's replicas as indexes into
-// m.Members, R arrays (-1: none), or nil with no replicas. It caches the
-// result for m.
+// replicasLocked returns, for map m, each slot's replicas as indexes
+// into m.Members, R arrays (-1: none), or nil with no replicas. It caches
+// the result for m.
 func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 	r := n.cfg.Replicas
 	if r == 0 || len(m.Members) < 2 {
@@ -251,8 +250,7 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 	return out
 }
 
-// replicaOfLocked reports whether this node is one of slot s's replicas
-// in t.
+// isReplica reports whether member id is one of slot s's replicas in t.
 func (t *routeTable) isReplica(s int, id string) bool {
 	for _, rp := range t.rep {
 		if i := rp[s]; i >= 0 && t.m.Members[i].ID == id {
@@ -919,8 +917,6 @@ func (n *Node) replicaStats(top *commands.ClusterTopology) {
 	n.repl.inMu.Unlock()
 	sort.Slice(top.ReplIn, func(i, j int) bool { return top.ReplIn[i].ID < top.ReplIn[j].ID })
 }
-
-var _ = net.JoinHostPort
 
 // sendCopies sends member to, at addr, this node's replica copies of
 // slots as a hand-off (records replace the receiver's keys, and it serves
