@@ -175,8 +175,10 @@ func settled(t *testing.T, nodes ...*testNode) {
 	testkit.Until(t, 15*time.Second, fmt.Sprintf("the %d nodes to settle", len(nodes)), func() error {
 		first := nodes[0].routes.Load()
 		for _, n := range nodes {
-			if tp := n.routes.Load(); len(tp.members) != len(nodes) || tp.m.Owner != first.m.Owner {
-				return fmt.Errorf("%s sees %d members and its own map", n.addr, len(tp.members))
+			// The map's members too: gossip sees a joiner before the
+			// agreement admits it to the map.
+			if tp := n.routes.Load(); len(tp.members) != len(nodes) || len(tp.m.Members) != len(nodes) || tp.m.Owner != first.m.Owner {
+				return fmt.Errorf("%s sees %d members, %d in its map, and its own map", n.addr, len(tp.members), len(tp.m.Members))
 			}
 		}
 		for s := range engine.SlotCount {

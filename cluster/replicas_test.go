@@ -42,10 +42,11 @@ func fw(t *testing.T, n *testNode, key string, cost int64) int64 {
 	return res.Remaining
 }
 
-// keyOwnedBy returns a key whose slot n owns, the i-th such.
+// keyOwnedBy returns a key whose slot n owns, the i-th such, and panics
+// (failing the test) when n's map gives n no slot.
 func keyOwnedBy(n *testNode, i int) string {
 	t := n.routes.Load()
-	for k := 0; ; k++ {
+	for k := 0; k < 1<<22; k++ {
 		key := fmt.Sprintf("k%d", k)
 		if t.m.OwnerID(engine.Slot([]byte(key))) == n.ID() {
 			if i == 0 {
@@ -54,6 +55,7 @@ func keyOwnedBy(n *testNode, i int) string {
 			i--
 		}
 	}
+	panic(fmt.Sprintf("keyOwnedBy: %s owns no slot in its map of %d members", n.ID(), len(t.m.Members)))
 }
 
 // TestReplicaPlacement: with one replica, each slot's replica is the

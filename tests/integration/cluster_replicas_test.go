@@ -78,11 +78,11 @@ func testReplicasFailover(t *testing.T, replicas int) {
 	// its node owns (ML.THROTTLE's two keys share the slot).
 	keys := map[*proc][]haKey{}
 	for _, n := range nodes {
-		tag := ownedKey(owners, n, "{kinds%d}")
+		tag := ownedKey(t, owners, n, "{kinds%d}")
 		keys[n] = haKeys(ha.Cellserver, tag+":")
 		haDrive(t, goRedis(cc), keys[n])
 	}
-	stormKey := ownedKey(owners, c, "storm%d")
+	stormKey := ownedKey(t, owners, c, "storm%d")
 	if replicas > 0 {
 		// The keys just driven are on the replicas too before the kill
 		// (the storm's key is not: its loss is what the storm measures).
@@ -195,14 +195,17 @@ func testReplicasFailover(t *testing.T, replicas int) {
 }
 
 // ownedKey returns the first key made of format and a number (from 0)
-// whose slot n owns in owners.
-func ownedKey(owners []string, n *proc, format string) string {
-	for i := 0; ; i++ {
+// whose slot n owns in owners, failing t when n owns none.
+func ownedKey(t *testing.T, owners []string, n *proc, format string) string {
+	t.Helper()
+	for i := 0; i < 1<<22; i++ {
 		k := fmt.Sprintf(format, i)
 		if owners[engine.Slot([]byte(k))] == n.Addr {
 			return k
 		}
 	}
+	t.Fatalf("%s owns no slot", n.Addr)
+	return ""
 }
 
 // waitReplicas waits until every node's CLUSTER SLOTS gives every range
