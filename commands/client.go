@@ -101,7 +101,7 @@ type Client struct {
 	runN          int                         // fast commands in run, run since mark and not timed yet
 	runArgs       [][]byte                    // the arguments of the one in run, while runN is 1
 	asking        bool                        // ASKING was the previous command (cluster mode)
-	readOnly      bool                        // READONLY: reads may be served from a replica's copy (cluster mode)
+	readOnly      atomic.Bool                 // READONLY: reads may be served from a replica's copy (cluster mode); CLIENT LIST reads it
 	peer          bool                        // a cluster link: a peer node proved the cluster secret (CLUSTER LINK)
 	linkState     []byte                      // the link handshake's state between its steps (Router.Link)
 	tlsState      func() *tls.ConnectionState // the connection's TLS state; nil: plain TCP

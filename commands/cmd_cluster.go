@@ -44,7 +44,7 @@ func readOnly(c *Client, _ *Request) {
 		c.fail(errClusterDisabled)
 		return
 	}
-	c.readOnly = true
+	c.readOnly.Store(true)
 	c.writeOK()
 }
 
@@ -54,7 +54,7 @@ func readWrite(c *Client, _ *Request) {
 		c.fail(errClusterDisabled)
 		return
 	}
-	c.readOnly = false
+	c.readOnly.Store(false)
 	c.writeOK()
 }
 

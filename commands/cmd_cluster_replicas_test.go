@@ -254,6 +254,13 @@ func TestClusterReadOnly(t *testing.T) {
 			t.Errorf("slot %d held %d times after the commands", slot, n)
 		}
 	}
+	// CLIENT LIST and CLIENT INFO show READONLY as Redis does: flag r.
+	for _, s := range []struct{ cmd, flags string }{{"READONLY", "r"}, {"READWRITE", "N"}} {
+		h.do(s.cmd)
+		if got := h.do("CLIENT", "INFO"); !strings.Contains(got, " flags="+s.flags+" db=0 ") {
+			t.Errorf("CLIENT INFO after %s: %q, want flags=%s", s.cmd, got, s.flags)
+		}
+	}
 }
 
 // TestClusterReadOnlyAllocs: a cost-0 call served from a replica's copy on

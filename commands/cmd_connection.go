@@ -84,7 +84,8 @@ func quit(c *Client, _ *Request) {
 func reset(c *Client, _ *Request) {
 	c.multi, c.multiDirty, c.queue, c.queueBytes = false, false, nil, 0
 	c.multiSlot = -1
-	c.asking, c.readOnly = false, false
+	c.asking = false
+	c.readOnly.Store(false)
 	c.LeavePubSub()
 	c.peer, c.linkState = false, nil
 	c.resp = 2
@@ -336,17 +337,25 @@ func (c *Client) infoLine(now time.Time) string {
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(max(0, now.Unix()-c.lastActive.Load()), 10))
 	subs, psubs := c.SubCounts()
-	flags := " flags=N"
-	if subs+psubs > 0 {
-		flags = " flags=P"
-	}
+	// Redis's letters, in its order: S a replica, M the primary, P a
+	// subscriber, r READONLY; N none.
+	flags := make([]byte, 0, 4)
 	if c.replica.Load() {
-		flags = " flags=S"
+		flags = append(flags, 'S')
 	}
 	if c.master.Load() {
-		flags = " flags=M"
+		flags = append(flags, 'M')
 	}
-	b.WriteString(flags + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
+	if subs+psubs > 0 {
+		flags = append(flags, 'P')
+	}
+	if c.readOnly.Load() {
+		flags = append(flags, 'r')
+	}
+	if len(flags) == 0 {
+		flags = append(flags, 'N')
+	}
+	b.WriteString(" flags=" + string(flags) + " db=0 sub=" + strconv.Itoa(subs) + " psub=" + strconv.Itoa(psubs) + " ssub=0 multi=-1")
 	b.WriteString(" qbuf=" + strconv.FormatInt(c.bufs[0].Load(), 10))
 	b.WriteString(" qbuf-free=" + strconv.FormatInt(c.bufs[1].Load(), 10))
 	b.WriteString(" argv-mem=0 multi-mem=0 obl=0 oll=0")

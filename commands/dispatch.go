@@ -276,7 +276,7 @@ func (t *Table) route(c *Client, cmd *Command, args [][]byte) (int, bool) {
 	}
 	var r Route
 	var addr string
-	if c.readOnly && (cmd.Flags&FlagWrite == 0 || costZero(cmd, args)) {
+	if c.readOnly.Load() && (cmd.Flags&FlagWrite == 0 || costZero(cmd, args)) {
 		r, addr = t.router.AcquireRead(slot) // READONLY: a replica's copy serves a read
 	} else {
 		r, addr = t.router.Acquire(slot)
