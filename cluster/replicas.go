@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -194,30 +195,16 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 	if n.repFor == m {
 		return n.repOf
 	}
-	idx := map[string]int16{}
-	for i, mb := range m.Members {
-		idx[mb.ID] = int16(i)
+	// A slot's k-th replica is its owner in the map without the slot's
+	// owner and its first k-1 replicas: one map per distinct set left
+	// out, found by the set's member indexes, sorted.
+	type exKey [MaxReplicas + 1]int16
+	type subMap struct {
+		m    *SlotMap
+		back []int16 // index in m.Members of each of the subset map's members
 	}
-	maps := map[string]*SlotMap{}
-	without := func(ex []string) *SlotMap {
-		k := strings.Join(ex, ",")
-		if mp, ok := maps[k]; ok {
-			return mp
-		}
-		var ms []Member
-		for _, mb := range m.Members {
-			skip := false
-			for _, e := range ex {
-				skip = skip || e == mb.ID
-			}
-			if !skip {
-				ms = append(ms, mb)
-			}
-		}
-		mp := Assign(ms)
-		maps[k] = mp
-		return mp
-	}
+	maps := map[exKey]subMap{}
+	ss := newSubsets(m)
 	out := make([]*[engine.SlotCount]int16, r)
 	for k := range out {
 		out[k] = new([engine.SlotCount]int16)
@@ -225,10 +212,10 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 			out[k][s] = -1
 		}
 	}
-	ex := make([]string, 0, r+1)
+	ex := make([]int16, 0, r+1)
 	for s := range engine.SlotCount {
-		o := m.OwnerID(s)
-		if o == "" {
+		o := m.Owner[s]
+		if o < 0 {
 			continue
 		}
 		ex = append(ex[:0], o)
@@ -236,14 +223,21 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 			if len(ex) >= len(m.Members) {
 				break
 			}
-			sorted := append([]string(nil), ex...)
-			sort.Strings(sorted)
-			id := without(sorted).OwnerID(s)
-			if id == "" {
+			key := exKey{-1, -1, -1, -1, -1, -1}
+			copy(key[:], ex)
+			slices.Sort(key[:len(ex)])
+			sm, ok := maps[key]
+			if !ok {
+				mp, back := ss.without(key[:len(ex)])
+				sm = subMap{mp, back}
+				maps[key] = sm
+			}
+			so := sm.m.Owner[s]
+			if so < 0 {
 				break
 			}
-			out[k][s] = idx[id]
-			ex = append(ex, id)
+			out[k][s] = sm.back[so]
+			ex = append(ex, sm.back[so])
 		}
 	}
 	n.repFor, n.repOf = m, out

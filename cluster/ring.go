@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/cellserver/cellserver/engine"
@@ -99,25 +100,32 @@ func Assign(members []Member) *SlotMap {
 		}
 	}
 	sort.Slice(m.Members, func(i, j int) bool { return m.Members[i].ID < m.Members[j].ID })
-	for s := range m.Owner {
-		m.Owner[s] = -1
-	}
 	weights := boundWeights(m.Members)
 	room := shares(weights)
+	fill(m, rankPairs(m.Members, weights, room), room, nil)
+	return m
+}
+
+// rankPair is a (block, member) pair of Assign's ranking; mb indexes the
+// sorted members the pairs were ranked over.
+type rankPair struct {
+	score float64
+	block int32
+	mb    int16
+}
+
+// rankPairs returns the pairs of the members with room (all of them when
+// room is nil), highest score first.
+func rankPairs(members []Member, weights []float64, room []int) []rankPair {
 	equal := true
 	for _, w := range weights {
 		if w != weights[0] {
 			equal = false
 		}
 	}
-	type pair struct {
-		score float64
-		block int32
-		mb    int16
-	}
-	pairs := make([]pair, 0, Blocks*len(weights))
-	for i, mb := range m.Members {
-		if room[i] == 0 {
+	pairs := make([]rankPair, 0, Blocks*len(weights))
+	for i, mb := range members {
+		if room != nil && room[i] == 0 {
 			continue
 		}
 		seed := idSeed(mb.ID)
@@ -131,11 +139,8 @@ func Assign(members []Member) *SlotMap {
 				u := (score + 0.5) / (1 << 53) // in (0,1)
 				score = -weights[i] / math.Log(u)
 			}
-			pairs = append(pairs, pair{score, int32(b), int16(i)})
+			pairs = append(pairs, rankPair{score, int32(b), int16(i)})
 		}
-	}
-	if len(pairs) == 0 {
-		return m
 	}
 	sort.Slice(pairs, func(i, j int) bool {
 		if pairs[i].score != pairs[j].score {
@@ -146,6 +151,17 @@ func Assign(members []Member) *SlotMap {
 		}
 		return pairs[i].mb < pairs[j].mb
 	})
+	return pairs
+}
+
+// fill gives m's slots their owners from pairs, in order, each member up
+// to its room (by its index in m.Members). With sub, the pairs index a
+// larger set of members, and sub maps that index to m.Members' (-1: a
+// member left out, whose pairs are skipped).
+func fill(m *SlotMap, pairs []rankPair, room []int, sub []int16) {
+	for s := range m.Owner {
+		m.Owner[s] = -1
+	}
 	// A pair gives its member as many of the block's slots still without
 	// an owner as the member has room for, from the block's first such
 	// slot: a block is whole with one member, or split in two or three
@@ -153,21 +169,77 @@ func Assign(members []Member) *SlotMap {
 	var next [Blocks]int // how many of each block's slots have an owner
 	left := engine.SlotCount
 	for _, p := range pairs {
-		take := min(room[p.mb], BlockSlots-next[p.block])
+		mb := p.mb
+		if sub != nil {
+			if mb = sub[mb]; mb < 0 {
+				continue
+			}
+		}
+		take := min(room[mb], BlockSlots-next[p.block])
 		if take == 0 {
 			continue
 		}
 		first := int(p.block)*BlockSlots + next[p.block]
 		for s := first; s < first+take; s++ {
-			m.Owner[s] = p.mb
+			m.Owner[s] = mb
 		}
 		next[p.block] += take
-		room[p.mb] -= take
+		room[mb] -= take
 		if left -= take; left == 0 {
 			break
 		}
 	}
-	return m
+}
+
+// subsets computes the maps of subsets of one map's members, as Assign
+// would, for replica placement, which asks for many: Assign(members less
+// a few). When every member has the same positive weight, a pair's score
+// is its hash alone, the same in every subset (whose members all have
+// the same weight too), so a subset's ranking is the whole set's less
+// the pairs of the members left out: it is sorted once, and each subset
+// costs one pass over it rather than a sort. With weights that differ,
+// each subset is ranked anew by Assign.
+type subsets struct {
+	members []Member   // the whole set's, sorted by ID
+	pairs   []rankPair // its ranking of every member's pairs; nil: use Assign
+}
+
+func newSubsets(m *SlotMap) *subsets {
+	ss := &subsets{members: m.Members}
+	w := boundWeights(m.Members)
+	if len(w) > 0 && w[0] > 0 && len(m.Members) <= 1<<15 {
+		for _, x := range w {
+			if x != w[0] {
+				return ss
+			}
+		}
+		ss.pairs = rankPairs(m.Members, w, nil)
+	}
+	return ss
+}
+
+// without returns Assign(the members less those at the indexes ex), and
+// the index in the whole set of each of its members.
+func (ss *subsets) without(ex []int16) (*SlotMap, []int16) {
+	out := &SlotMap{}
+	sub := make([]int16, len(ss.members))
+	var back []int16
+	for i, mb := range ss.members {
+		sub[i] = -1
+		if !slices.Contains(ex, int16(i)) {
+			sub[i] = int16(len(out.Members))
+			out.Members = append(out.Members, mb)
+			back = append(back, int16(i))
+		}
+	}
+	if ss.pairs == nil {
+		// Assign sorts by id, as ss.members are: its members keep
+		// out.Members' order, and back holds.
+		return Assign(out.Members), back
+	}
+	room := shares(boundWeights(out.Members))
+	fill(out, ss.pairs, room, sub)
+	return out, back
 }
 
 // shares returns how many slots each member owns, by weight: its share

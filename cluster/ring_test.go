@@ -236,3 +236,67 @@ func TestCurrentMapCached(t *testing.T) {
 		t.Errorf("a member leaving: %d members in the map", len(left.Members))
 	}
 }
+
+// TestSubsetsMatchAssign: the map of a subset of a map's members that
+// replica placement computes from the whole set's ranking is the map
+// Assign computes for that subset, slot for slot, with equal weights (the
+// shared ranking) and with differing ones (Assign again).
+func TestSubsetsMatchAssign(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, n := range []int{1, 2, 3, 5, 10, 50} {
+		for _, weighted := range []bool{false, true} {
+			ms := members(n)
+			if weighted {
+				for i := range ms {
+					ms[i].Weight = float64(1 + i%3)
+				}
+			}
+			whole := Assign(ms)
+			ss := newSubsets(whole)
+			if (ss.pairs != nil) == weighted && n > 1 {
+				t.Fatalf("%d members, weighted %v: shared ranking %v", n, weighted, ss.pairs != nil)
+			}
+			for range 20 {
+				var ex []int16
+				var rest []Member
+				for i, mb := range whole.Members {
+					if rng.IntN(3) == 0 {
+						ex = append(ex, int16(i))
+					} else {
+						rest = append(rest, mb)
+					}
+				}
+				got, back := ss.without(ex)
+				want := Assign(rest)
+				for s := range engine.SlotCount {
+					if got.OwnerID(s) != want.OwnerID(s) {
+						t.Fatalf("%d members, weighted %v, without %v: slot %d is %q's, Assign says %q",
+							n, weighted, ex, s, got.OwnerID(s), want.OwnerID(s))
+					}
+				}
+				for i, b := range back {
+					if got.Members[i].ID != whole.Members[b].ID {
+						t.Fatalf("back[%d] = %d: %s, not %s", i, b, whole.Members[b].ID, got.Members[i].ID)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkReplicaSets: computing every slot's replicas for a new map,
+// which a node does at each change of members, at 3 and 50 members with
+// one and two replicas.
+func BenchmarkReplicaSets(b *testing.B) {
+	for _, n := range []int{3, 50} {
+		for _, r := range []int{1, 2} {
+			b.Run(fmt.Sprintf("members=%d/replicas=%d", n, r), func(b *testing.B) {
+				m := Assign(members(n))
+				for b.Loop() {
+					node := &Node{cfg: Config{Replicas: r}}
+					node.replicasLocked(m)
+				}
+			})
+		}
+	}
+}
