@@ -213,6 +213,8 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 		}
 	}
 	ex := make([]int16, 0, r+1)
+	var last [MaxReplicas]subMap
+	var lastKey [MaxReplicas]exKey
 	for s := range engine.SlotCount {
 		o := m.Owner[s]
 		if o < 0 {
@@ -226,11 +228,16 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 			key := exKey{-1, -1, -1, -1, -1, -1}
 			copy(key[:], ex)
 			slices.Sort(key[:len(ex)])
-			sm, ok := maps[key]
-			if !ok {
-				mp, back := ss.without(key[:len(ex)])
-				sm = subMap{mp, back}
-				maps[key] = sm
+			// Neighbouring slots mostly share their owner and replicas.
+			sm := last[k]
+			if sm.m == nil || lastKey[k] != key {
+				var ok bool
+				if sm, ok = maps[key]; !ok {
+					mp, back := ss.without(key[:len(ex)])
+					sm = subMap{mp, back}
+					maps[key] = sm
+				}
+				last[k], lastKey[k] = sm, key
 			}
 			so := sm.m.Owner[s]
 			if so < 0 {
