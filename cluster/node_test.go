@@ -80,9 +80,10 @@ func startNodeCfg(t *testing.T, ln net.Listener, bus int, tr memberlist.NodeAwar
 	// Memberlist's suspicion timers may fire after Shutdown: a closed
 	// node's lines are dropped, as t.Logf panics once the test is over.
 	var closed atomic.Bool
+	self := ln.Addr().String()
 	cfg.Logf = func(level, format string, args ...any) {
 		if level != "debug" && !closed.Load() {
-			t.Logf(format, args...)
+			t.Logf("%s: "+format, append([]any{self}, args...)...) // which node said it
 		}
 	}
 	n, err := New(cfg)

@@ -328,3 +328,94 @@ func TestReplicaCloseWhileSubscribed(t *testing.T) {
 		t.Fatal("Close did not return within 10 s while a replica subscribed")
 	}
 }
+
+// TestReplicaTwoFailuresKeepState: two of five nodes fail at once, with
+// one replica per slot: an owner, and a node that holds no copy of the
+// owner's keys tested here and whose removal leaves them with their
+// replica. Whichever removal the majority agrees first, the replica
+// takes the keys over with their state, and they are still limited. (A
+// key whose slot the second removal gives to another member moves its
+// replica's role first, and its state is lost: docs/commands.md says so,
+// and cluster-replicas 2 covers it.)
+func TestReplicaTwoFailuresKeepState(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 5, 1)
+	victim := nodes[4]
+	rt := victim.routes.Load()
+	// The other node to fail: the one whose failure with the victim's
+	// leaves the most of the victim's slots with their replica.
+	var other *testNode
+	var keys []string
+	for _, c := range nodes[:4] {
+		var rest []Member
+		for _, mb := range rt.m.Members {
+			if mb.ID != victim.ID() && mb.ID != c.ID() {
+				rest = append(rest, mb)
+			}
+		}
+		after := Assign(rest)
+		var ks []string
+		for i := 0; len(ks) < 20 && i < 20000; i++ {
+			key := fmt.Sprintf("two%d", i)
+			s := engine.Slot([]byte(key))
+			if rt.m.OwnerID(s) != victim.ID() || rt.isReplica(s, c.ID()) || !rt.isReplica(s, after.OwnerID(s)) {
+				continue
+			}
+			ks = append(ks, key)
+		}
+		if len(ks) > len(keys) {
+			other, keys = c, ks
+		}
+	}
+	if len(keys) == 0 {
+		t.Fatal("no slot of the victim keeps its replica when another node fails too")
+	}
+	for _, key := range keys {
+		for range 5 {
+			fw(t, victim, key, 1)
+		}
+	}
+	testkit.Until(t, 5*time.Second, "the keys on their replicas", func() error {
+		for _, key := range keys {
+			s := engine.Slot([]byte(key))
+			held := false
+			for _, n := range nodes[:4] {
+				held = held || n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(key), nil)
+			}
+			if !held {
+				return fmt.Errorf("no replica holds %s", key)
+			}
+		}
+		return nil
+	})
+	_ = victim.Close()
+	_ = other.Close()
+	var survivors []*testNode
+	for _, n := range nodes[:4] {
+		if n != other {
+			survivors = append(survivors, n)
+		}
+	}
+	testkit.Until(t, 30*time.Second, "the survivors to serve every slot", func() error {
+		served := 0
+		for _, n := range survivors {
+			served += n.servedSlots()
+		}
+		if served != engine.SlotCount {
+			return fmt.Errorf("%d slots served", served)
+		}
+		return nil
+	})
+	for _, key := range keys {
+		s := engine.Slot([]byte(key))
+		for _, n := range survivors {
+			if r, _ := n.Peek(s); r != commands.RouteLocal {
+				continue
+			}
+			if left := fw(t, n, key, 0); left != 0 {
+				t.Errorf("%s (slot %d, its replica %.8s) after two failures (%.8s and %.8s): %d left on %s, want 0 (its state lost)",
+					key, s, rt.replicaIDs(s), victim.ID(), other.ID(), left, n.ID()[:8])
+			}
+		}
+	}
+}
