@@ -225,7 +225,10 @@ func (n *Node) replicasLocked(m *SlotMap) []*[engine.SlotCount]int16 {
 			if len(ex) >= len(m.Members) {
 				break
 			}
-			key := exKey{-1, -1, -1, -1, -1, -1}
+			var key exKey
+			for i := range key {
+				key[i] = -1 // unused places: never a member's index
+			}
 			copy(key[:], ex)
 			slices.Sort(key[:len(ex)])
 			// Neighbouring slots mostly share their owner and replicas.
