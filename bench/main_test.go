@@ -1,0 +1,16 @@
+package bench
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cellserver/cellserver/internal/testkit"
+)
+
+// TestMain removes the binaries the tests built (testkit.Build), which
+// would otherwise stay in the temporary directory after every run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.RemoveBuilds()
+	os.Exit(code)
+}
