@@ -241,9 +241,7 @@ func refuse(nc net.Conn, msg string) {
 func (s *Server) release(c *conn) {
 	c.cl.LeavePubSub()
 	if c.push != nil { // its last replies (QUIT's) go out first, within lastWrite
-		_ = c.nc.SetWriteDeadline(time.Now().Add(lastWrite)) // a write under way too; fails only on a closed connection
-		close(c.push.stop)
-		<-c.push.done
+		c.push.release()
 	}
 	c.nc.Close()
 	c.s.eng.AddBufferMemory(-c.counted)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellserver/cellserver/commands"
@@ -26,12 +27,18 @@ type pusher struct {
 	inflight  int       // bytes of the write under way
 	softSince time.Time // since when more than the soft limit waits; zero: not above it
 	dropped   bool      // closed for its limits: nothing more is queued
+	released  bool      // the connection is released: the write deadline is its last (see release)
 }
 
 var _ commands.Pusher = (*pusher)(nil)
 
 // lastWrite bounds the write of what a released connection has left.
 const lastWrite = time.Second
+
+// pushWakeHook, set by tests alone, runs each time a pusher wakes, before
+// it takes what waits: it holds the pusher at the moment a release can
+// overtake it.
+var pushWakeHook atomic.Pointer[func(*pusher)]
 
 // newPusher starts c's pusher; the connection's release stops it.
 func (c *conn) newPusher() commands.Pusher {
@@ -85,39 +92,46 @@ func (p *pusher) Push(b []byte) {
 }
 
 // run writes what is pushed until the connection is released or a write
-// fails. Once released, it writes what is left (QUIT's reply) within
-// lastWrite, then returns.
+// fails. Once released, it writes what is left (QUIT's reply) within the
+// deadline release set, then returns.
+//
+// The write deadline is set under mu, with released read in the same
+// hold: release shortens the deadline of a write under way, and a write
+// that starts after release never sets a later one. (Checking a channel
+// first and setting the deadline after left a moment in which release's
+// deadline was overwritten with writeTimeout, and a subscriber that had
+// stopped reading held its connection for 30 s.)
 func (p *pusher) run() {
 	defer close(p.done)
 	var out []byte
 	for {
-		wait := writeTimeout
 		select {
 		case <-p.wake:
 		case <-p.stop:
 		}
-		select {
-		case <-p.stop:
-			wait = lastWrite
-		default:
+		if h := pushWakeHook.Load(); h != nil {
+			(*h)(p)
 		}
 		p.mu.Lock()
 		out, p.buf = p.buf, out[:0]
 		p.inflight = len(out)
+		last := p.released
+		if len(out) > 0 && !last {
+			_ = p.c.nc.SetWriteDeadline(time.Now().Add(writeTimeout)) // fails only on a closed connection, which the write reports
+		}
 		p.mu.Unlock()
 		if len(out) == 0 {
-			if wait == lastWrite {
+			if last {
 				return
 			}
 			continue
 		}
-		_ = p.c.nc.SetWriteDeadline(time.Now().Add(wait)) // fails only on a closed connection, which the write reports
 		_, err := p.c.nc.Write(out)
 		p.mu.Lock()
 		p.inflight = 0
 		p.c.cl.NotePushWaiting(len(p.buf))
 		p.mu.Unlock()
-		if err != nil || wait == lastWrite {
+		if err != nil || last {
 			p.c.cl.Kill()
 			return
 		}
@@ -125,4 +139,16 @@ func (p *pusher) run() {
 			out = nil // give a burst's buffer back
 		}
 	}
+}
+
+// release ends the pusher of a connection that has ended: what it has
+// left goes out within lastWrite from now, a write under way included,
+// and release returns once run has.
+func (p *pusher) release() {
+	p.mu.Lock()
+	p.released = true
+	_ = p.c.nc.SetWriteDeadline(time.Now().Add(lastWrite)) // fails only on a closed connection
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
 }
