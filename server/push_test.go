@@ -4,6 +4,7 @@ import (
 	"net"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,8 +35,8 @@ func TestPubSubLimitsDropSubscriberThatDoesNotRead(t *testing.T) {
 			defer pubEnd.Close()
 			pub := testkit.NewConn(t, pubEnd)
 			payload := strings.Repeat("x", 16<<10)
-			pub.Do("PUBLISH", "ch", payload)
-			pub.Do("PUBLISH", "ch", payload)
+			pub.WantDo(":1\r\n", "PUBLISH", "ch", payload) // the subscriber has read its reply: it is subscribed
+			pub.WantDo(":1\r\n", "PUBLISH", "ch", payload)
 			// CLIENT LIST counts what waits for the subscriber in its omem.
 			list := pub.Do("CLIENT", "LIST", "TYPE", "pubsub")
 			if m := regexp.MustCompile(` omem=(\d+) `).FindStringSubmatch(list); m == nil || len(m[1]) < 5 {
@@ -84,35 +85,56 @@ func TestPubSubSubscriberHasNoIdleTimeout(t *testing.T) {
 
 // A subscriber that stops reading and closes its side for writing is
 // released within about lastWrite, not after the write timeout, although
-// messages wait for it.
+// messages wait for it: whether the release finds the pusher in a write,
+// or overtakes it between waking and setting its write deadline ("held":
+// the pusher wakes for the first message, and is held there until the
+// connection is released).
 func TestPubSubReleasesStuckSubscriber(t *testing.T) {
-	s := newTestServer(t)
-	ln := testkit.Listen(t)
-	go func() { _ = s.Serve(ln) }()
-	sub := testkit.Dial(t, ln.Addr().String())
-	tc := sub.NetConn().(*net.TCPConn)
-	_ = tc.SetReadBuffer(4 << 10)
-	sub.Send(testkit.Encode("SUBSCRIBE", "ch"))
-	if got := sub.Reply(); !strings.Contains(got, "subscribe") {
-		t.Fatalf("SUBSCRIBE: %q", got)
-	}
-	pub := testkit.Dial(t, ln.Addr().String())
-	payload := strings.Repeat("x", 64<<10)
-	for range 64 { // 4 MiB: more than the sockets hold, under the pubsub limits
-		pub.WantDo(":1\r\n", "PUBLISH", "ch", payload)
-	}
-	testkit.WaitFor(t, "messages waiting for the subscriber", func() bool {
-		m := regexp.MustCompile(` flags=P .* omem=(\d+) `).FindStringSubmatch(pub.Do("CLIENT", "LIST"))
-		return m != nil && m[1] != "0"
-	})
-	start := time.Now()
-	if err := tc.CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	testkit.WaitFor(t, "the subscriber released", func() bool {
-		return pub.Do("PUBSUB", "NUMSUB", "ch") == "*2\r\n$2\r\nch\r\n:0\r\n" && len(s.Clients()) == 1
-	})
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("released after %v", d)
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "writing", true: "held"}[held], func(t *testing.T) {
+			s := newTestServer(t)
+			ln := testkit.Listen(t)
+			go func() { _ = s.Serve(ln) }()
+			sub := testkit.Dial(t, ln.Addr().String())
+			tc := sub.NetConn().(*net.TCPConn)
+			_ = tc.SetReadBuffer(4 << 10)
+			sub.Send(testkit.Encode("SUBSCRIBE", "ch"))
+			if got := sub.Reply(); !strings.Contains(got, "subscribe") {
+				t.Fatalf("SUBSCRIBE: %q", got)
+			}
+			if held {
+				var once atomic.Bool
+				hook := func(p *pusher) {
+					if !once.CompareAndSwap(false, true) {
+						return
+					}
+					select {
+					case <-p.stop:
+					case <-time.After(10 * time.Second): // a bound, should the release never come
+					}
+				}
+				pushWakeHook.Store(&hook)
+				t.Cleanup(func() { pushWakeHook.Store(nil) })
+			}
+			pub := testkit.Dial(t, ln.Addr().String())
+			payload := strings.Repeat("x", 64<<10)
+			for range 64 { // 4 MiB: more than the sockets hold, under the pubsub limits
+				pub.WantDo(":1\r\n", "PUBLISH", "ch", payload)
+			}
+			testkit.WaitFor(t, "messages waiting for the subscriber", func() bool {
+				m := regexp.MustCompile(` flags=P .* omem=(\d+) `).FindStringSubmatch(pub.Do("CLIENT", "LIST"))
+				return m != nil && m[1] != "0"
+			})
+			start := time.Now()
+			if err := tc.CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			testkit.WaitFor(t, "the subscriber released", func() bool {
+				return pub.Do("PUBSUB", "NUMSUB", "ch") == "*2\r\n$2\r\nch\r\n:0\r\n" && len(s.Clients()) == 1
+			})
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("released after %v", d)
+			}
+		})
 	}
 }
