@@ -18,8 +18,9 @@ import (
 // writing to a subscriber is the server's (Pusher).
 //
 // Once a connection subscribes, everything it is sent goes through its
-// Pusher: its replies (moved there before each subscription takes effect,
-// so that SUBSCRIBE's reply comes before the first message) and the
+// Pusher: its replies (moved there as each subscription takes effect, so
+// that SUBSCRIBE's reply comes before the first message, and a message
+// published once the reply can have been read is delivered) and the
 // messages other connections publish. Push never blocks a publisher: the
 // server queues the bytes and writes them on its own, and closes a
 // subscriber whose queue passes client-output-buffer-limit's pubsub class.
@@ -38,9 +39,8 @@ type hub struct {
 	patterns map[string]map[*Client]struct{}
 }
 
-func (h *hub) add(m *map[string]map[*Client]struct{}, name string, c *Client) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// addLocked adds c to name's subscribers in m; h.mu is held for writing.
+func (h *hub) addLocked(m *map[string]map[*Client]struct{}, name string, c *Client) {
 	if *m == nil {
 		*m = map[string]map[*Client]struct{}{}
 	}
@@ -182,10 +182,19 @@ func subscribeTo(c *Client, names [][]byte, pattern bool) {
 		c.W.WriteBulkString(kind)
 		c.W.WriteBulk(b)
 		c.W.WriteInt(c.nsub)
-		c.pushOut() // the reply before any message on the channel
+		// The reply is queued and the subscription takes effect in one
+		// hold of the hub's lock, which PUBLISH takes to deliver: a
+		// message published before comes neither before the reply nor at
+		// all, and one published after comes after it. (Queuing the reply
+		// first and subscribing after let a client that had read the reply
+		// publish in between, and miss its own message.)
+		h := &c.table.pubsub
+		h.mu.Lock()
+		c.pushOut()
 		if !had {
-			c.table.pubsub.add(m, name, c)
+			h.addLocked(m, name, c)
 		}
+		h.mu.Unlock()
 	}
 }
 

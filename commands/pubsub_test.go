@@ -135,3 +135,47 @@ func TestPubSub(t *testing.T) {
 	pub.run("DISCARD")
 	check("SUBSCRIBE without a pusher", h.do("SUBSCRIBE", "x"), errReply(errNoPubSub))
 }
+
+// checkPusher is a subscriber's Pusher that checks, as each subscribe
+// reply is handed to it (the earliest the client could read it), that
+// a PUBLISH running from then on would deliver to the client: either
+// the subscription is in the hub already, or the hub is held, so that a
+// publisher waits until it is.
+type checkPusher struct {
+	t       *testing.T
+	c       **Client
+	h       *hub
+	replies int
+}
+
+func (p *checkPusher) Push(b []byte) {
+	if !strings.Contains(string(b), "subscribe") {
+		return
+	}
+	p.replies++
+	if !p.h.mu.TryRLock() {
+		return // a publisher waits for the subscription
+	}
+	defer p.h.mu.RUnlock()
+	_, onChannel := p.h.channels["ch"][*p.c]
+	_, onPattern := p.h.patterns["c*"][*p.c]
+	if !onChannel && !onPattern {
+		p.t.Errorf("reply %q handed out while a PUBLISH would not reach the subscriber", b)
+	}
+}
+
+// A client that has read its SUBSCRIBE or PSUBSCRIBE reply gets every
+// message published after it: the reply never reaches the client before
+// the subscription is in effect.
+func TestSubscribeReplyNotBeforeSubscription(t *testing.T) {
+	h := newHarness(t, "")
+	var c *Client
+	p := &checkPusher{t: t, c: &c, h: &h.table.pubsub}
+	c = h.table.NewClient(ClientOptions{ID: 20, Addr: "127.0.0.1:6020", LocalAddr: "127.0.0.1:6379",
+		Writer: NewWriter(&bytes.Buffer{}), Authorized: true, Pusher: func() Pusher { return p }})
+	h.table.Dispatch(c, [][]byte{[]byte("SUBSCRIBE"), []byte("ch")})
+	h.table.Dispatch(c, [][]byte{[]byte("PSUBSCRIBE"), []byte("c*")})
+	if p.replies != 2 {
+		t.Fatalf("%d subscribe replies pushed, want 2", p.replies)
+	}
+}
