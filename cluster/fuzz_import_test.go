@@ -95,7 +95,7 @@ func importSeeds(t testing.TB) [][]byte {
 // and takes a message only if its payload decodes.
 func FuzzImport(f *testing.F) {
 	for _, p := range importSeeds(f) {
-		for _, flag := range []string{"-", "restored", "more", "held", "leaving,more", "held,more", "x"} {
+		for _, flag := range []string{"-", "restored", "more", "held", "leaving,more", "held,more", "carry", "more,carry", "held,carry", "x"} {
 			f.Add(flag, p)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // returns the slots to hand over by new owner (their state set to
 // moving), the stale slots whose keys to send, by owner, and the slots to
 // release to their owners (n.releases), by owner.
-func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
+func (n *Node) planHandoffs() (plan, fill, rel, carry map[string][]int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	members := n.routeMembersLocked()
@@ -28,7 +28,7 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 		// majority: one that does not may hold an old set.
 		_, e, ok := n.agree.agreed()
 		if !ok || n.down.Load() {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
 		n.checkSelfAgreedLocked()
 		epoch = int64(e)
@@ -47,8 +47,17 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 		n.prevMap, n.prevFromMembers = Assign(n.ownersLocked(members, n.cfg.ID)), false
 	}
 	now := time.Now()
-	plan, fill = map[string][]int{}, map[string][]int{}
-	dropped, tookOver, tookPartial, unheld := 0, 0, 0, 0
+	plan, fill, carry = map[string][]int{}, map[string][]int{}, map[string][]int{}
+	gone := map[string]bool{}
+	failed := func(id string) bool { // a member no longer waited for
+		g, ok := gone[id]
+		if !ok {
+			g = id != "" && !n.waitsForLocked(members, id)
+			gone[id] = g
+		}
+		return g
+	}
+	dropped, tookOver, tookPartial, unheld, awaiting, uncarried := 0, 0, 0, 0, 0, 0
 	for s := range n.slots {
 		sl := &n.slots[s]
 		owner := m.OwnerID(s)
@@ -59,6 +68,14 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 				h := n.prevMap.OwnerID(s)
 				if n.waitsForLocked(members, h) && h != n.cfg.ID {
 					n.prevOwner[s], n.stateSince[s] = h, now
+					sl.state.Store(pending)
+				} else if t.rep != nil && h != n.cfg.ID && failed(h) && (st != replica || !n.rsynced[s].Load()) {
+					// Its owner failed, and this node holds no complete
+					// copy: a member that does (a replica whose role moved
+					// here) sends it (carryCopies), for up to carryWait.
+					awaiting++
+					n.prevOwner[s], n.stateSince[s] = "", now
+					n.awaitCarry[s] = true
 					sl.state.Store(pending)
 				} else {
 					if st == replica {
@@ -74,6 +91,7 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 				if st == replica {
 					n.rsub[s] = ""
 					n.rsynced[s].Store(false)
+					delete(n.retiredAt, s)
 				}
 			case away:
 				if h := n.prevOwner[s]; !isMember(members, h) {
@@ -82,7 +100,18 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 				}
 			case pending:
 				h := n.prevOwner[s]
-				if !n.waitsForLocked(members, h) {
+				if n.awaitCarry[s] {
+					if now.Sub(n.stateSince[s]) > carryWait {
+						uncarried++
+						delete(n.awaitCarry, s)
+						sl.state.Store(serving)
+					}
+				} else if !n.waitsForLocked(members, h) && t.rep != nil {
+					// Gone before its hand-off: a replica's copy, if one
+					// comes (carryCopies).
+					awaiting++
+					n.awaitCarry[s], n.stateSince[s] = true, now
+				} else if !n.waitsForLocked(members, h) {
 					n.logf("verbose", "cluster: slot %d: its previous owner %s is gone; serving it empty", s, h)
 					sl.state.Store(serving)
 				} else if now.Sub(n.stateSince[s]) > n.cfg.PendingTimeout {
@@ -101,6 +130,39 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 				n.rsynced[s].Store(false)
 			}
 		case replica:
+			if c, ok := n.carries[s]; ok {
+				if c.to == owner && now.Sub(c.since) <= carryWait {
+					carry[owner] = append(carry[owner], s)
+					continue // its copy is still to be delivered
+				}
+				delete(n.carries, s)
+			}
+			if o := n.rsub[s]; owner != "" && o != "" && o != owner && n.rsynced[s].Load() && failed(o) {
+				// The owner this copy came from failed, and another
+				// member took the slot over: it may hold less.
+				n.carries[s] = release{to: owner, since: now}
+				carry[owner] = append(carry[owner], s)
+				continue
+			}
+			if owner != "" && n.rsub[s] != "" && (owner != n.rsub[s] || !amReplica) && n.rsynced[s].Load() {
+				// Moved, or no longer its replica, and the owner it was
+				// copied from, still a member, has not dropped it yet: it
+				// does once the slot's new owner or replicas have the
+				// state (replScanLocked). Until then the copy stays, as
+				// it is, should that owner fail first; but no longer than
+				// retiredKeep, should the owner's drop have been lost
+				// with a failing link.
+				since, ok := n.retiredAt[s]
+				if !ok {
+					n.retiredAt[s], since = now, now
+				}
+				if now.Sub(since) <= n.retiredKeep() {
+					continue
+				}
+				n.rsub[s] = ""
+				n.rsynced[s].Store(false)
+			}
+			delete(n.retiredAt, s)
 			switch {
 			case !amReplica || owner == "":
 				unheld++
@@ -123,14 +185,18 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 				plan[owner] = append(plan[owner], s)
 			}
 		case pending, away:
+			carried := n.awaitCarry[s]
+			delete(n.awaitCarry, s)
 			// Lost before its hand-off came: the keys it holds already
 			// (restored, or restored copies from others) go to the owner.
-			// When the member it waited for is gone, nobody will hand
-			// the slot over, and its new owner, whose previous map may
-			// name this node, would wait for this node: it is released
-			// (an empty hand-off, as identity.go's), and serves the slot
-			// at once, as this node would have.
-			if owner != "" && !n.waitsForLocked(members, n.prevOwner[s]) {
+			// When the member it waited for is gone (or it waited for a
+			// failed owner's copy instead: that member may be back by
+			// now, but will not hand over what it no longer served),
+			// nobody will hand the slot over, and its new owner, whose
+			// previous map may name this node, would wait for this node:
+			// it is released (an empty hand-off, as identity.go's), and
+			// serves the slot at once, as this node would have.
+			if owner != "" && (carried || !n.waitsForLocked(members, n.prevOwner[s])) {
 				n.releases[s] = release{to: owner, since: now}
 			}
 			if n.eng.NewView().CountKeysInSlot(s) > 0 {
@@ -158,6 +224,12 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 	if tookPartial > 0 {
 		n.logf("warning", "cluster: took over %d slots of a failed owner whose replica's copy was not complete: serving what it holds", tookPartial)
 	}
+	if awaiting > 0 {
+		n.logf("notice", "cluster: took over %d slots of a failed owner without a complete copy of their state; waiting up to %v for a replica's", awaiting, carryWait)
+	}
+	if uncarried > 0 {
+		n.logf("warning", "cluster: no replica's copy of %d slots of a failed owner came in %v; serving what this node holds", uncarried, carryWait)
+	}
 	if unheld > 0 {
 		n.logf("verbose", "cluster: no longer a replica of %d slots; dropped their copies", unheld)
 	}
@@ -167,16 +239,33 @@ func (n *Node) planHandoffs() (plan, fill, rel map[string][]int) {
 		}
 	}
 	n.nHeld.Store(int32(len(n.held)))
-	rel = map[string][]int{}
+	rel = n.releasesDueLocked(m, now)
+	n.prevMap = m
+	return plan, fill, rel, carry
+}
+
+// releasesDueLocked returns the slots to release now (n.releases), by
+// owner under m. A release whose slot's owner changed before it was
+// taken (the member named refused it, its map already newer) goes on to
+// the new owner, which may wait for this node, or for a member that
+// never served the slot; one whose slot is this node's again, or older
+// than cluster-pending-timeout (its owner has stopped waiting), is
+// dropped.
+func (n *Node) releasesDueLocked(m *SlotMap, now time.Time) map[string][]int {
+	rel := map[string][]int{}
 	for s, r := range n.releases {
-		if m.OwnerID(s) != r.to || now.Sub(r.since) > n.cfg.PendingTimeout {
-			delete(n.releases, s) // its owner changed, or has stopped waiting
+		o := m.OwnerID(s)
+		if o == "" || o == n.cfg.ID || now.Sub(r.since) > n.cfg.PendingTimeout {
+			delete(n.releases, s)
 			continue
 		}
-		rel[r.to] = append(rel[r.to], s)
+		if o != r.to {
+			r.to = o
+			n.releases[s] = r
+		}
+		rel[o] = append(rel[o], s)
 	}
-	n.prevMap = m
-	return plan, fill, rel
+	return rel
 }
 
 // release is a slot to release: to whom, and since when.
@@ -547,6 +636,10 @@ func (n *Node) Import(args [][]byte) error {
 	m := n.currentMapLocked(members)
 	for _, sec := range sections {
 		st := n.slots[sec.slot].state.Load()
+		if msg.carry && m.OwnerID(sec.slot) == n.cfg.ID && (st == replica || st == notMine || st == stale) {
+			// Not taken over yet here: the sender tries again.
+			return fmt.Errorf("%w: slot %d not taken over yet", ErrNotOwner, sec.slot)
+		}
 		// Restored keys go only to a slot this node has taken up (serving,
 		// or pending its hand-off), whose keys it keeps track of.
 		if m.OwnerID(sec.slot) != n.cfg.ID || st == moving || restored && st != serving && st != pending {
@@ -571,6 +664,9 @@ func (n *Node) Import(args [][]byte) error {
 	v := n.eng.NewView()
 	keys := 0
 	for i, sec := range sections {
+		if msg.carry && (n.slots[sec.slot].state.Load() != pending || !n.awaitCarry[sec.slot]) {
+			continue // served already, or from its hand-off: the copy is not needed
+		}
 		for _, r := range sec.recs {
 			if restored {
 				ok, err := v.ImportIfAbsent(r)
@@ -596,6 +692,7 @@ func (n *Node) Import(args [][]byte) error {
 			// and must not be served half empty meanwhile).
 			n.stateSince[sec.slot] = now
 		default:
+			delete(n.awaitCarry, sec.slot)
 			n.slots[sec.slot].state.Store(serving)
 		}
 	}

@@ -140,3 +140,45 @@ func TestLostPendingSlotReleased(t *testing.T) {
 	})
 	settled(t, a, b)
 }
+
+// TestReleaseFollowsNewOwner: a release not yet taken when its slot's
+// owner changes goes to the new owner (it may wait for this node, or for
+// a member that never served the slot, as after a partition heals); one
+// whose slot comes back to this node, or older than the pending timeout,
+// is dropped.
+func TestReleaseFollowsNewOwner(t *testing.T) {
+	ids := []string{strings.Repeat("a", 40), strings.Repeat("b", 40), strings.Repeat("c", 40)}
+	m := Assign([]Member{{ID: ids[0], Weight: 1}, {ID: ids[1], Weight: 1}, {ID: ids[2], Weight: 1}})
+	slotOf := func(id string) int {
+		for s := range engine.SlotCount {
+			if m.OwnerID(s) == id {
+				return s
+			}
+		}
+		t.Fatalf("%s owns no slot", id)
+		return -1
+	}
+	now := time.Now()
+	n := &Node{cfg: Config{ID: ids[0], PendingTimeout: 30 * time.Second}, releases: map[int]release{}}
+	toB, toC, mine, old := slotOf(ids[1]), slotOf(ids[2]), slotOf(ids[0]), -1
+	for s := range engine.SlotCount {
+		if s != toB && m.OwnerID(s) == ids[1] {
+			old = s
+			break
+		}
+	}
+	n.releases[toB] = release{to: ids[1], since: now}                   // still b's
+	n.releases[toC] = release{to: ids[1], since: now}                   // moved from b to c
+	n.releases[mine] = release{to: ids[1], since: now}                  // back to this node
+	n.releases[old] = release{to: ids[1], since: now.Add(-time.Minute)} // b stopped waiting
+	rel := n.releasesDueLocked(m, now)
+	if got := rel[ids[1]]; len(got) != 1 || got[0] != toB {
+		t.Errorf("released to b: %v, want [%d]", got, toB)
+	}
+	if got := rel[ids[2]]; len(got) != 1 || got[0] != toC {
+		t.Errorf("released to c: %v, want [%d] (its owner changed)", got, toC)
+	}
+	if len(rel) != 2 || len(n.releases) != 2 || n.releases[toC].to != ids[2] {
+		t.Errorf("releases due %v, kept %v: want the one back to this node and the old one dropped", rel, n.releases)
+	}
+}

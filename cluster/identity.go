@@ -248,7 +248,7 @@ func (n *Node) release(id string) error {
 		return err
 	}
 	if len(copies) > 0 {
-		if err := n.sendCopies(n.linkAddr(md), id, copies); err != nil {
+		if err := n.sendCopies(n.linkAddr(md), id, copies, false); err != nil {
 			return err
 		}
 		n.mu.Lock()

@@ -58,6 +58,15 @@ type Node struct {
 	// their previous owner gone, by the owner to release them to
 	// (handoff.go's releaseTo).
 	releases map[int]release
+	// carries are the replica copies this node holds of slots whose
+	// owner failed, to send to the member that took each over
+	// (carryCopies); awaitCarry are the slots this node took over with a
+	// copy less complete, and waits for such a copy for (carryWait).
+	carries    map[int]release
+	awaitCarry map[int]bool
+	// retiredAt holds, for a copy this node keeps after losing its
+	// replica role (planHandoffs), since when it keeps it.
+	retiredAt map[int]time.Time
 	// seenMACs holds the MACs of the hand-offs accepted, with their time,
 	// against replays.
 	seenMACs map[string]int64
@@ -153,7 +162,7 @@ func New(cfg Config) (*Node, error) {
 	k := sha256.Sum256([]byte("cellserver hand-off\x00" + cfg.Secret))
 	lk := sha256.Sum256([]byte("cellserver link\x00" + cfg.Secret))
 	n := &Node{
-		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, releases: map[int]release{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, leftClean: map[string]bool{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
+		cfg: cfg, chunk: maxChunk, seenMACs: map[string]int64{}, held: map[int]heldSlot{}, releases: map[int]release{}, carries: map[int]release{}, awaitCarry: map[int]bool{}, retiredAt: map[int]time.Time{}, leavers: map[string]bool{}, gossiped: map[string]memberMeta{}, leftClean: map[string]bool{}, handoffClients: map[string]*redis.Client{}, fwdIdle: map[string]chan *fwdConn{},
 		handoffKey: k[:], linkKey: lk[:], reconcileNow: make(chan struct{}, 1), meets: make(chan meetReq, maxPendingMeets),
 		stop: make(chan struct{}), stopped: make(chan struct{}),
 		selfMeta: memberMeta{IP: cfg.IP, Port: cfg.Port, BusPort: cfg.BusPort, TLSPort: cfg.TLSPort, Weight: cfg.Weight, Started: time.Now().UnixNano()},

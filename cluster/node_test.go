@@ -186,7 +186,16 @@ func settled(t *testing.T, nodes ...*testNode) {
 			serving := 0
 			for _, n := range nodes {
 				if st := n.slots[s].state.Load(); st == moving || st == pending {
-					return fmt.Errorf("slot %d is still being handed over (%s: state %d)", s, n.addr, st)
+					n.mu.Lock()
+					h, ac := n.prevOwner[s], n.awaitCarry[s]
+					n.mu.Unlock()
+					var others []string
+					for _, o := range nodes {
+						o.mu.Lock()
+						others = append(others, fmt.Sprintf("%.8s %d sub %.8q synced %v", o.ID(), o.slots[s].state.Load(), o.rsub[s], o.rsynced[s].Load()))
+						o.mu.Unlock()
+					}
+					return fmt.Errorf("slot %d is still being handed over (%s: state %d, waiting for %.8q, for a copy %v; owner %.8s; %v)", s, n.addr, st, h, ac, first.m.OwnerID(s), others)
 				}
 				if st, _ := n.Peek(s); st == commands.RouteLocal {
 					serving++

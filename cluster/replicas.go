@@ -77,6 +77,19 @@ const replInterval = 2 * time.Millisecond
 // silent: an empty message goes after that.
 const replHeartbeat = 500 * time.Millisecond
 
+// carryWait is how long a member that took over a failed owner's slot
+// without a complete copy of its state waits for a replica's copy
+// (carryCopies) before it serves what it holds.
+const carryWait = 2 * time.Second
+
+// retiredKeep is how long a member that lost a slot's replica role keeps
+// its copy at most, waiting for the owner to drop it once the new
+// replicas have caught up: long enough to cover the owner failing in the
+// meantime (two members failing together are removed within about one
+// node timeout of each other), and bounded should the owner's drop be
+// lost with a failing link.
+func (n *Node) retiredKeep() time.Duration { return max(2*n.cfg.NodeTimeout, replStaleAfter) }
+
 // replStaleAfter is how long a replica waits for a message from an owner
 // it subscribed to (or for a copy it asked for) before it asks again.
 const replStaleAfter = 3 * time.Second
@@ -509,7 +522,10 @@ func (n *Node) replScanLocked() {
 		st := n.slots[s].state.Load()
 		for i := len(subs) - 1; i >= 0; i-- {
 			o := subs[i]
-			if st != serving && st != moving || t.m.OwnerID(s) == n.cfg.ID && !t.isReplica(s, o.id) {
+			// A member no longer the slot's replica keeps its stream until
+			// the new replicas have caught up: until then its copy is the
+			// more complete one, should this node fail.
+			if st != serving && st != moving || t.m.OwnerID(s) == n.cfg.ID && !t.isReplica(s, o.id) && n.replicasSyncedLocked(t, s) {
 				n.replDropLocked(o, s, true)
 			}
 		}
@@ -545,6 +561,7 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 	if !ok {
 		return ErrUnknownPeer
 	}
+	n.stopWaitingFor(from, slots)
 	rp := &n.repl
 	rp.mu.Lock()
 	defer rp.mu.Unlock()
@@ -585,6 +602,30 @@ func (n *Node) subscribeFrom(from string, slots []int) error {
 	}
 	n.logf("verbose", "cluster: %s subscribed to %d slots as their replica (%d asked)", from, took, len(slots))
 	return nil
+}
+
+// stopWaitingFor ends the wait of the slots pending a hand-off from
+// member from that from asks to copy as their replica: from holds them as
+// a replica, not as their owner, so it will never hand them over. (A node
+// back from a partition takes its previous owners from the map of the
+// members without it, which may name a member that was cut off too and
+// never served the slot; without this it waited until
+// cluster-pending-timeout.) The slot is served with what this node holds;
+// a hand-off from whichever member did serve it is still taken.
+func (n *Node) stopWaitingFor(from string, slots []int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ended := 0
+	for _, s := range slots {
+		if s < 0 || s >= engine.SlotCount || n.prevOwner[s] != from || n.slots[s].state.Load() != pending || n.awaitCarry[s] {
+			continue
+		}
+		n.slots[s].state.Store(serving)
+		ended++
+	}
+	if ended > 0 {
+		n.logf("notice", "cluster: %s, whose hand-off %d slots waited for, holds them as their replica: serving them", from, ended)
+	}
 }
 
 // replSend sends o's messages, pipelined, on a link of its own. Each
@@ -802,6 +843,11 @@ func (n *Node) subscribe() {
 		if o == "" || o == n.cfg.ID {
 			continue
 		}
+		if r := n.rsub[s]; r != "" && r != o && n.rsynced[s].Load() {
+			if _, ok := t.members[r]; ok {
+				continue // kept for the owner it came from (planHandoffs)
+			}
+		}
 		if n.rsub[s] == o && !n.rstale[s].Load() {
 			if n.rsynced[s].Load() || now.Sub(n.rsubAt[s]) < replStaleAfter {
 				continue
@@ -925,7 +971,7 @@ func (n *Node) replicaStats(top *commands.ClusterTopology) {
 // sendCopies sends member to, at addr, this node's replica copies of
 // slots as a hand-off (records replace the receiver's keys, and it serves
 // the slots), in messages of at most the hand-off chunk.
-func (n *Node) sendCopies(addr, to string, slots []int) error {
+func (n *Node) sendCopies(addr, to string, slots []int, carry bool) error {
 	v := n.eng.NewView()
 	var payload, sec, enc []byte
 	secN := 0
@@ -935,7 +981,13 @@ func (n *Node) sendCopies(addr, to string, slots []int) error {
 		if more {
 			msg = appendSection(msg, s, secN, sec)
 		}
-		if err := n.send(addr, to, msg, formatFlags(n.isLeaving(), false, more, false)); err != nil {
+		flag := formatFlags(n.isLeaving(), false, more, false)
+		if carry && flag == "-" {
+			flag = flagCarry
+		} else if carry {
+			flag += "," + flagCarry
+		}
+		if err := n.send(addr, to, msg, flag); err != nil {
 			return err
 		}
 		payload, sec, secN = payload[:0], sec[:0], 0
@@ -959,4 +1011,52 @@ func (n *Node) sendCopies(addr, to string, slots []int) error {
 		return flush(-1)
 	}
 	return nil
+}
+
+// replicasSyncedLocked reports whether every replica of slot s in t has
+// this node's full copy of it.
+func (n *Node) replicasSyncedLocked(t *routeTable, s int) bool {
+	for _, id := range t.replicaIDs(s) {
+		o := n.repl.outs[id]
+		if o == nil || !o.has(s) || o.synced[s/64].Load()&(1<<(s%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// carryCopies sends member to this node's copies of slots whose owner
+// failed and that to took over (flag carry): to takes them only where it
+// waits for one, having held less (planHandoffs, carryWait), and ignores
+// the others. Once delivered, a copy this node is still a replica of is
+// asked for again from to; the others are dropped. A delivery that fails
+// is tried again at the next reconcile, up to carryWait.
+func (n *Node) carryCopies(to string, slots []int) {
+	md, ok := n.routes.Load().members[to]
+	if !ok {
+		return
+	}
+	if err := n.sendCopies(n.linkAddr(md), to, slots, true); err != nil {
+		n.logf("verbose", "cluster: sending %s the copies of %d slots it took over from their failed owner: %v; retrying", to, len(slots), err)
+		return
+	}
+	t := n.routes.Load()
+	n.mu.Lock()
+	for _, s := range slots {
+		if c, ok := n.carries[s]; !ok || c.to != to {
+			continue
+		}
+		delete(n.carries, s)
+		if n.slots[s].state.Load() != replica {
+			continue
+		}
+		n.rsub[s] = ""
+		n.rsynced[s].Store(false)
+		if !t.isReplica(s, n.cfg.ID) {
+			n.eng.NewView().DeleteSlot(s)
+			n.slots[s].state.Store(notMine)
+		}
+	}
+	n.mu.Unlock()
+	n.logf("verbose", "cluster: sent %s the copies of %d slots it took over from their failed owner", to, len(slots))
 }

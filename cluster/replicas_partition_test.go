@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"slices"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -238,42 +240,33 @@ func testReplicasPartition(t *testing.T, size, minority, replicas int) {
 		t.Fatalf("slot %d's range names replica %q (owner %s)", slot, replica, home.ID())
 	}
 	// The others cut off with the owner hold no copy of the key, and
-	// their removal leaves the key's slot with its replica: the map
-	// without the owner and them gives the slot to the replica. (One
-	// that moves it elsewhere moves the replica's role first, whichever
-	// removal comes first, and the new replica, subscribed to an owner
-	// already cut off, never gets the copy: with one replica, two
-	// failures at once can lose a slot's state that way; docs/commands.md
-	// says so.)
-	minor := []*testNode{home}
-	var major []*testNode
-	keepsReplica := func(n *testNode) bool {
-		if replicas == 0 {
-			return true
-		}
+	// their removal, where one can be found, moves the key's slot to
+	// another member than its replica: the harder case. If the majority
+	// removes such a node first, the replica's role moves before the
+	// owner's removal; the old replica keeps its copy and hands it to the
+	// slot's new owner (carryCopies).
+	moves := func(n *testNode) bool {
 		var rest []Member
 		for _, mb := range home.routes.Load().m.Members {
-			out := mb.ID == n.ID()
-			for _, x := range minor {
-				out = out || mb.ID == x.ID()
-			}
-			if !out {
+			if mb.ID != n.ID() && mb.ID != home.ID() {
 				rest = append(rest, mb)
 			}
 		}
-		return Assign(rest).OwnerID(slot) == replica
+		return Assign(rest).OwnerID(slot) != replica
 	}
-	for _, n := range nodes {
-		switch {
-		case n == home:
-		case len(minor) < minority && n.ID() != replica && keepsReplica(n):
+	candidates := slices.Clone(nodes)
+	sort.SliceStable(candidates, func(i, j int) bool { return replicas > 0 && moves(candidates[i]) && !moves(candidates[j]) })
+	minor := []*testNode{home}
+	for _, n := range candidates {
+		if len(minor) < minority && n != home && n.ID() != replica {
 			minor = append(minor, n)
-		default:
-			major = append(major, n)
 		}
 	}
-	if len(minor) < minority {
-		t.Fatalf("no %d nodes to cut off with the owner that leave slot %d with its replica", minority-1, slot)
+	var major []*testNode
+	for _, n := range nodes {
+		if !slices.Contains(minor, n) {
+			major = append(major, n)
+		}
 	}
 	var minorIDs []string
 	for _, n := range minor {
@@ -317,10 +310,13 @@ func testReplicasPartition(t *testing.T, size, minority, replicas int) {
 	// What the replica holds of the key at the cut, for the failure's
 	// message.
 	atCut := "no replica"
+	if replicas > 0 && len(minor) > 1 {
+		atCut = fmt.Sprintf("the removal of %.8s moves the key's slot past its replica: %v; ", minor[1].ID(), moves(minor[1]))
+	}
 	for _, n := range nodes {
 		if n.ID() == replica {
 			n.mu.Lock()
-			atCut = fmt.Sprintf("replica %s at the cut: slot state %d, subscribed to %.8q, caught up %v, holds the key %v (%d records in the slot)",
+			atCut += fmt.Sprintf("replica %s at the cut: slot state %d, subscribed to %.8q, caught up %v, holds the key %v (%d records in the slot)",
 				replica[:8], n.slots[slot].state.Load(), n.rsub[slot], n.rsynced[slot].Load(),
 				n.eng.NewView().Exists(key, nil), len(n.eng.NewView().ExportSlot(slot)))
 			n.mu.Unlock()
@@ -370,9 +366,9 @@ func testReplicasPartition(t *testing.T, size, minority, replicas int) {
 	bound := limit + inWindow
 	t.Logf("cluster-replicas %d, %d of %d nodes cut off: the owner admitted %d hits before the cut and %d after it, "+
 		"until it refused (CLUSTERDOWN) %v after the cut; the majority served the key %v after the cut (%s) and admitted %d; "+
-		"%d in all for a limit of %d, %d past it (%d admitted by the owner from %v before the cut on)",
+		"%d in all for a limit of %d, %d past it (%d admitted by the owner from %v before the cut on); %s",
 		replicas, minority, size, before, len(ownerHits)-before, minorDown.Sub(cut).Round(time.Millisecond),
-		served.Sub(cut).Round(time.Millisecond), servedBy.ID()[:8], majorHits, total, limit, total-limit, inWindow, replWindow)
+		served.Sub(cut).Round(time.Millisecond), servedBy.ID()[:8], majorHits, total, limit, total-limit, inWindow, replWindow, atCut)
 	if replicas == 0 {
 		if total <= bound {
 			t.Errorf("without replicas, %d admitted in all, want more than %d (the majority starts the slot empty)", total, bound)

@@ -195,9 +195,12 @@ func (n *Node) ownersLocked(members map[string]memberMeta, skip string) []Member
 // members, then hands the slots this node no longer owns to their owners,
 // and sends restored keys to theirs.
 func (n *Node) reconcile() {
-	plan, fill, rel := n.planHandoffs()
+	plan, fill, rel, carry := n.planHandoffs()
 	for to, slots := range plan {
 		n.handoff(to, slots, false)
+	}
+	for to, slots := range carry {
+		n.carryCopies(to, slots)
 	}
 	for to, slots := range rel {
 		n.releaseTo(to, slots)

@@ -42,10 +42,14 @@ const (
 	flagRestored = "restored"
 	flagMore     = "more"
 	flagHeld     = "held"
+	// flagCarry marks a replica's copy of a slot whose owner failed,
+	// sent to the member that took the slot over with a copy less
+	// complete (carryCopies): taken only by a slot that waits for it.
+	flagCarry = "carry"
 )
 
 // flags are a hand-off message's flags, as parseFlags reads them.
-type flags struct{ leaving, restored, more, held bool }
+type flags struct{ leaving, restored, more, held, carry bool }
 
 // formatFlags writes a hand-off message's flag field.
 func formatFlags(leaving, restored, more, held bool) string {
@@ -80,11 +84,13 @@ func parseFlags(flag string) (flags, error) {
 			f.more = true
 		case flagHeld:
 			f.held = true
+		case flagCarry:
+			f.carry = true
 		default:
 			return flags{}, ErrBadHandoff
 		}
 	}
-	if f.held && (f.restored || f.more) {
+	if f.held && (f.restored || f.more) || f.carry && (f.restored || f.held) {
 		return flags{}, ErrBadHandoff
 	}
 	return f, nil
