@@ -92,6 +92,7 @@ func (n *Node) planHandoffs() (plan, fill, rel, carry map[string][]int) {
 					n.rsub[s] = ""
 					n.rsynced[s].Store(false)
 					delete(n.retiredAt, s)
+					delete(n.carries, s)
 				}
 			case away:
 				if h := n.prevOwner[s]; !isMember(members, h) {
