@@ -423,6 +423,69 @@ func testTwoFailures(t *testing.T, moved bool) {
 	limitedAfterFailover(t, survivors, keys, 30*time.Second, fmt.Sprintf("the failures of %.8s and %.8s", victim.ID(), other.ID()))
 }
 
+// TestTwoReplicasOwnerAndReplicaFail: with cluster-replicas 2, an owner
+// and its first replica fail at once, so both of the slot's nearest copies
+// go; whichever removal the majority agrees first, the second replica
+// takes the keys over with their state, and they are still limited.
+func TestTwoReplicasOwnerAndReplicaFail(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 5, 2)
+	victim := nodes[4]
+	rt := victim.routes.Load()
+	// The other node to fail: the first replica of the most keys of the
+	// victim's tested here.
+	byFirst := map[string][]string{}
+	for i := 0; i < 20000; i++ {
+		key := fmt.Sprintf("tworep%d", i)
+		s := engine.Slot([]byte(key))
+		if rt.m.OwnerID(s) != victim.ID() {
+			continue
+		}
+		if ids := rt.replicaIDs(s); len(ids) == 2 && len(byFirst[ids[0]]) < 20 {
+			byFirst[ids[0]] = append(byFirst[ids[0]], key)
+		}
+	}
+	var other *testNode
+	var keys []string
+	for _, n := range nodes[:4] {
+		if ks := byFirst[n.ID()]; len(ks) > len(keys) {
+			other, keys = n, ks
+		}
+	}
+	if other == nil {
+		t.Fatal("no key of the victim has two replicas")
+	}
+	for _, key := range keys {
+		for range 5 {
+			fw(t, victim, key, 1)
+		}
+	}
+	testkit.Until(t, 5*time.Second, "the keys on both their replicas", func() error {
+		for _, key := range keys {
+			s := engine.Slot([]byte(key))
+			held := 0
+			for _, n := range nodes[:4] {
+				if n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(key), nil) {
+					held++
+				}
+			}
+			if held < 2 {
+				return fmt.Errorf("%d replicas hold %s", held, key)
+			}
+		}
+		return nil
+	})
+	_ = victim.Close()
+	_ = other.Close()
+	var survivors []*testNode
+	for _, n := range nodes[:4] {
+		if n != other {
+			survivors = append(survivors, n)
+		}
+	}
+	limitedAfterFailover(t, survivors, keys, 30*time.Second, fmt.Sprintf("the failures of the owner %.8s and its first replica %.8s", victim.ID(), other.ID()))
+}
+
 // TestPendingEndsWhenAwaitedMemberSubscribes: a slot pending the hand-off
 // of a member that then asks to copy it as its replica stops waiting and
 // is served (that member holds no owner's state to hand over); a slot
