@@ -173,3 +173,41 @@ func TestMoreRestartsThePendingWait(t *testing.T) {
 		t.Fatalf("the slot's wait started at %v, an hour ago: the message did not restart it", since)
 	}
 }
+
+// TestCarryTaken: a carry copy (a failed owner's state, sent by a member
+// that held it as a replica) is taken by a slot that waits for such a
+// copy, or for the hand-off of the sender itself (which held the slot
+// only as a replica, and will send nothing else); a slot that waits for
+// another member's hand-off ignores it, and so does one already served.
+func TestCarryTaken(t *testing.T) {
+	seeds := importSeeds(t)
+	ks, os := engine.Slot([]byte("{k}")), engine.Slot([]byte("other"))
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	for _, c := range []struct {
+		name   string
+		set    func(n *Node) // how the slots wait
+		ks, os uint32        // their states after
+	}{
+		{"waiting for the sender", func(n *Node) { n.prevOwner[os] = strings.Repeat("c", 40) }, serving, pending},
+		{"waiting for a copy", func(n *Node) {
+			n.prevOwner[ks], n.awaitCarry[ks] = "", true
+			n.slots[os].state.Store(serving)
+		}, serving, serving},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := importNode(t)
+			c.set(n)
+			mac := n.sign(fuzzPeer, n.ID(), ts, flagCarry, seeds[1])
+			if err := n.Import([][]byte{[]byte(fuzzPeer), []byte(n.ID()), []byte(ts), []byte(flagCarry), seeds[1], []byte(mac)}); err != nil {
+				t.Fatal(err)
+			}
+			if got := []uint32{n.slots[ks].state.Load(), n.slots[os].state.Load()}; got[0] != c.ks || got[1] != c.os {
+				t.Errorf("states %v, want [%d %d]", got, c.ks, c.os)
+			}
+			v := n.eng.NewView()
+			if !v.Exists([]byte("{k}0"), nil) || v.Exists([]byte("other"), nil) {
+				t.Errorf("{k}0 taken %v (want true), other taken %v (want false)", v.Exists([]byte("{k}0"), nil), v.Exists([]byte("other"), nil))
+			}
+		})
+	}
+}

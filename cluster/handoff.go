@@ -665,8 +665,12 @@ func (n *Node) Import(args [][]byte) error {
 	v := n.eng.NewView()
 	keys := 0
 	for i, sec := range sections {
-		if msg.carry && (n.slots[sec.slot].state.Load() != pending || !n.awaitCarry[sec.slot]) {
-			continue // served already, or from its hand-off: the copy is not needed
+		if msg.carry && (n.slots[sec.slot].state.Load() != pending || !n.awaitCarry[sec.slot] && n.prevOwner[sec.slot] != from) {
+			// Served already, or waiting for another member's hand-off:
+			// the copy is not needed. (A slot that waits for the hand-off
+			// of the sender itself takes it: the sender held the slot only
+			// as a replica, and will send nothing else.)
+			continue
 		}
 		for _, r := range sec.recs {
 			if restored {
