@@ -394,6 +394,15 @@ func testTwoFailures(t *testing.T, moved bool) {
 	if len(keys) == 0 {
 		t.Skipf("no slot of the victim fits with these ids (moved %v)", moved)
 	}
+	failTogether(t, nodes, victim, other, keys, 1, fmt.Sprintf("the failures of %.8s and %.8s", victim.ID(), other.ID()))
+}
+
+// failTogether charges keys, owned by victim, 5 times each, waits until
+// copies of them are caught up on at least copies members, closes victim
+// and other at once, as crashes, and checks that the keys are still
+// limited on the survivors (after names the failures in messages).
+func failTogether(t *testing.T, nodes []*testNode, victim, other *testNode, keys []string, copies int, after string) {
+	t.Helper()
 	for _, key := range keys {
 		for range 5 {
 			fw(t, victim, key, 1)
@@ -402,12 +411,14 @@ func testTwoFailures(t *testing.T, moved bool) {
 	testkit.Until(t, 5*time.Second, "the keys on their replicas", func() error {
 		for _, key := range keys {
 			s := engine.Slot([]byte(key))
-			held := false
-			for _, n := range nodes[:4] {
-				held = held || n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(key), nil)
+			held := 0
+			for _, n := range nodes {
+				if n != victim && n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(key), nil) {
+					held++
+				}
 			}
-			if !held {
-				return fmt.Errorf("no replica holds %s", key)
+			if held < copies {
+				return fmt.Errorf("%d replicas hold %s, want %d", held, key, copies)
 			}
 		}
 		return nil
@@ -415,12 +426,12 @@ func testTwoFailures(t *testing.T, moved bool) {
 	_ = victim.Close()
 	_ = other.Close()
 	var survivors []*testNode
-	for _, n := range nodes[:4] {
-		if n != other {
+	for _, n := range nodes {
+		if n != victim && n != other {
 			survivors = append(survivors, n)
 		}
 	}
-	limitedAfterFailover(t, survivors, keys, 30*time.Second, fmt.Sprintf("the failures of %.8s and %.8s", victim.ID(), other.ID()))
+	limitedAfterFailover(t, survivors, keys, 30*time.Second, after)
 }
 
 // TestTwoReplicasOwnerAndReplicaFail: with cluster-replicas 2, an owner
@@ -455,35 +466,7 @@ func TestTwoReplicasOwnerAndReplicaFail(t *testing.T) {
 	if other == nil {
 		t.Fatal("no key of the victim has two replicas")
 	}
-	for _, key := range keys {
-		for range 5 {
-			fw(t, victim, key, 1)
-		}
-	}
-	testkit.Until(t, 5*time.Second, "the keys on both their replicas", func() error {
-		for _, key := range keys {
-			s := engine.Slot([]byte(key))
-			held := 0
-			for _, n := range nodes[:4] {
-				if n.slots[s].state.Load() == replica && n.rsynced[s].Load() && n.eng.NewView().Exists([]byte(key), nil) {
-					held++
-				}
-			}
-			if held < 2 {
-				return fmt.Errorf("%d replicas hold %s", held, key)
-			}
-		}
-		return nil
-	})
-	_ = victim.Close()
-	_ = other.Close()
-	var survivors []*testNode
-	for _, n := range nodes[:4] {
-		if n != other {
-			survivors = append(survivors, n)
-		}
-	}
-	limitedAfterFailover(t, survivors, keys, 30*time.Second, fmt.Sprintf("the failures of the owner %.8s and its first replica %.8s", victim.ID(), other.ID()))
+	failTogether(t, nodes, victim, other, keys, 2, fmt.Sprintf("the failures of the owner %.8s and its first replica %.8s", victim.ID(), other.ID()))
 }
 
 // TestPendingEndsWhenAwaitedMemberSubscribes: a slot pending the hand-off
