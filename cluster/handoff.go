@@ -132,11 +132,22 @@ func (n *Node) planHandoffs() (plan, fill, rel, carry map[string][]int) {
 			}
 		case replica:
 			if c, ok := n.carries[s]; ok {
-				if c.to == owner && now.Sub(c.since) <= carryWait {
+				delete(n.carries, s)
+				switch {
+				case c.to != owner:
+					// Its owner changed: the copy goes to the new one
+					// (below).
+				case now.Sub(c.since) <= carryWait:
+					n.carries[s] = c
 					carry[owner] = append(carry[owner], s)
 					continue // its copy is still to be delivered
+				default:
+					// Not taken within carryWait (the owner refuses it,
+					// or has stopped waiting): the copy is carried no
+					// longer, and goes as any copy whose owner changed.
+					n.rsub[s] = ""
+					n.rsynced[s].Store(false)
 				}
-				delete(n.carries, s)
 			}
 			if o := n.rsub[s]; owner != "" && o != "" && o != owner && n.rsynced[s].Load() && failed(o) {
 				// The owner this copy came from failed, and another

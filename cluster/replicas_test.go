@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -514,5 +515,60 @@ func TestPendingEndsWhenAwaitedMemberSubscribes(t *testing.T) {
 	a.mu.Unlock()
 	if want := []uint32{serving, pending, pending}; !slices.Equal(got, want) {
 		t.Errorf("states after b subscribed: %v, want %v (serving %d, pending %d)", got, want, serving, pending)
+	}
+}
+
+// TestCarryGivesUp: a replica's copy of a failed owner's slot goes to
+// the slot's new owner as a carry copy, again at each reconcile while
+// carryWait lasts, and to the next owner if the owner changes; once the
+// owner has not taken it within carryWait, it is carried no longer (it
+// was sent five times a second for ever to an owner that refused it).
+func TestCarryGivesUp(t *testing.T) {
+	var g testkit.Gossip
+	nodes := startReplicaNodes(t, &g, 3, 1)
+	a := nodes[0]
+	gone := strings.Repeat("9", 40) // the failed owner the copy came from
+	var slots []int
+	for s := range engine.SlotCount {
+		if a.slots[s].state.Load() == replica {
+			slots = append(slots, s)
+			if len(slots) == 3 {
+				break
+			}
+		}
+	}
+	if len(slots) < 3 {
+		t.Fatalf("a is a replica of %d slots", len(slots))
+	}
+	m := a.routes.Load().m
+	now := time.Now()
+	a.mu.Lock()
+	for i, s := range slots {
+		a.rsub[s] = gone
+		a.rsynced[s].Store(true)
+		switch i {
+		case 0: // still within carryWait
+			a.carries[s] = release{to: m.OwnerID(s), since: now}
+		case 1: // sent to an owner since replaced
+			a.carries[s] = release{to: strings.Repeat("8", 40), since: now.Add(-time.Minute)}
+		case 2: // not taken within carryWait
+			a.carries[s] = release{to: m.OwnerID(s), since: now.Add(-carryWait - time.Second)}
+		}
+	}
+	a.mu.Unlock()
+	_, _, _, carry := a.planHandoffs()
+	var carried []int
+	for _, ss := range carry {
+		carried = append(carried, ss...)
+	}
+	a.mu.Lock()
+	_, kept := a.carries[slots[2]]
+	rsub := a.rsub[slots[2]]
+	a.mu.Unlock()
+	if !slices.Contains(carried, slots[0]) || !slices.Contains(carried, slots[1]) || slices.Contains(carried, slots[2]) {
+		t.Errorf("carried %v of slots %v: want the first two, not the third", carried, slots)
+	}
+	if kept || rsub == gone {
+		t.Errorf("the copy not taken within carryWait: still carried %v, from %.8q", kept, rsub)
 	}
 }
