@@ -32,6 +32,22 @@ func startReplicaNodes(t *testing.T, g *testkit.Gossip, k, r int) []*testNode {
 	return nodes
 }
 
+// slotsIn returns the first k slots n holds in state st, failing the test
+// when it holds fewer.
+func slotsIn(t *testing.T, n *testNode, st uint32, k int) []int {
+	t.Helper()
+	var out []int
+	for s := 0; s < engine.SlotCount && len(out) < k; s++ {
+		if n.slots[s].state.Load() == st {
+			out = append(out, s)
+		}
+	}
+	if len(out) < k {
+		t.Fatalf("%s holds %d slots in state %d, want %d", n.addr, len(out), st, k)
+	}
+	return out
+}
+
 // fw charges key's fixed window (limit 5 a day) on n's engine, as FW.INCR
 // would, and returns what remains.
 func fw(t *testing.T, n *testNode, key string, cost int64) int64 {
@@ -310,13 +326,7 @@ func TestReplicaCloseWhileSubscribed(t *testing.T) {
 	var g testkit.Gossip
 	nodes := startReplicaNodes(t, &g, 3, 1)
 	a, b := nodes[0], nodes[1]
-	slot := -1
-	for s := range engine.SlotCount {
-		if a.slots[s].state.Load() == serving {
-			slot = s
-			break
-		}
-	}
+	slot := slotsIn(t, a, serving, 1)[0]
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
@@ -479,18 +489,7 @@ func TestPendingEndsWhenAwaitedMemberSubscribes(t *testing.T) {
 	var g testkit.Gossip
 	nodes := startReplicaNodes(t, &g, 3, 1)
 	a, b, c := nodes[0], nodes[1], nodes[2]
-	var mine []int
-	for s := range engine.SlotCount {
-		if a.slots[s].state.Load() == serving {
-			mine = append(mine, s)
-			if len(mine) == 3 {
-				break
-			}
-		}
-	}
-	if len(mine) < 3 {
-		t.Fatalf("a serves %d slots", len(mine))
-	}
+	mine := slotsIn(t, a, serving, 3)
 	a.mu.Lock()
 	for i, s := range mine {
 		a.slots[s].state.Store(pending)
@@ -528,18 +527,7 @@ func TestCarryGivesUp(t *testing.T) {
 	nodes := startReplicaNodes(t, &g, 3, 1)
 	a := nodes[0]
 	gone := strings.Repeat("9", 40) // the failed owner the copy came from
-	var slots []int
-	for s := range engine.SlotCount {
-		if a.slots[s].state.Load() == replica {
-			slots = append(slots, s)
-			if len(slots) == 3 {
-				break
-			}
-		}
-	}
-	if len(slots) < 3 {
-		t.Fatalf("a is a replica of %d slots", len(slots))
-	}
+	slots := slotsIn(t, a, replica, 3)
 	m := a.routes.Load().m
 	now := time.Now()
 	a.mu.Lock()
