@@ -56,6 +56,15 @@ func BuildErr(pkg string) (string, error) {
 	return bin, nil
 }
 
+// Main runs a package's tests, removes the binaries Build made, and exits
+// with the tests' code: the whole TestMain of a package whose tests build
+// binaries and need nothing else before them.
+func Main(m *testing.M) {
+	code := m.Run()
+	RemoveBuilds()
+	os.Exit(code)
+}
+
 // RemoveBuilds deletes the binaries Build made; a TestMain calls it after
 // m.Run.
 func RemoveBuilds() {

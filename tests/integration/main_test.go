@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"os"
 	"testing"
 
 	"github.com/cellserver/cellserver/internal/testkit"
@@ -9,8 +8,4 @@ import (
 
 // TestMain removes the binaries the tests built (testkit.Build), which
 // would otherwise stay in the temporary directory after every run.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testkit.RemoveBuilds()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
