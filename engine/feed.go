@@ -88,9 +88,12 @@ func (e *Engine) SetFeed(on bool) {
 	}
 }
 
-// FeedOn reports whether the change feed is on (SetFeed).
+// FeedOn reports whether the change feed is on (SetFeed). It reads the
+// last shard, which SetFeed reaches last: true only once every shard
+// lists its writes. (It read the first, so a key written as soon as it
+// said true could land in a shard not yet on, and never be listed.)
 func (e *Engine) FeedOn() bool {
-	sh := &e.shards[0]
+	sh := &e.shards[len(e.shards)-1]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.feed != nil
